@@ -1,0 +1,5 @@
+package io.salus.blockdriver.cli;
+
+public final class SalusCli {
+  public static void main(String[] args) { }
+}
