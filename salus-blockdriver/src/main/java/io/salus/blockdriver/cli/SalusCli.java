@@ -1,5 +1,34 @@
 package io.salus.blockdriver.cli;
 
-public final class SalusCli {
-  public static void main(String[] args) { }
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/**
+ * Entry point of the {@code salus} command line. Each sub-command is its own class in this
+ * package; register new ones in {@code subcommands} below.
+ */
+@Command(
+    name = "salus",
+    mixinStandardHelpOptions = true,
+    version = "salus 0.1.0-SNAPSHOT",
+    description = "Salus block store: embedded cluster, volumes and NBD export.",
+    subcommands = {
+      CommandLine.HelpCommand.class,
+    })
+public final class SalusCli implements Runnable {
+
+  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+  @Override
+  public void run() {
+    spec.commandLine().usage(System.out);
+  }
+
+  public static int execute(String... args) {
+    return new CommandLine(new SalusCli()).execute(args);
+  }
+
+  public static void main(String[] args) {
+    System.exit(execute(args));
+  }
 }
