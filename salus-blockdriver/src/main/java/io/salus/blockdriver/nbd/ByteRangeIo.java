@@ -1,0 +1,136 @@
+package io.salus.blockdriver.nbd;
+
+import io.salus.blockdriver.volume.Volume;
+import io.salus.blockdriver.volume.VolumeException;
+import io.salus.blockdriver.metrics.BlockDriverMetrics;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * Byte-granular access to a block {@link Volume}. Aligned requests go straight to the volume;
+ * requests that start or end inside a block are served by read-modify-write of the edge blocks.
+ * Read-modify-writes of the same block are serialized (striped locks), so two concurrent
+ * unaligned writes to disjoint bytes of one block both survive.
+ */
+public final class ByteRangeIo {
+  private static final int STRIPES = 256;
+
+  private final Volume volume;
+  private final int bs;
+  private final ExecutorService rmwExecutor;
+  private final BlockDriverMetrics metrics;
+  private final ReentrantLock[] locks = new ReentrantLock[STRIPES];
+
+  public ByteRangeIo(Volume volume, ExecutorService rmwExecutor, BlockDriverMetrics metrics) {
+    this.volume = volume;
+    this.bs = volume.blockSize();
+    this.rmwExecutor = rmwExecutor;
+    this.metrics = metrics;
+    for (int i = 0; i < STRIPES; i++) {
+      locks[i] = new ReentrantLock();
+    }
+  }
+
+  public Volume volume() {
+    return volume;
+  }
+
+  public CompletableFuture<byte[]> read(long offset, int length) {
+    long first = offset / bs;
+    long last = (offset + length - 1) / bs;
+    int count = (int) (last - first + 1);
+    if (offset % bs == 0 && length % bs == 0) {
+      return volume.read(first, count);
+    }
+    int skip = (int) (offset - first * bs);
+    return volume.read(first, count).thenApply(all -> {
+      byte[] out = new byte[length];
+      System.arraycopy(all, skip, out, 0, length);
+      return out;
+    });
+  }
+
+  public CompletableFuture<Void> write(long offset, byte[] data, boolean fua) {
+    if (offset % bs == 0 && data.length % bs == 0) {
+      return volume.write(offset / bs, data, fua);
+    }
+    metrics.readModifyWrites.increment();
+    return CompletableFuture.runAsync(() -> rmw(offset, data, data.length, fua), rmwExecutor);
+  }
+
+  /** Writes zeros; whole blocks use the volume's write-zeroes, edges use read-modify-write. */
+  public CompletableFuture<Void> writeZeroes(long offset, long length, boolean fua) {
+    long firstFull = (offset + bs - 1) / bs;
+    long endFull = (offset + length) / bs; // exclusive
+    CompletableFuture<Void> f = CompletableFuture.completedFuture(null);
+    if (endFull <= firstFull) {
+      // entirely inside one or two partial blocks
+      return zeroBytes(offset, (int) length, fua);
+    }
+    f = volume.writeZeroes(firstFull, endFull - firstFull, fua);
+    long headLen = firstFull * bs - offset;
+    if (headLen > 0) {
+      f = f.thenCombine(zeroBytes(offset, (int) headLen, fua), (a, b) -> null);
+    }
+    long tailStart = endFull * bs;
+    long tailLen = offset + length - tailStart;
+    if (tailLen > 0) {
+      f = f.thenCombine(zeroBytes(tailStart, (int) tailLen, fua), (a, b) -> null);
+    }
+    return f;
+  }
+
+  private CompletableFuture<Void> zeroBytes(long offset, int length, boolean fua) {
+    return write(offset, new byte[length], fua);
+  }
+
+  /** Discards whole blocks inside the range; partial blocks at the edges are left alone. */
+  public CompletableFuture<Void> trim(long offset, long length) {
+    long firstFull = (offset + bs - 1) / bs;
+    long endFull = (offset + length) / bs;
+    if (endFull <= firstFull) {
+      return CompletableFuture.completedFuture(null);
+    }
+    return volume.trim(firstFull, endFull - firstFull);
+  }
+
+  private void rmw(long offset, byte[] data, int length, boolean fua) {
+    long first = offset / bs;
+    long last = (offset + length - 1) / bs;
+    int count = (int) (last - first + 1);
+    boolean headPartial = offset % bs != 0;
+    boolean tailPartial = (offset + length) % bs != 0;
+    int s1 = stripe(first);
+    int s2 = stripe(last);
+    ReentrantLock a = locks[Math.min(s1, s2)];
+    ReentrantLock b = locks[Math.max(s1, s2)];
+    a.lock();
+    if (b != a) {
+      b.lock();
+    }
+    try {
+      byte[] buf = new byte[count * bs];
+      if (headPartial) {
+        System.arraycopy(volume.read(first, 1).join(), 0, buf, 0, bs);
+      }
+      if (tailPartial && (last != first || !headPartial)) {
+        System.arraycopy(volume.read(last, 1).join(), 0, buf, (count - 1) * bs, bs);
+      }
+      System.arraycopy(data, 0, buf, (int) (offset - first * bs), length);
+      volume.write(first, buf, fua).join();
+    } catch (CompletionException e) {
+      throw e.getCause() instanceof VolumeException ? (VolumeException) e.getCause() : e;
+    } finally {
+      if (b != a) {
+        b.unlock();
+      }
+      a.unlock();
+    }
+  }
+
+  private static int stripe(long block) {
+    return (int) ((block ^ (block >>> 17)) & (STRIPES - 1));
+  }
+}

@@ -1,0 +1,603 @@
+package io.salus.blockdriver.nbd;
+
+import static io.salus.blockdriver.nbd.NbdProtocol.*;
+
+import io.salus.blockdriver.metrics.BlockDriverMetrics;
+import io.salus.blockdriver.volume.BlockCorruptedException;
+import io.salus.blockdriver.volume.Volume;
+import io.salus.blockdriver.volume.VolumeException;
+import java.io.BufferedInputStream;
+import java.io.BufferedOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One client connection: fixed newstyle handshake, then the transmission phase with many
+ * requests in flight and replies sent in completion order. Any framing error (bad magic, an
+ * oversized write payload, a client vanishing mid-request) ends this connection only; requests
+ * already handed to the volume complete normally, so the volume is never left half-updated by a
+ * protocol error.
+ */
+final class NbdConnection implements Runnable {
+  private static final Logger LOG = LoggerFactory.getLogger(NbdConnection.class);
+  private static final int MAX_OPTION_LEN = 64 * 1024;
+  private static final int MAX_OPTIONS = 256;
+  private static final int MAX_IN_FLIGHT = 128;
+  private static final int MAX_IN_FLIGHT_BYTES = 128 << 20;
+  private static final int HANDSHAKE_TIMEOUT_MS = 30_000;
+
+  private final Socket socket;
+  private final NbdExports exports;
+  private final ExecutorService rmwExecutor;
+  private final BlockDriverMetrics metrics;
+  private final Runnable onClose;
+
+  private DataInputStream in;
+  private DataOutputStream out;
+  private final Object writeLock = new Object();
+  private volatile boolean outputBroken;
+  private boolean structured;
+  private boolean noZeroes;
+  private Thread readerThread;
+  private boolean pendingFlush;
+  private boolean drained;
+
+  private final Semaphore inFlight = new Semaphore(MAX_IN_FLIGHT);
+  private final Semaphore inFlightBytes = new Semaphore(MAX_IN_FLIGHT_BYTES);
+  private final AtomicInteger outstanding = new AtomicInteger();
+
+  NbdConnection(Socket socket, NbdExports exports, ExecutorService rmwExecutor,
+      BlockDriverMetrics metrics, Runnable onClose) {
+    this.socket = socket;
+    this.exports = exports;
+    this.rmwExecutor = rmwExecutor;
+    this.metrics = metrics;
+    this.onClose = onClose;
+  }
+
+  /** Thrown to end the connection cleanly (protocol violation or client gone). */
+  private static final class Disconnect extends Exception {
+    Disconnect(String why) {
+      super(why, null, false, false);
+    }
+  }
+
+  @Override
+  public void run() {
+    readerThread = Thread.currentThread();
+    try {
+      socket.setTcpNoDelay(true);
+      socket.setSoTimeout(HANDSHAKE_TIMEOUT_MS);
+      in = new DataInputStream(new BufferedInputStream(socket.getInputStream(), 256 * 1024));
+      out = new DataOutputStream(new BufferedOutputStream(socket.getOutputStream(), 256 * 1024));
+      Volume volume = handshake();
+      if (volume == null) {
+        return;
+      }
+      socket.setSoTimeout(0);
+      transmission(new ByteRangeIo(volume, rmwExecutor, metrics));
+    } catch (Disconnect d) {
+      LOG.debug("NBD connection {} closed: {}", socket.getRemoteSocketAddress(), d.getMessage());
+    } catch (EOFException | SocketTimeoutException e) {
+      LOG.debug("NBD client {} went away: {}", socket.getRemoteSocketAddress(), e.toString());
+    } catch (IOException e) {
+      LOG.debug("NBD connection {} I/O error: {}", socket.getRemoteSocketAddress(), e.toString());
+    } catch (RuntimeException e) {
+      LOG.warn("NBD connection {} failed", socket.getRemoteSocketAddress(), e);
+    } finally {
+      drain();
+      closeQuietly();
+      onClose.run();
+    }
+  }
+
+  void closeQuietly() {
+    try {
+      socket.close();
+    } catch (IOException ignored) {
+      // closing
+    }
+  }
+
+  /** Waits (bounded) for requests handed to the volume to finish before closing. */
+  private void drain() {
+    if (drained) {
+      return;
+    }
+    drained = true;
+    try {
+      inFlight.tryAcquire(MAX_IN_FLIGHT, 60, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  // ---------------------------------------------------------------- handshake
+
+  private Volume handshake() throws IOException, Disconnect {
+    out.writeLong(NBDMAGIC);
+    out.writeLong(IHAVEOPT);
+    out.writeShort(FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES);
+    out.flush();
+    int clientFlags = in.readInt();
+    if ((clientFlags & ~(FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES)) != 0) {
+      metrics.handshakeFailures.increment();
+      throw new Disconnect("unknown client flags 0x" + Integer.toHexString(clientFlags));
+    }
+    noZeroes = (clientFlags & FLAG_C_NO_ZEROES) != 0;
+    for (int n = 0; n < MAX_OPTIONS; n++) {
+      long magic = in.readLong();
+      if (magic != IHAVEOPT) {
+        metrics.handshakeFailures.increment();
+        throw new Disconnect("bad option magic 0x" + Long.toHexString(magic));
+      }
+      int option = in.readInt();
+      int len = in.readInt();
+      if (len < 0 || len > MAX_OPTION_LEN) {
+        metrics.handshakeFailures.increment();
+        if (option != OPT_EXPORT_NAME && len >= 0 && len <= 16 * MAX_OPTION_LEN) {
+          skip(len);
+          optionReply(option, REP_ERR_TOO_BIG, "option data too large");
+          continue;
+        }
+        throw new Disconnect("option " + option + " data length " + Integer.toUnsignedString(len)
+            + " too large");
+      }
+      byte[] data = new byte[len];
+      in.readFully(data);
+      switch (option) {
+        case OPT_EXPORT_NAME: {
+          String name = new String(data, StandardCharsets.UTF_8);
+          Volume v = resolve(name);
+          if (v == null) {
+            metrics.handshakeFailures.increment();
+            throw new Disconnect("unknown export '" + name + "' (EXPORT_NAME)");
+          }
+          out.writeLong(v.sizeInBytes());
+          out.writeShort(transmissionFlags(v));
+          if (!noZeroes) {
+            out.write(new byte[124]);
+          }
+          out.flush();
+          return v;
+        }
+        case OPT_ABORT:
+          optionReply(option, REP_ACK, null);
+          return null;
+        case OPT_LIST:
+          if (len != 0) {
+            optionReply(option, REP_ERR_INVALID, "LIST takes no data");
+            break;
+          }
+          try {
+            for (String name : exports.names()) {
+              byte[] nb = name.getBytes(StandardCharsets.UTF_8);
+              byte[] payload = new byte[4 + nb.length];
+              java.nio.ByteBuffer.wrap(payload).putInt(nb.length).put(nb);
+              optionReplyRaw(option, REP_SERVER, payload);
+            }
+            optionReply(option, REP_ACK, null);
+          } catch (Exception e) {
+            optionReply(option, REP_ERR_UNSUP, "cannot list exports: " + e.getMessage());
+          }
+          break;
+        case OPT_STRUCTURED_REPLY:
+          if (len != 0) {
+            optionReply(option, REP_ERR_INVALID, "STRUCTURED_REPLY takes no data");
+          } else {
+            structured = true;
+            optionReply(option, REP_ACK, null);
+          }
+          break;
+        case OPT_INFO:
+        case OPT_GO: {
+          Volume v = infoOrGo(option, data);
+          if (v != null && option == OPT_GO) {
+            return v;
+          }
+          break;
+        }
+        default:
+          optionReply(option, REP_ERR_UNSUP, "option " + option + " is not supported");
+      }
+    }
+    metrics.handshakeFailures.increment();
+    throw new Disconnect("too many options");
+  }
+
+  private Volume resolve(String name) {
+    try {
+      return exports.resolve(name);
+    } catch (Exception e) {
+      LOG.warn("cannot open export '{}'", name, e);
+      return null;
+    }
+  }
+
+  private Volume infoOrGo(int option, byte[] data) throws IOException {
+    java.nio.ByteBuffer b = java.nio.ByteBuffer.wrap(data);
+    if (data.length < 6) {
+      optionReply(option, REP_ERR_INVALID, "INFO/GO data too short");
+      return null;
+    }
+    int nameLen = b.getInt();
+    if (nameLen < 0 || nameLen > data.length - 6) {
+      optionReply(option, REP_ERR_INVALID, "bad export name length");
+      return null;
+    }
+    byte[] nb = new byte[nameLen];
+    b.get(nb);
+    int nInfo = b.getShort() & 0xffff;
+    if (b.remaining() != 2 * nInfo) {
+      optionReply(option, REP_ERR_INVALID, "bad information request count");
+      return null;
+    }
+    boolean wantName = false;
+    for (int i = 0; i < nInfo; i++) {
+      if ((b.getShort() & 0xffff) == INFO_NAME) {
+        wantName = true;
+      }
+    }
+    String name = new String(nb, StandardCharsets.UTF_8);
+    Volume v = resolve(name);
+    if (v == null) {
+      optionReply(option, REP_ERR_UNKNOWN, "unknown export '" + name + "'");
+      return null;
+    }
+    java.nio.ByteBuffer e = java.nio.ByteBuffer.allocate(12);
+    e.putShort((short) INFO_EXPORT).putLong(v.sizeInBytes()).putShort((short) transmissionFlags(v));
+    optionReplyRaw(option, REP_INFO, e.array());
+    java.nio.ByteBuffer bsz = java.nio.ByteBuffer.allocate(14);
+    bsz.putShort((short) INFO_BLOCK_SIZE).putInt(MIN_BLOCK).putInt(v.blockSize()).putInt(MAX_PAYLOAD);
+    optionReplyRaw(option, REP_INFO, bsz.array());
+    if (wantName) {
+      byte[] vn = v.name().getBytes(StandardCharsets.UTF_8);
+      java.nio.ByteBuffer nbuf = java.nio.ByteBuffer.allocate(2 + vn.length);
+      nbuf.putShort((short) INFO_NAME).put(vn);
+      optionReplyRaw(option, REP_INFO, nbuf.array());
+    }
+    optionReply(option, REP_ACK, null);
+    return v;
+  }
+
+  private static int transmissionFlags(Volume v) {
+    int f = TFLAG_HAS_FLAGS | TFLAG_SEND_FLUSH | TFLAG_SEND_FUA | TFLAG_SEND_TRIM
+        | TFLAG_SEND_WRITE_ZEROES;
+    if (v.flushCoversAllConnections()) {
+      f |= TFLAG_CAN_MULTI_CONN;
+    }
+    return f;
+  }
+
+  private void optionReply(int option, int type, String message) throws IOException {
+    optionReplyRaw(option, type,
+        message == null ? new byte[0] : message.getBytes(StandardCharsets.UTF_8));
+  }
+
+  private void optionReplyRaw(int option, int type, byte[] payload) throws IOException {
+    out.writeLong(OPTION_REPLY_MAGIC);
+    out.writeInt(option);
+    out.writeInt(type);
+    out.writeInt(payload.length);
+    out.write(payload);
+    out.flush();
+  }
+
+  private void skip(long n) throws IOException {
+    while (n > 0) {
+      long s = in.skip(n);
+      if (s <= 0) {
+        if (in.read() < 0) {
+          throw new EOFException();
+        }
+        s = 1;
+      }
+      n -= s;
+    }
+  }
+
+  // ---------------------------------------------------------------- transmission
+
+  private void transmission(ByteRangeIo io) throws IOException, Disconnect {
+    Volume volume = io.volume();
+    long size = volume.sizeInBytes();
+    while (true) {
+      if (in.available() == 0) {
+        flushPendingReplies();
+      }
+      int magic = in.readInt();
+      if (magic != REQUEST_MAGIC) {
+        metrics.malformedRequests.increment();
+        throw new Disconnect("bad request magic 0x" + Integer.toHexString(magic));
+      }
+      int flags = in.readUnsignedShort();
+      int type = in.readUnsignedShort();
+      long handle = in.readLong();
+      long offset = in.readLong();
+      long length = in.readInt() & 0xffffffffL;
+      metrics.requests.increment();
+      if (type == CMD_WRITE) {
+        if (length > MAX_PAYLOAD) {
+          metrics.malformedRequests.increment();
+          reply(handle, EINVAL, "write length " + length + " exceeds maximum " + MAX_PAYLOAD);
+          flushPendingReplies();
+          throw new Disconnect("oversized write payload " + length);
+        }
+        byte[] data = new byte[(int) length];
+        in.readFully(data);
+        int err = checkRange(flags, CMD_FLAG_FUA, offset, length, size, ENOSPC);
+        if (err != 0) {
+          reply(handle, err, "bad WRITE request");
+          continue;
+        }
+        metrics.writes.increment();
+        metrics.bytesWritten.add(length);
+        submit(handle, (int) length, io.write(offset, data, (flags & CMD_FLAG_FUA) != 0));
+        continue;
+      }
+      switch (type) {
+        case CMD_READ: {
+          int err = length > MAX_PAYLOAD ? EINVAL
+              : checkRange(flags, CMD_FLAG_FUA | CMD_FLAG_DF, offset, length, size, EINVAL);
+          if (err != 0) {
+            metrics.malformedRequests.increment();
+            reply(handle, err, "bad READ request (offset " + offset + ", length " + length + ")");
+            break;
+          }
+          metrics.reads.increment();
+          metrics.bytesRead.add(length);
+          acquire((int) length);
+          final long off = offset;
+          CompletableFuture<byte[]> f;
+          try {
+            f = io.read(offset, (int) length);
+          } catch (RuntimeException e) {
+            f = CompletableFuture.failedFuture(e);
+          }
+          f.whenComplete((data, t) -> {
+            try {
+              if (t == null) {
+                readReply(handle, off, data);
+              } else {
+                reply(handle, errno(t), message(t));
+              }
+            } finally {
+              release((int) length);
+            }
+          });
+          break;
+        }
+        case CMD_FLUSH:
+          if ((flags & ~CMD_FLAG_FUA) != 0) {
+            reply(handle, EINVAL, "unknown FLUSH flags");
+            break;
+          }
+          metrics.flushes.increment();
+          submit(handle, 0, volume.flush());
+          break;
+        case CMD_TRIM: {
+          int err = checkRange(flags, CMD_FLAG_FUA, offset, length, size, EINVAL);
+          if (err != 0) {
+            metrics.malformedRequests.increment();
+            reply(handle, err, "bad TRIM request");
+            break;
+          }
+          metrics.trims.increment();
+          CompletableFuture<Void> f = io.trim(offset, length);
+          if ((flags & CMD_FLAG_FUA) != 0) {
+            f = f.thenCompose(x -> volume.flush());
+          }
+          submit(handle, 0, f);
+          break;
+        }
+        case CMD_WRITE_ZEROES: {
+          int err = checkRange(flags, CMD_FLAG_FUA | CMD_FLAG_NO_HOLE, offset, length, size,
+              ENOSPC);
+          if (err != 0) {
+            metrics.malformedRequests.increment();
+            reply(handle, err, "bad WRITE_ZEROES request");
+            break;
+          }
+          metrics.writeZeroes.increment();
+          submit(handle, 0, io.writeZeroes(offset, length, (flags & CMD_FLAG_FUA) != 0));
+          break;
+        }
+        case CMD_DISC:
+          flushPendingReplies();
+          drain();
+          volume.flush().exceptionally(t -> null).join();
+          throw new Disconnect("client sent DISC");
+        default:
+          metrics.malformedRequests.increment();
+          reply(handle, EINVAL, "unsupported command " + commandName(type));
+      }
+    }
+  }
+
+  /** Returns 0 or the NBD error for a request's flags and range. */
+  private static int checkRange(int flags, int allowedFlags, long offset, long length, long size,
+      int beyondEndError) {
+    if ((flags & ~allowedFlags) != 0) {
+      return EINVAL;
+    }
+    if (length == 0) {
+      return EINVAL;
+    }
+    if (offset < 0 || offset > size) {
+      return beyondEndError;
+    }
+    if (length > size - offset) {
+      return beyondEndError;
+    }
+    return 0;
+  }
+
+  private void acquire(int bytes) throws IOException {
+    try {
+      inFlight.acquire();
+      inFlightBytes.acquire(Math.min(bytes, MAX_IN_FLIGHT_BYTES));
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IOException("interrupted");
+    }
+    outstanding.incrementAndGet();
+  }
+
+  private void release(int bytes) {
+    outstanding.decrementAndGet();
+    inFlightBytes.release(Math.min(bytes, MAX_IN_FLIGHT_BYTES));
+    inFlight.release();
+  }
+
+  private void submit(long handle, int bytes, CompletableFuture<Void> f) throws IOException {
+    acquire(bytes);
+    f.whenComplete((v, t) -> {
+      try {
+        if (t == null) {
+          reply(handle, 0, null);
+        } else {
+          reply(handle, errno(t), message(t));
+        }
+      } finally {
+        release(bytes);
+      }
+    });
+  }
+
+  private int errno(Throwable t) {
+    Throwable c = t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
+    if (c instanceof BlockCorruptedException) {
+      metrics.eioReplies.increment();
+      return EIO;
+    }
+    if (c instanceof VolumeException.OutOfRange) {
+      return EINVAL;
+    }
+    if (c instanceof VolumeException.Closed) {
+      return ESHUTDOWN;
+    }
+    if (c instanceof OutOfMemoryError) {
+      return ENOMEM;
+    }
+    LOG.warn("NBD request failed with I/O error", c);
+    metrics.eioReplies.increment();
+    return EIO;
+  }
+
+  private static String message(Throwable t) {
+    Throwable c = t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
+    String m = c.getMessage();
+    return m == null ? c.getClass().getSimpleName() : m;
+  }
+
+  // ---------------------------------------------------------------- replies
+
+  private void readReply(long handle, long offset, byte[] data) {
+    synchronized (writeLock) {
+      if (outputBroken) {
+        return;
+      }
+      try {
+        if (structured) {
+          out.writeInt(STRUCTURED_REPLY_MAGIC);
+          out.writeShort(REPLY_FLAG_DONE);
+          out.writeShort(REPLY_TYPE_OFFSET_DATA);
+          out.writeLong(handle);
+          out.writeInt(8 + data.length);
+          out.writeLong(offset);
+        } else {
+          out.writeInt(SIMPLE_REPLY_MAGIC);
+          out.writeInt(0);
+          out.writeLong(handle);
+        }
+        out.write(data);
+        afterReply();
+      } catch (IOException e) {
+        broken(e);
+      }
+    }
+  }
+
+  private void reply(long handle, int error, String message) {
+    if (error != 0) {
+      metrics.errorReplies.increment();
+    }
+    synchronized (writeLock) {
+      if (outputBroken) {
+        return;
+      }
+      try {
+        if (structured) {
+          out.writeInt(STRUCTURED_REPLY_MAGIC);
+          out.writeShort(REPLY_FLAG_DONE);
+          if (error == 0) {
+            out.writeShort(REPLY_TYPE_NONE);
+            out.writeLong(handle);
+            out.writeInt(0);
+          } else {
+            byte[] msg = message == null ? new byte[0]
+                : truncate(message.getBytes(StandardCharsets.UTF_8));
+            out.writeShort(REPLY_TYPE_ERROR);
+            out.writeLong(handle);
+            out.writeInt(6 + msg.length);
+            out.writeInt(error);
+            out.writeShort(msg.length);
+            out.write(msg);
+          }
+        } else {
+          out.writeInt(SIMPLE_REPLY_MAGIC);
+          out.writeInt(error);
+          out.writeLong(handle);
+        }
+        afterReply();
+      } catch (IOException e) {
+        broken(e);
+      }
+    }
+  }
+
+  private static byte[] truncate(byte[] b) {
+    return b.length <= 1024 ? b : java.util.Arrays.copyOf(b, 1024);
+  }
+
+  /** Replies produced on the reader thread are batched until it is about to block. */
+  private void afterReply() throws IOException {
+    if (Thread.currentThread() == readerThread) {
+      pendingFlush = true;
+    } else {
+      out.flush();
+    }
+  }
+
+  private void flushPendingReplies() {
+    synchronized (writeLock) {
+      if (pendingFlush && !outputBroken) {
+        try {
+          out.flush();
+        } catch (IOException e) {
+          broken(e);
+        }
+      }
+      pendingFlush = false;
+    }
+  }
+
+  private void broken(IOException e) {
+    outputBroken = true;
+    LOG.debug("NBD reply to {} failed: {}", socket.getRemoteSocketAddress(), e.toString());
+    closeQuietly();
+  }
+}

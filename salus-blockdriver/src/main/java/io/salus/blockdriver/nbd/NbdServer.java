@@ -1,0 +1,170 @@
+package io.salus.blockdriver.nbd;
+
+import io.salus.blockdriver.metrics.BlockDriverMetrics;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * NBD server (fixed newstyle) exporting volumes by name. Binds 127.0.0.1 unless told otherwise;
+ * port 0 picks an ephemeral port (see {@link #port()}). One thread per connection reads requests;
+ * requests run asynchronously on the volume and replies go out in completion order.
+ *
+ * <pre>
+ *   try (NbdServer s = new NbdServer(InetAddress.getLoopbackAddress(), 0, NbdExports.of(vol))) {
+ *     s.start();
+ *     ... nbd://127.0.0.1:s.port()/volName ...
+ *   }
+ * </pre>
+ */
+public final class NbdServer implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(NbdServer.class);
+  public static final int DEFAULT_MAX_CONNECTIONS = 64;
+
+  private final InetAddress bindAddress;
+  private final int requestedPort;
+  private final NbdExports exports;
+  private final BlockDriverMetrics metrics;
+  private final int maxConnections;
+  private final Set<NbdConnection> connections = ConcurrentHashMap.newKeySet();
+  private final AtomicInteger connectionIds = new AtomicInteger();
+  private final ExecutorService rmwExecutor;
+  private ServerSocket serverSocket;
+  private Thread acceptor;
+  private volatile boolean closed;
+
+  public NbdServer(InetAddress bindAddress, int port, NbdExports exports) {
+    this(bindAddress, port, exports, new BlockDriverMetrics(), DEFAULT_MAX_CONNECTIONS);
+  }
+
+  public NbdServer(InetAddress bindAddress, int port, NbdExports exports,
+      BlockDriverMetrics metrics, int maxConnections) {
+    this.bindAddress = bindAddress == null ? InetAddress.getLoopbackAddress() : bindAddress;
+    this.requestedPort = port;
+    this.exports = exports;
+    this.metrics = metrics;
+    this.maxConnections = maxConnections;
+    AtomicInteger n = new AtomicInteger();
+    this.rmwExecutor = Executors.newCachedThreadPool(r -> {
+      Thread t = new Thread(r, "nbd-rmw-" + n.incrementAndGet());
+      t.setDaemon(true);
+      return t;
+    });
+  }
+
+  public synchronized NbdServer start() throws IOException {
+    if (serverSocket != null) {
+      return this;
+    }
+    ServerSocket ss = new ServerSocket();
+    ss.setReuseAddress(true);
+    ss.bind(new InetSocketAddress(bindAddress, requestedPort), 64);
+    serverSocket = ss;
+    acceptor = new Thread(this::acceptLoop, "nbd-accept-" + ss.getLocalPort());
+    acceptor.setDaemon(true);
+    acceptor.start();
+    LOG.info("NBD server listening on {}:{}", bindAddress.getHostAddress(), ss.getLocalPort());
+    return this;
+  }
+
+  /** The bound port (after {@link #start()}). */
+  public int port() {
+    return serverSocket.getLocalPort();
+  }
+
+  public InetAddress bindAddress() {
+    return bindAddress;
+  }
+
+  /** URI for an export, e.g. {@code nbd://127.0.0.1:10809/vol}. */
+  public String uri(String exportName) {
+    return "nbd://" + bindAddress.getHostAddress() + ":" + port() + "/" + exportName;
+  }
+
+  public BlockDriverMetrics metrics() {
+    return metrics;
+  }
+
+  public int activeConnections() {
+    return connections.size();
+  }
+
+  private void acceptLoop() {
+    while (!closed) {
+      Socket s;
+      try {
+        s = serverSocket.accept();
+      } catch (IOException e) {
+        if (!closed) {
+          LOG.warn("NBD accept failed", e);
+        }
+        continue;
+      }
+      if (connections.size() >= maxConnections) {
+        metrics.connectionsRejected.increment();
+        try {
+          s.close();
+        } catch (IOException ignored) {
+          // rejected
+        }
+        continue;
+      }
+      metrics.connectionsAccepted.increment();
+      NbdConnection[] holder = new NbdConnection[1];
+      NbdConnection c = new NbdConnection(s, exports, rmwExecutor, metrics,
+          () -> connections.remove(holder[0]));
+      holder[0] = c;
+      connections.add(c);
+      Thread t = new Thread(c, "nbd-conn-" + connectionIds.incrementAndGet());
+      t.setDaemon(true);
+      t.start();
+    }
+  }
+
+  @Override
+  public synchronized void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    try {
+      if (serverSocket != null) {
+        serverSocket.close();
+      }
+    } catch (IOException ignored) {
+      // closing
+    }
+    for (NbdConnection c : connections) {
+      c.closeQuietly();
+    }
+    if (acceptor != null) {
+      try {
+        acceptor.join(5000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (!connections.isEmpty() && System.nanoTime() < deadline) {
+      try {
+        Thread.sleep(10);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        break;
+      }
+    }
+    rmwExecutor.shutdown();
+    exports.close();
+    LOG.info("NBD server closed; metrics {}", metrics);
+  }
+}

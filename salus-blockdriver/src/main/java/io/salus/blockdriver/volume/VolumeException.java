@@ -1,0 +1,26 @@
+package io.salus.blockdriver.volume;
+
+/** Failure of a volume operation. */
+public class VolumeException extends RuntimeException {
+  public VolumeException(String message) {
+    super(message);
+  }
+
+  public VolumeException(String message, Throwable cause) {
+    super(message, cause);
+  }
+
+  /** A block range outside the volume, or a buffer that is not a whole number of blocks. */
+  public static final class OutOfRange extends VolumeException {
+    public OutOfRange(String message) {
+      super(message);
+    }
+  }
+
+  /** The volume was closed. */
+  public static final class Closed extends VolumeException {
+    public Closed(String message) {
+      super(message);
+    }
+  }
+}
