@@ -1,0 +1,48 @@
+package io.salus.blockdriver.cli;
+
+import java.util.Locale;
+import picocli.CommandLine;
+
+/**
+ * Parses sizes such as {@code 512}, {@code 64K}, {@code 1G}, {@code 1GiB} (binary units) for
+ * picocli options.
+ */
+public final class ByteSizeConverter implements CommandLine.ITypeConverter<Long> {
+  @Override
+  public Long convert(String value) {
+    return parse(value);
+  }
+
+  public static long parse(String value) {
+    String v = value.trim().toUpperCase(Locale.ROOT);
+    if (v.endsWith("IB")) {
+      v = v.substring(0, v.length() - 2);
+    } else if (v.endsWith("B")) {
+      v = v.substring(0, v.length() - 1);
+    }
+    long mult = 1;
+    if (!v.isEmpty()) {
+      switch (v.charAt(v.length() - 1)) {
+        case 'K' -> mult = 1L << 10;
+        case 'M' -> mult = 1L << 20;
+        case 'G' -> mult = 1L << 30;
+        case 'T' -> mult = 1L << 40;
+        default -> mult = 1;
+      }
+      if (mult != 1) {
+        v = v.substring(0, v.length() - 1);
+      }
+    }
+    try {
+      long n = Long.parseLong(v.trim());
+      if (n <= 0) {
+        throw new CommandLine.TypeConversionException(
+            "size '" + value + "' must be positive, e.g. 1G or 512M");
+      }
+      return Math.multiplyExact(n, mult);
+    } catch (NumberFormatException | ArithmeticException e) {
+      throw new CommandLine.TypeConversionException(
+          "'" + value + "' is not a size; use a number with an optional K, M, G or T suffix, e.g. 1G");
+    }
+  }
+}

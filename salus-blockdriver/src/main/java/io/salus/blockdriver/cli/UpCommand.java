@@ -1,0 +1,125 @@
+package io.salus.blockdriver.cli;
+
+import io.salus.blockdriver.launcher.DataDirLayout;
+import io.salus.blockdriver.launcher.EmbeddedCluster;
+import io.salus.blockdriver.launcher.LauncherException;
+import io.salus.blockdriver.launcher.LauncherLogging;
+import io.salus.blockdriver.launcher.LauncherOptions;
+import io.salus.blockdriver.launcher.ReadinessLine;
+import java.io.PrintStream;
+import java.nio.file.Path;
+import java.util.Properties;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import sun.misc.Signal;
+
+/** {@code salus up}: the whole stack in one JVM, state under --data, Ctrl-C to stop. */
+@Command(
+    name = "up",
+    mixinStandardHelpOptions = true,
+    description = {
+      "Start ZooKeeper, HDFS (>= 3 DataNodes) and HBase (1 master, >= 3 region servers) with the"
+          + " Salus plugins in this JVM, and export a volume over NBD.",
+      "State lives under --data; running 'salus up' again reopens it. Ctrl-C or SIGTERM stops"
+          + " cleanly."
+    })
+public final class UpCommand implements Callable<Integer> {
+  @Option(names = "--data", defaultValue = "salus-data", description = "Data directory (default: ${DEFAULT-VALUE}).")
+  Path data;
+
+  @Option(names = "--host", defaultValue = "127.0.0.1", description = "Address every server binds (default: ${DEFAULT-VALUE}).")
+  String host;
+
+  @Option(names = "--zk-port", description = "ZooKeeper client port on first start; 0 picks a free one (default: 2181). A restart reuses the recorded port.")
+  Integer zkPort;
+
+  @Option(names = "--namenode-port", description = "NameNode RPC port on first start; 0 picks a free one (default: 8020). A restart reuses the recorded port.")
+  Integer nameNodePort;
+
+  @Option(names = "--nbd-port", defaultValue = "10809", description = "NBD server port (default: ${DEFAULT-VALUE}).")
+  int nbdPort;
+
+  @Option(names = "--volume", defaultValue = "demo", description = "Volume to create (if missing) and export (default: ${DEFAULT-VALUE}).")
+  String volume;
+
+  @Option(names = "--size", defaultValue = "1G", converter = ByteSizeConverter.class, description = "Size of the volume if it is created (default: ${DEFAULT-VALUE}).")
+  long size;
+
+  @Option(names = "--datanodes", defaultValue = "3", description = "Number of DataNodes (default: ${DEFAULT-VALUE}).")
+  int dataNodes;
+
+  @Option(names = "--regionservers", defaultValue = "3", description = "Number of region servers (default: ${DEFAULT-VALUE}).")
+  int regionServers;
+
+  @Option(names = "--skip-memory-check", description = "Start even if the memory check fails.")
+  boolean skipMemoryCheck;
+
+  @Override
+  public Integer call() throws Exception {
+    PrintStream out = System.out;
+    LauncherOptions options;
+    try {
+      options = new LauncherOptions(data, host,
+          zkPort == null ? LauncherOptions.UNSET : zkPort,
+          nameNodePort == null ? LauncherOptions.UNSET : nameNodePort, nbdPort, dataNodes,
+          regionServers, volume, size, skipMemoryCheck);
+    } catch (IllegalArgumentException e) {
+      System.err.println("salus up: " + e.getMessage());
+      return 2;
+    }
+    DataDirLayout layout;
+    try {
+      layout = DataDirLayout.open(data);
+    } catch (LauncherException e) {
+      System.err.println("salus up: " + e.getMessage());
+      return 2;
+    }
+    Path logFile = LauncherLogging.toFile(layout.root().resolve("logs"));
+    EmbeddedCluster cluster = new EmbeddedCluster(options, layout, out);
+    try {
+      cluster.preflight();
+    } catch (LauncherException e) {
+      System.err.println("salus up: " + e.getMessage());
+      layout.close();
+      return 2;
+    }
+    out.println((layout.isFresh() ? "initialising new" : "reopening") + " data directory "
+        + layout.root() + " (logs: " + logFile + ")");
+    // SIGTERM / Ctrl-C stop the cluster on the main thread *before* the JVM begins its shutdown:
+    // HDFS and HBase register JVM shutdown hooks of their own (FileSystem cache, DataNode
+    // volumes) that must not run while region servers are still flushing.
+    CountDownLatch stopRequested = new CountDownLatch(1);
+    for (String sig : new String[] {"TERM", "INT"}) {
+      Signal.handle(new Signal(sig), s -> stopRequested.countDown());
+    }
+    try {
+      cluster.start();
+    } catch (LauncherException e) {
+      System.err.println("salus up: " + e.getMessage());
+      cluster.close();
+      layout.close();
+      return 2;
+    } catch (Exception e) {
+      System.err.println("salus up: start-up failed: " + e + "; see " + logFile);
+      cluster.close();
+      layout.close();
+      return 1;
+    }
+    Properties endpoints = cluster.endpoints();
+    endpoints.setProperty("data", layout.root().toString());
+    layout.writeEndpoints(endpoints);
+    out.println(ReadinessLine.format(endpoints));
+    out.flush();
+    stopRequested.await();
+    out.println("salus: shutting down ...");
+    out.flush();
+    cluster.close();
+    layout.clearEndpoints();
+    layout.close();
+    out.println("salus: stopped");
+    out.flush();
+    return 0;
+  }
+}

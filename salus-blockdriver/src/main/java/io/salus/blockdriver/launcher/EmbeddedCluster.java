@@ -1,0 +1,288 @@
+package io.salus.blockdriver.launcher;
+
+import java.io.File;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.time.Duration;
+import java.util.Properties;
+import java.util.concurrent.TimeUnit;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.hbase.HBaseConfiguration;
+import org.apache.hadoop.hbase.HConstants;
+import org.apache.hadoop.hbase.MiniHBaseCluster;
+import org.apache.hadoop.hbase.ServerName;
+import org.apache.hadoop.hbase.client.Admin;
+import org.apache.hadoop.hbase.client.Connection;
+import org.apache.hadoop.hbase.client.ConnectionFactory;
+import org.apache.hadoop.hbase.master.HMaster;
+import org.apache.hadoop.hbase.zookeeper.MiniZooKeeperCluster;
+import org.apache.hadoop.hdfs.DFSConfigKeys;
+import org.apache.hadoop.hdfs.MiniDFSCluster;
+
+/**
+ * One JVM running ZooKeeper, HDFS and HBase (with every Salus plugin that exists), kept under a
+ * data directory so that a second start reopens the same state.
+ *
+ * <p>Start order: ZooKeeper, HDFS (NameNode + DataNodes), HBase (master + region servers).
+ * Stop order is the reverse, and HBase is shut down cleanly so that region close flushes the
+ * memstores to HDFS.
+ */
+public final class EmbeddedCluster implements AutoCloseable {
+  private final LauncherOptions options;
+  private final DataDirLayout layout;
+  private final PrintStream progress;
+
+  private MiniZooKeeperCluster zk;
+  private MiniDFSCluster dfs;
+  private MiniHBaseCluster hbase;
+  private Connection connection;
+  private Configuration conf;
+  private int zkPort;
+  private int nameNodePort;
+  private int masterPort;
+  private final java.util.List<Integer> regionServerPorts = new java.util.ArrayList<>();
+
+  public EmbeddedCluster(LauncherOptions options, DataDirLayout layout, PrintStream progress) {
+    this.options = options;
+    this.layout = layout;
+    this.progress = progress;
+  }
+
+  /** Preflight checks that must pass before any state is touched. */
+  public void preflight() throws LauncherException {
+    if (!options.skipMemoryCheck()) {
+      Preflight.checkMemory();
+    }
+    zkPort = resolvePort("zookeeper", options.zkPort(), LauncherOptions.DEFAULT_ZK_PORT);
+    nameNodePort = resolvePort("namenode", options.nameNodePort(), LauncherOptions.DEFAULT_NAMENODE_PORT);
+    Preflight.checkPortFree(options.host(), zkPort, "ZooKeeper", "--zk-port");
+    Preflight.checkPortFree(options.host(), nameNodePort, "HDFS NameNode", "--namenode-port");
+    // HBase names a region server host:port:startcode. Reusing the same host:port on restart is
+    // what lets the master recognise the previous incarnation as stale and reassign its regions
+    // (hbase:meta included); fresh random ports would leave meta waiting on a ghost server.
+    masterPort = resolvePort("hbase.master", LauncherOptions.UNSET, 0);
+    Preflight.checkPortFree(options.host(), masterPort, "HBase master", "another --data directory");
+    for (int i = 0; i < options.regionServers(); i++) {
+      int p = resolvePort("hbase.regionserver." + i, LauncherOptions.UNSET, 0);
+      Preflight.checkPortFree(options.host(), p, "HBase region server " + i, "another --data directory");
+      regionServerPorts.add(p);
+    }
+    if (options.nbdPort() != 0) {
+      Preflight.checkPortFree(options.host(), options.nbdPort(), "NBD server", "--nbd-port");
+    }
+  }
+
+  /**
+   * The port to use for {@code key}: the one recorded in the data directory, else the requested
+   * one ({@link LauncherOptions#UNSET} if none; 0 picks a free port).
+   */
+  private int resolvePort(String key, int requested, int defaultPort) throws LauncherException {
+    if (layout.hasPort(key)) {
+      int recorded = layout.port(key, requested);
+      if (requested != LauncherOptions.UNSET && requested != recorded) {
+        throw new LauncherException(
+            "the " + key + " port of data directory " + layout.root() + " is " + recorded
+                + " (HBase keeps it in its state) but " + requested + " was requested; drop the"
+                + " port option to reuse " + recorded + ", or start a new --data directory");
+      }
+      return recorded;
+    }
+    int port = requested == LauncherOptions.UNSET ? defaultPort : requested;
+    if (port == 0) {
+      try {
+        return Preflight.freePort(options.host());
+      } catch (IOException e) {
+        throw new LauncherException("cannot find a free port on " + options.host() + ": " + e.getMessage(), e);
+      }
+    }
+    return port;
+  }
+
+  public void start() throws Exception {
+    long t0 = System.nanoTime();
+    step("ZooKeeper", this::startZooKeeper);
+    step("HDFS (NameNode + " + options.dataNodes() + " DataNodes)", this::startDfs);
+    step("HBase (master + " + options.regionServers() + " region servers)", this::startHBase);
+    layout.recordPort("zookeeper", zkPort);
+    layout.recordPort("namenode", nameNodePort);
+    layout.recordPort("hbase.master", masterPort);
+    for (int i = 0; i < regionServerPorts.size(); i++) {
+      layout.recordPort("hbase.regionserver." + i, regionServerPorts.get(i));
+    }
+    layout.save();
+    progress.printf("cluster started in %.1f s%n", (System.nanoTime() - t0) / 1e9);
+  }
+
+  private interface Step {
+    void run() throws Exception;
+  }
+
+  private void step(String what, Step step) throws Exception {
+    long t = System.nanoTime();
+    progress.printf("  starting %-45s", what + " ...");
+    progress.flush();
+    step.run();
+    progress.printf(" ok (%.1f s)%n", (System.nanoTime() - t) / 1e9);
+  }
+
+  private void startZooKeeper() throws Exception {
+    Configuration zkConf = new Configuration(false);
+    zk = new MiniZooKeeperCluster(zkConf);
+    zk.setDefaultClientPort(zkPort);
+    int port = zk.startup(layout.dir("zookeeper"));
+    if (port != zkPort) {
+      throw new LauncherException(
+          "ZooKeeper came up on port " + port + " instead of " + zkPort
+              + "; another process took the port, free it or use another --data directory");
+    }
+  }
+
+  private void startDfs() throws Exception {
+    Configuration c = new Configuration();
+    File base = layout.dir("dfs");
+    c.set(MiniDFSCluster.HDFS_MINIDFS_BASEDIR, base.getAbsolutePath());
+    c.setBoolean(DFSConfigKeys.DFS_PERMISSIONS_ENABLED_KEY, false);
+    c.set(DFSConfigKeys.DFS_NAMENODE_HTTP_ADDRESS_KEY, options.host() + ":0");
+    c.set(DFSConfigKeys.DFS_DATANODE_HTTP_ADDRESS_KEY, options.host() + ":0");
+    c.setInt(DFSConfigKeys.DFS_NAMENODE_SAFEMODE_EXTENSION_KEY, 0);
+    c.setInt(DFSConfigKeys.DFS_HEARTBEAT_INTERVAL_KEY, 1);
+    SalusPlugins.configureHdfs(c, layout);
+    dfs =
+        new MiniDFSCluster.Builder(c, base)
+            .numDataNodes(options.dataNodes())
+            .nameNodePort(nameNodePort)
+            .format(layout.isFresh() || !new File(base, "name1").exists())
+            .manageNameDfsDirs(true)
+            .manageDataDfsDirs(true)
+            .checkExitOnShutdown(false)
+            .build();
+    dfs.waitActive();
+    dfs.waitClusterUp();
+  }
+
+  private void startHBase() throws Exception {
+    Configuration c = HBaseConfiguration.create(dfs.getConfiguration(0));
+    c.set(HConstants.HBASE_DIR, "hdfs://" + options.host() + ":" + nameNodePort + "/hbase");
+    c.set(HConstants.ZOOKEEPER_QUORUM, options.host());
+    c.setInt(HConstants.ZOOKEEPER_CLIENT_PORT, zkPort);
+    c.set(HConstants.ZOOKEEPER_ZNODE_PARENT, "/hbase");
+    c.setInt(HConstants.MASTER_PORT, masterPort);
+    c.setInt(HConstants.MASTER_INFO_PORT, -1);
+    c.setInt(HConstants.REGIONSERVER_INFO_PORT, -1);
+    c.set("hbase.tmp.dir", layout.dir("hbase-tmp").getAbsolutePath());
+    c.set("hbase.local.dir", layout.dir("hbase-tmp").getAbsolutePath() + "/local");
+    c.setInt("hbase.master.wait.on.regionservers.mintostart", options.regionServers());
+    c.setInt("hbase.master.wait.on.regionservers.timeout", 1000);
+    c.setBoolean("hbase.localcluster.assign.random.ports", false);
+    c.setFloat("hfile.block.cache.size", 0.1f);
+    c.setInt("hbase.regionserver.handler.count", 10);
+    c.setBoolean("hbase.unsafe.stream.capability.enforce", false);
+    SalusPlugins.configureHBase(c);
+    hbase = new MiniHBaseCluster(c, 1, 0, options.regionServers(), regionServerPorts,
+        HMaster.class, MiniHBaseCluster.MiniHBaseClusterRegionServer.class);
+    conf = hbase.getConfiguration();
+    waitForHBase(Duration.ofMinutes(3));
+    connection = ConnectionFactory.createConnection(conf);
+    try (Admin admin = connection.getAdmin()) {
+      long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
+      while (admin.getClusterMetrics().getLiveServerMetrics().size() < options.regionServers()) {
+        if (System.nanoTime() > deadline) {
+          throw new LauncherException("HBase region servers did not all report in within 2 minutes;"
+              + " see " + layout.root().resolve("logs/salus.log"));
+        }
+        Thread.sleep(100);
+      }
+      // A cheap round trip through meta proves the cluster serves requests.
+      admin.listTableNames();
+    }
+  }
+
+  private void waitForHBase(Duration timeout) throws Exception {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (true) {
+      HMaster master = hbase.getMaster();
+      if (master != null && master.isInitialized()) {
+        return;
+      }
+      if (System.nanoTime() > deadline) {
+        throw new LauncherException("HBase master did not initialise within " + timeout.toSeconds()
+            + " s; see " + layout.root().resolve("logs/salus.log"));
+      }
+      Thread.sleep(100);
+    }
+  }
+
+  public Configuration hbaseConfiguration() {
+    return conf;
+  }
+
+  public Connection connection() {
+    return connection;
+  }
+
+  public FileSystem fileSystem() throws IOException {
+    return dfs.getFileSystem();
+  }
+
+  public String zkQuorum() {
+    return options.host() + ":" + zkPort;
+  }
+
+  public String nameNodeUri() {
+    return "hdfs://" + options.host() + ":" + nameNodePort;
+  }
+
+  public String masterAddress() {
+    ServerName sn = hbase.getMaster().getServerName();
+    return sn.getHostname() + ":" + sn.getPort();
+  }
+
+  /** Endpoints for {@code endpoints.properties}; 'salus status' probes each of them. */
+  public Properties endpoints() {
+    Properties p = new Properties();
+    p.setProperty("zookeeper.quorum", zkQuorum());
+    p.setProperty("hdfs.namenode", nameNodeUri());
+    p.setProperty("hbase.master", masterAddress());
+    p.setProperty("hbase.rootdir", conf.get(HConstants.HBASE_DIR));
+    p.setProperty("pid", Long.toString(ProcessHandle.current().pid()));
+    return p;
+  }
+
+  @Override
+  public void close() {
+    if (connection != null) {
+      try {
+        connection.close();
+      } catch (IOException | RuntimeException e) {
+        // shutting down anyway
+      }
+      connection = null;
+    }
+    if (hbase != null) {
+      try {
+        hbase.shutdown();
+        hbase.waitUntilShutDown();
+      } catch (IOException | RuntimeException e) {
+        progress.println("warning: HBase did not shut down cleanly: " + e);
+      }
+      hbase = null;
+    }
+    if (dfs != null) {
+      try {
+        dfs.shutdown();
+      } catch (RuntimeException e) {
+        progress.println("warning: HDFS did not shut down cleanly: " + e);
+      }
+      dfs = null;
+    }
+    if (zk != null) {
+      try {
+        zk.shutdown();
+      } catch (IOException e) {
+        progress.println("warning: ZooKeeper did not shut down cleanly: " + e);
+      }
+      zk = null;
+    }
+  }
+}

@@ -1,0 +1,79 @@
+package io.salus.blockdriver.launcher;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+
+/** Checks done before anything starts, so that a bad environment fails fast and clearly. */
+public final class Preflight {
+  /** Heap the embedded cluster needs: NameNode, 3 DataNodes, HMaster and 3 region servers. */
+  public static final long MIN_HEAP_BYTES = 1536L << 20;
+  /** Physical memory that must still be available on the machine. */
+  public static final long MIN_AVAILABLE_BYTES = 2048L << 20;
+
+  private Preflight() {}
+
+  /** Fails if {@code port} cannot be bound on {@code host}. */
+  public static void checkPortFree(String host, int port, String what, String option)
+      throws LauncherException {
+    if (port == 0) {
+      return;
+    }
+    try (ServerSocket s = new ServerSocket()) {
+      s.setReuseAddress(true);
+      s.bind(new InetSocketAddress(InetAddress.getByName(host), port));
+    } catch (IOException e) {
+      throw new LauncherException(
+          "port " + port + " on " + host + " (" + what + ") is already in use by another process;"
+              + " stop that process or pass " + option + " with a free port");
+    }
+  }
+
+  public static int freePort(String host) throws IOException {
+    try (ServerSocket s = new ServerSocket()) {
+      s.bind(new InetSocketAddress(InetAddress.getByName(host), 0));
+      return s.getLocalPort();
+    }
+  }
+
+  public static void checkMemory() throws LauncherException {
+    long maxHeap = Runtime.getRuntime().maxMemory();
+    if (maxHeap < MIN_HEAP_BYTES) {
+      throw new LauncherException(
+          "'salus up' needs a Java heap of at least " + (MIN_HEAP_BYTES >> 20) + " MiB but this JVM"
+              + " has " + (maxHeap >> 20) + " MiB; run it with SALUS_HEAP=3g (the ./salus script)"
+              + " or java -Xmx3g");
+    }
+    long available = availablePhysicalMemory();
+    if (available >= 0 && available < MIN_AVAILABLE_BYTES) {
+      throw new LauncherException(
+          "only " + (available >> 20) + " MiB of memory is available on this machine but the"
+              + " embedded cluster needs about " + (MIN_AVAILABLE_BYTES >> 20) + " MiB; stop other"
+              + " programs or use a larger machine (--skip-memory-check starts anyway)");
+    }
+  }
+
+  /** MemAvailable from /proc/meminfo in bytes, or -1 where that file does not exist. */
+  static long availablePhysicalMemory() {
+    Path meminfo = Path.of("/proc/meminfo");
+    if (!Files.isReadable(meminfo)) {
+      return -1;
+    }
+    try {
+      List<String> lines = Files.readAllLines(meminfo);
+      for (String line : lines) {
+        if (line.startsWith("MemAvailable:")) {
+          String[] parts = line.trim().split("\\s+");
+          return Long.parseLong(parts[1]) * 1024L;
+        }
+      }
+    } catch (IOException | RuntimeException e) {
+      return -1;
+    }
+    return -1;
+  }
+}
