@@ -14,6 +14,8 @@ import picocli.CommandLine.Command;
     description = "Salus block store: embedded cluster, volumes and NBD export.",
     subcommands = {
       CommandLine.HelpCommand.class,
+      UpCommand.class,
+      StatusCommand.class,
     })
 public final class SalusCli implements Runnable {
 
