@@ -16,6 +16,8 @@ import picocli.CommandLine.Command;
       CommandLine.HelpCommand.class,
       UpCommand.class,
       StatusCommand.class,
+      VolumeCommand.class,
+      NbdCommand.class,
     })
 public final class SalusCli implements Runnable {
 

@@ -1,0 +1,174 @@
+package io.salus.blockdriver.cli;
+
+import io.salus.blockdriver.volume.BlockGeometry;
+import io.salus.blockdriver.volume.VolumeCatalog;
+import io.salus.blockdriver.volume.VolumeInfo;
+import java.io.File;
+import java.io.PrintWriter;
+import java.util.List;
+import java.util.concurrent.Callable;
+import org.apache.hadoop.hbase.client.Connection;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/** {@code salus volume create|list|delete|describe}: the volume catalog of a cluster. */
+@Command(name = "volume", mixinStandardHelpOptions = true,
+    description = "Create, list, describe and delete volumes in an HBase cluster.",
+    subcommands = {VolumeCommand.Create.class, VolumeCommand.ListVolumes.class,
+        VolumeCommand.Describe.class, VolumeCommand.Delete.class})
+public final class VolumeCommand implements Runnable {
+  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+  @Override
+  public void run() {
+    spec.commandLine().usage(spec.commandLine().getOut());
+  }
+
+  /** Shared options and error handling. */
+  abstract static class Base implements Callable<Integer> {
+    @Option(names = "--hbase-conf", paramLabel = "DIR",
+        description = "Directory with the cluster's hbase-site.xml (default: classpath).")
+    File hbaseConf;
+
+    @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+    abstract int run(VolumeCatalog catalog, PrintWriter out) throws Exception;
+
+    @Override
+    public Integer call() {
+      PrintWriter err = spec.commandLine().getErr();
+      try {
+        validate();
+        try (Connection c = HBaseConf.connect(hbaseConf)) {
+          return run(new VolumeCatalog(c), spec.commandLine().getOut());
+        }
+      } catch (IllegalArgumentException | IllegalStateException e) {
+        err.println("error: " + e.getMessage());
+        return 2;
+      } catch (Exception e) {
+        err.println("error: " + e + " (is the cluster up? check --hbase-conf)");
+        return 1;
+      } finally {
+        err.flush();
+        spec.commandLine().getOut().flush();
+      }
+    }
+
+    void validate() {}
+  }
+
+  @Command(name = "create", mixinStandardHelpOptions = true,
+      description = "Create a plain-HBase volume.")
+  static final class Create extends Base {
+    @Parameters(index = "0", paramLabel = "NAME", description = "Volume name.")
+    String name;
+
+    @Option(names = "--size", required = true, paramLabel = "SIZE",
+        description = "Volume size in bytes, with optional K/M/G/T suffix (e.g. 10G).")
+    String size;
+
+    @Option(names = "--block-size", paramLabel = "BYTES", defaultValue = "4096",
+        description = "Block size: power of two from 512 to 262144 (default ${DEFAULT-VALUE}).")
+    int blockSize;
+
+    @Option(names = "--hash", defaultValue = "SHA-256",
+        description = "Volume tree hash: SHA-256 or BLAKE3 (default ${DEFAULT-VALUE}).")
+    String hash;
+
+    @Option(names = "--regions", paramLabel = "N",
+        description = "Pre-split the table into N regions (default: one per GiB, 1..64).")
+    Integer regions;
+
+    long blocks;
+
+    @Override
+    void validate() {
+      VolumeCatalog.checkName(name);
+      BlockGeometry.checkBlockSize(blockSize);
+      long bytes = BlockGeometry.parseBytes(size);
+      if (bytes % blockSize != 0) {
+        throw new IllegalArgumentException("bad size " + size + ": " + bytes
+            + " bytes is not a multiple of the block size " + blockSize);
+      }
+      blocks = bytes / blockSize;
+      BlockGeometry.checkSize(blocks, blockSize);
+      io.salus.blockdriver.tree.TreeHashes.forName(hash);
+    }
+
+    @Override
+    int run(VolumeCatalog catalog, PrintWriter out) throws Exception {
+      int r = regions != null ? regions
+          : (int) Math.max(1, Math.min(64, (blocks * blockSize) >> 30));
+      VolumeInfo i = catalog.create(name, blocks, blockSize, hash, r);
+      out.println("created volume " + i.name() + ": " + i.sizeInBytes() + " bytes, "
+          + i.sizeInBlocks() + " blocks of " + i.blockSize() + " B, table " + i.table());
+      return 0;
+    }
+  }
+
+  @Command(name = "list", mixinStandardHelpOptions = true, description = "List volumes.")
+  static final class ListVolumes extends Base {
+    @Override
+    int run(VolumeCatalog catalog, PrintWriter out) throws Exception {
+      List<VolumeInfo> all = catalog.list();
+      out.printf("%-24s %-6s %14s %10s  %s%n", "NAME", "KIND", "SIZE(bytes)", "BLOCK", "CREATED");
+      for (VolumeInfo i : all) {
+        out.printf("%-24s %-6s %14d %10d  %s%n", i.name(), i.kind(), i.sizeInBytes(),
+            i.blockSize(), i.created());
+      }
+      return 0;
+    }
+  }
+
+  @Command(name = "describe", mixinStandardHelpOptions = true, description = "Show a volume.")
+  static final class Describe extends Base {
+    @Parameters(index = "0", paramLabel = "NAME")
+    String name;
+
+    @Override
+    void validate() {
+      VolumeCatalog.checkName(name);
+    }
+
+    @Override
+    int run(VolumeCatalog catalog, PrintWriter out) throws Exception {
+      VolumeInfo i = catalog.require(name);
+      out.println("name:           " + i.name());
+      out.println("kind:           " + i.kind());
+      out.println("size:           " + i.sizeInBytes() + " bytes (" + i.sizeInBlocks()
+          + " blocks)");
+      out.println("block size:     " + i.blockSize());
+      out.println("created:        " + i.created());
+      out.println("table:          " + i.table() + " (" + i.regions() + " regions)");
+      out.println("tree hash:      " + i.hashAlgorithm() + ", subtree height "
+          + i.subtreeHeight());
+      out.println("recorded root:  " + VolumeCatalog.hex(i.rootHash()) + " (seq " + i.rootSeq()
+          + ", " + (i.cleanClose() ? "clean close" : "open or not closed cleanly") + ")");
+      return 0;
+    }
+  }
+
+  @Command(name = "delete", mixinStandardHelpOptions = true,
+      description = "Delete a volume and all its data.")
+  static final class Delete extends Base {
+    @Parameters(index = "0", paramLabel = "NAME")
+    String name;
+
+    @Override
+    void validate() {
+      VolumeCatalog.checkName(name);
+    }
+
+    @Override
+    int run(VolumeCatalog catalog, PrintWriter out) throws Exception {
+      if (!catalog.delete(name)) {
+        throw new IllegalArgumentException("no volume named '" + name
+            + "': see 'salus volume list'");
+      }
+      out.println("deleted volume " + name);
+      return 0;
+    }
+  }
+}

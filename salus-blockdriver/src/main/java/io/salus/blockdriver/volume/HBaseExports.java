@@ -1,0 +1,85 @@
+package io.salus.blockdriver.volume;
+
+import io.salus.blockdriver.nbd.NbdExports;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.hadoop.hbase.client.Connection;
+
+/**
+ * NBD exports backed by the volume catalog: export name = volume name. Volumes are opened on
+ * first use and shared by all connections; {@link #close()} closes them (recording their roots).
+ * The empty export name maps to {@code defaultVolume} when one is given. With
+ * {@code allowed} non-empty only those volumes are exported.
+ */
+public final class HBaseExports implements NbdExports {
+  private final Connection connection;
+  private final String defaultVolume;
+  private final List<String> allowed;
+  private final Map<String, HBaseVolume> open = new ConcurrentHashMap<>();
+
+  public HBaseExports(Connection connection, String defaultVolume, List<String> allowed) {
+    this.connection = connection;
+    this.defaultVolume = defaultVolume;
+    this.allowed = allowed == null ? List.of() : List.copyOf(allowed);
+  }
+
+  /** Exports exactly one volume (also the default export). */
+  public static HBaseExports single(Connection connection, String volume) {
+    return new HBaseExports(connection, volume, List.of(volume));
+  }
+
+  @Override
+  public synchronized Volume resolve(String exportName) throws IOException {
+    String name = exportName.isEmpty() ? defaultVolume : exportName;
+    if (name == null || (!allowed.isEmpty() && !allowed.contains(name))) {
+      return null;
+    }
+    try {
+      VolumeCatalog.checkName(name);
+    } catch (IllegalArgumentException e) {
+      return null;
+    }
+    HBaseVolume v = open.get(name);
+    if (v == null) {
+      if (new VolumeCatalog(connection).describe(name).isEmpty()) {
+        return null;
+      }
+      v = HBaseVolume.open(connection, name);
+      open.put(name, v);
+    }
+    return v;
+  }
+
+  /** Opens (if needed) and returns a volume, e.g. to warm it up before clients connect. */
+  public HBaseVolume volume(String name) throws IOException {
+    Volume v = resolve(name);
+    if (v == null) {
+      throw new IllegalArgumentException("no volume named '" + name + "'");
+    }
+    return (HBaseVolume) v;
+  }
+
+  @Override
+  public Collection<String> names() throws IOException {
+    if (!allowed.isEmpty()) {
+      return allowed;
+    }
+    List<String> names = new ArrayList<>();
+    for (VolumeInfo i : new VolumeCatalog(connection).list()) {
+      names.add(i.name());
+    }
+    return names;
+  }
+
+  @Override
+  public synchronized void close() {
+    for (HBaseVolume v : open.values()) {
+      v.close();
+    }
+    open.clear();
+  }
+}

@@ -1,0 +1,416 @@
+package io.salus.blockdriver.volume;
+
+import io.salus.blockdriver.metrics.BlockDriverMetrics;
+import io.salus.blockdriver.tree.ClientVolumeTree;
+import io.salus.blockdriver.tree.SubtreeSource;
+import io.salus.blockdriver.tree.TreeHashes;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BiConsumer;
+import java.util.function.Supplier;
+import org.apache.hadoop.hbase.TableName;
+import org.apache.hadoop.hbase.client.AsyncConnection;
+import org.apache.hadoop.hbase.client.AsyncTable;
+import org.apache.hadoop.hbase.client.Connection;
+import org.apache.hadoop.hbase.client.ConnectionFactory;
+import org.apache.hadoop.hbase.client.Delete;
+import org.apache.hadoop.hbase.client.Get;
+import org.apache.hadoop.hbase.client.Put;
+import org.apache.hadoop.hbase.client.Result;
+import org.apache.hadoop.hbase.client.ResultScanner;
+import org.apache.hadoop.hbase.client.Row;
+import org.apache.hadoop.hbase.client.Scan;
+import org.apache.hadoop.hbase.client.ScanResultConsumer;
+import org.apache.hadoop.hbase.client.Table;
+import org.apache.hadoop.hbase.util.Bytes;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The plain-HBase baseline volume: one table per volume ({@code salus:hb_<name>}), row key =
+ * 8-byte big-endian block number, family {@code b} with the block data ({@code b:d}) and its
+ * leaf hash ({@code b:h}). Stock region servers, standard WAL (writes are durable when
+ * acknowledged, so FUA and flush need no extra round trip). Unwritten, trimmed and zeroed blocks
+ * have no row. Requests go through the asynchronous HBase client as one multi-row batch (writes,
+ * deletes) or one bounded scan (reads).
+ *
+ * <p>Every read is checked against the {@link ClientVolumeTree}; a block whose data does not
+ * match is never returned ({@link BlockCorruptedException}) and counted in
+ * {@link BlockDriverMetrics#verificationFailures}.
+ */
+public final class HBaseVolume implements Volume {
+  private static final Logger LOG = LoggerFactory.getLogger(HBaseVolume.class);
+  public static final byte[] FAMILY = Bytes.toBytes("b");
+  public static final byte[] DATA = Bytes.toBytes("d");
+  public static final byte[] HASH = Bytes.toBytes("h");
+  private static final int TRIM_BATCH = 4096;
+  private static final int SUBTREE_CACHE = 4096;
+
+  private final VolumeInfo info;
+  private final VolumeCatalog catalog;
+  private final AsyncConnection async;
+  private final AsyncTable<ScanResultConsumer> table;
+  private final Connection connection;
+  private final TableName tableName;
+  private final ExecutorService executor;
+  private final ClientVolumeTree tree;
+  private final BlockDriverMetrics metrics = new BlockDriverMetrics();
+  private final int bs;
+  private long recordedSeq = -1;
+  private final byte[] mountRoot;
+  private final boolean mountRootMatches;
+  private volatile boolean closed;
+
+  private HBaseVolume(Connection connection, VolumeInfo info) throws IOException {
+    this.connection = connection;
+    this.info = info;
+    this.bs = info.blockSize();
+    this.catalog = new VolumeCatalog(connection);
+    this.tableName = TableName.valueOf(info.table());
+    AtomicInteger n = new AtomicInteger();
+    this.executor = Executors.newFixedThreadPool(
+        Math.max(2, Runtime.getRuntime().availableProcessors()), r -> {
+          Thread t = new Thread(r, "hbase-volume-" + info.name() + "-" + n.incrementAndGet());
+          t.setDaemon(true);
+          return t;
+        });
+    try {
+      this.async = ConnectionFactory.createAsyncConnection(connection.getConfiguration()).get();
+    } catch (Exception e) {
+      executor.shutdownNow();
+      throw new IOException("cannot connect to HBase for volume '" + info.name() + "'", e);
+    }
+    this.table = async.getTable(tableName, executor);
+    this.tree = new ClientVolumeTree(info.name(), TreeHashes.forName(info.hashAlgorithm(), bs),
+        info.sizeInBlocks(), info.subtreeHeight(), new HBaseSubtreeSource(), metrics,
+        SUBTREE_CACHE);
+    long t0 = System.nanoTime();
+    tree.mount();
+    this.mountRoot = tree.root();
+    this.mountRootMatches = info.rootHash() == null || Arrays.equals(info.rootHash(), mountRoot);
+    if (!mountRootMatches) {
+      LOG.warn("volume '{}': volume tree root rebuilt from stored hashes ({}) differs from the"
+          + " root recorded at the last {} ({}); {}", info.name(), VolumeCatalog.hex(mountRoot),
+          info.cleanClose() ? "clean close" : "flush", VolumeCatalog.hex(info.rootHash()),
+          info.cleanClose() ? "the table was modified outside the block driver"
+              : "the previous writer did not close cleanly (unflushed writes may have landed)");
+    }
+    LOG.info("mounted volume '{}' ({} blocks of {} B) in {} ms, root {}", info.name(),
+        info.sizeInBlocks(), bs, (System.nanoTime() - t0) / 1_000_000,
+        VolumeCatalog.hex(mountRoot));
+    catalog.recordRoot(info.name(), mountRoot, 0, false);
+  }
+
+  /** Opens an existing volume of kind {@code hbase} and rebuilds its client volume tree. */
+  public static HBaseVolume open(Connection connection, String name) throws IOException {
+    VolumeInfo info = new VolumeCatalog(connection).require(name);
+    if (!VolumeCatalog.KIND_HBASE.equals(info.kind())) {
+      throw new IllegalArgumentException("volume '" + name + "' is of kind '" + info.kind()
+          + "', not a plain-HBase volume");
+    }
+    return new HBaseVolume(connection, info);
+  }
+
+  public VolumeInfo info() {
+    return info;
+  }
+
+  public ClientVolumeTree tree() {
+    return tree;
+  }
+
+  public BlockDriverMetrics metrics() {
+    return metrics;
+  }
+
+  /** Whether the root rebuilt at mount equals the root recorded at the last flush/close. */
+  public boolean mountRootMatchesRecorded() {
+    return mountRootMatches;
+  }
+
+  @Override
+  public String name() {
+    return info.name();
+  }
+
+  @Override
+  public int blockSize() {
+    return bs;
+  }
+
+  @Override
+  public long sizeInBlocks() {
+    return info.sizeInBlocks();
+  }
+
+  static byte[] row(long block) {
+    return Bytes.toBytes(block);
+  }
+
+  private VolumeException check(long first, long count) {
+    if (closed) {
+      return new VolumeException.Closed("volume '" + info.name() + "' is closed");
+    }
+    return Volume.checkRange(this, first, count);
+  }
+
+  /** Runs {@code op} with the subtrees of the range pinned and loaded. */
+  private <T> CompletableFuture<T> withTree(long first, long count,
+      Supplier<CompletableFuture<T>> op) {
+    CompletableFuture<T> f = tree.acquire(first, count).thenComposeAsync(v -> op.get(), executor);
+    return f.whenComplete((r, t) -> tree.release(first, count))
+        .exceptionallyCompose(t -> CompletableFuture.failedFuture(translate(t)));
+  }
+
+  private Throwable translate(Throwable t) {
+    Throwable c = t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
+    if (c instanceof VolumeException) {
+      return c;
+    }
+    return new VolumeException("HBase I/O on volume '" + info.name() + "' failed: " + c, c);
+  }
+
+  @Override
+  public CompletableFuture<byte[]> read(long firstBlock, int count) {
+    VolumeException e = check(firstBlock, count);
+    if (e != null) {
+      return CompletableFuture.failedFuture(e);
+    }
+    return withTree(firstBlock, count, () -> {
+      CompletableFuture<List<Result>> rows;
+      if (count == 1) {
+        rows = table.get(new Get(row(firstBlock)).addFamily(FAMILY)).thenApply(List::of);
+      } else {
+        rows = table.scanAll(new Scan().withStartRow(row(firstBlock))
+            .withStopRow(row(firstBlock + count)).addFamily(FAMILY)
+            .setCaching(count).setLimit(count).setReadType(Scan.ReadType.PREAD));
+      }
+      return rows.thenApply(results -> assemble(firstBlock, count, results));
+    });
+  }
+
+  private byte[] assemble(long first, int count, List<Result> results) {
+    byte[] out = new byte[count * bs];
+    boolean[] seen = new boolean[count];
+    for (Result r : results) {
+      if (r == null || r.isEmpty()) {
+        continue;
+      }
+      long block = Bytes.toLong(r.getRow());
+      int i = (int) (block - first);
+      if (i < 0 || i >= count) {
+        continue;
+      }
+      byte[] d = r.getValue(FAMILY, DATA);
+      byte[] h = r.getValue(FAMILY, HASH);
+      if (d == null || d.length != bs) {
+        metrics.verificationFailures.increment();
+        BlockDriverMetrics.GLOBAL.verificationFailures.increment();
+        throw new BlockCorruptedException(info.name(), block,
+            "stored block has " + (d == null ? "no data" : d.length + " bytes"));
+      }
+      tree.verify(block, d, 0, h);
+      System.arraycopy(d, 0, out, i * bs, bs);
+      seen[i] = true;
+    }
+    for (int i = 0; i < count; i++) {
+      if (!seen[i]) {
+        tree.verify(first + i, null, 0, null);
+      }
+    }
+    return out;
+  }
+
+  @Override
+  public CompletableFuture<Void> write(long firstBlock, byte[] data, boolean fua) {
+    if (data.length % bs != 0 || data.length == 0) {
+      return CompletableFuture.failedFuture(new VolumeException.OutOfRange(
+          "write of " + data.length + " bytes is not a positive multiple of block size " + bs));
+    }
+    int count = data.length / bs;
+    VolumeException e = check(firstBlock, count);
+    if (e != null) {
+      return CompletableFuture.failedFuture(e);
+    }
+    return withTree(firstBlock, count, () -> {
+      byte[][] leaves = new byte[count][];
+      List<Row> batch = new ArrayList<>(count);
+      for (int i = 0; i < count; i++) {
+        long block = firstBlock + i;
+        if (BlockGeometry.isAllZero(data, i * bs, bs)) {
+          leaves[i] = tree.emptyLeaf();
+          batch.add(new Delete(row(block)));
+        } else {
+          leaves[i] = tree.leafHash(data, i * bs);
+          batch.add(new Put(row(block))
+              .addColumn(FAMILY, DATA, Arrays.copyOfRange(data, i * bs, (i + 1) * bs))
+              .addColumn(FAMILY, HASH, leaves[i]));
+        }
+      }
+      return apply(firstBlock, leaves, batch);
+    });
+  }
+
+  private CompletableFuture<Void> apply(long firstBlock, byte[][] leaves, List<Row> batch) {
+    for (int i = 0; i < leaves.length; i++) {
+      if (leaves[i] != null) {
+        tree.beginUpdate(firstBlock + i, leaves[i]);
+      }
+    }
+    return table.batchAll(batch).handle((r, t) -> {
+      for (int i = 0; i < leaves.length; i++) {
+        if (leaves[i] != null) {
+          if (t == null) {
+            tree.commitUpdate(firstBlock + i, leaves[i]);
+          } else {
+            tree.abortUpdate(firstBlock + i, leaves[i]);
+          }
+        }
+      }
+      if (t != null) {
+        throw new CompletionException(translate(t));
+      }
+      return null;
+    });
+  }
+
+  @Override
+  public CompletableFuture<Void> flush() {
+    if (closed) {
+      return CompletableFuture.failedFuture(
+          new VolumeException.Closed("volume '" + info.name() + "' is closed"));
+    }
+    // Every acknowledged put is already in the WAL (SYNC_WAL); record the tree root.
+    return CompletableFuture.runAsync(() -> recordRoot(false), executor);
+  }
+
+  private synchronized void recordRoot(boolean clean) {
+    long seq = tree.seq();
+    if (seq == recordedSeq && !clean) {
+      return;
+    }
+    try {
+      catalog.recordRoot(info.name(), tree.root(), seq, clean);
+      recordedSeq = seq;
+    } catch (IOException e) {
+      throw new VolumeException("cannot record volume root of '" + info.name() + "'", e);
+    }
+  }
+
+  @Override
+  public CompletableFuture<Void> trim(long firstBlock, long count) {
+    return writeZeroes(firstBlock, count, false);
+  }
+
+  /** Deletes the stored rows of non-empty blocks, one subtree at a time. */
+  @Override
+  public CompletableFuture<Void> writeZeroes(long firstBlock, long count, boolean fua) {
+    VolumeException e = check(firstBlock, count);
+    if (e != null) {
+      return CompletableFuture.failedFuture(e);
+    }
+    CompletableFuture<Void> chain = CompletableFuture.completedFuture(null);
+    long end = firstBlock + count;
+    long pos = firstBlock;
+    long span = tree.subtreeLeaves();
+    while (pos < end) {
+      long chunkStart = pos;
+      long chunkEnd = Math.min(end, (pos / span + 1) * span);
+      int idx = (int) (pos / span);
+      pos = chunkEnd;
+      chain = chain.thenCompose(v -> {
+        if (tree.subtreeEmpty(idx)) {
+          return CompletableFuture.completedFuture(null);
+        }
+        return withTree(chunkStart, chunkEnd - chunkStart, () -> zeroChunk(chunkStart, chunkEnd));
+      });
+    }
+    return chain;
+  }
+
+  private CompletableFuture<Void> zeroChunk(long start, long end) {
+    byte[] empty = tree.emptyLeaf();
+    List<Long> blocks = new ArrayList<>();
+    for (long b = start; b < end; b++) {
+      if (!Arrays.equals(tree.leaf(b), empty)) {
+        blocks.add(b);
+      }
+    }
+    List<CompletableFuture<Void>> parts = new ArrayList<>();
+    for (int i = 0; i < blocks.size(); i += TRIM_BATCH) {
+      List<Long> part = blocks.subList(i, Math.min(blocks.size(), i + TRIM_BATCH));
+      // leaves indexed from part.get(0); only listed blocks get updates
+      long base = part.get(0);
+      long last = part.get(part.size() - 1);
+      byte[][] leaves = new byte[(int) (last - base + 1)][];
+      List<Row> batch = new ArrayList<>(part.size());
+      for (long b : part) {
+        leaves[(int) (b - base)] = empty;
+        batch.add(new Delete(row(b)));
+      }
+      parts.add(apply(base, leaves, batch));
+    }
+    return CompletableFuture.allOf(parts.toArray(new CompletableFuture[0]));
+  }
+
+  @Override
+  public synchronized void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    try {
+      recordRoot(true);
+    } catch (RuntimeException e) {
+      LOG.warn("could not record root at close of '{}'", info.name(), e);
+    }
+    try {
+      async.close();
+    } catch (IOException e) {
+      LOG.warn("closing HBase connection of '{}'", info.name(), e);
+    }
+    executor.shutdown();
+    try {
+      executor.awaitTermination(5, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  /** Leaf hashes from the {@code b:h} column. */
+  private final class HBaseSubtreeSource implements SubtreeSource {
+    @Override
+    public CompletableFuture<Map<Long, byte[]>> fetchLeaves(long firstBlock, long count) {
+      return table.scanAll(new Scan().withStartRow(row(firstBlock))
+              .withStopRow(row(firstBlock + count)).addColumn(FAMILY, HASH)
+              .setCaching((int) Math.min(count, 10_000)))
+          .thenApply(results -> {
+            Map<Long, byte[]> m = new HashMap<>();
+            for (Result r : results) {
+              m.put(Bytes.toLong(r.getRow()), r.getValue(FAMILY, HASH));
+            }
+            return m;
+          });
+    }
+
+    @Override
+    public void scanAllLeaves(BiConsumer<Long, byte[]> consumer) throws IOException {
+      try (Table t = connection.getTable(tableName);
+          ResultScanner s = t.getScanner(new Scan().addColumn(FAMILY, HASH).setCaching(10_000))) {
+        for (Result r : s) {
+          consumer.accept(Bytes.toLong(r.getRow()), r.getValue(FAMILY, HASH));
+        }
+      }
+    }
+  }
+}
