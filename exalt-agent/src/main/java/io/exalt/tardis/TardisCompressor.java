@@ -1,0 +1,143 @@
+package io.exalt.tardis;
+
+import java.io.ByteArrayOutputStream;
+
+/**
+ * Tardis compression exactly as in Figure 4.2 of the dissertation.
+ *
+ * <ul>
+ *   <li>{@code TardisCompress} calls {@code FindSubsequence} until the chunk is consumed; bytes between runs are
+ *       emitted as metadata ({@code AppendMeta}), runs as {@code (marker, length)} ({@code AppendTardis}).</li>
+ *   <li>{@code FindSubsequence} scans linearly for the first flag, then checks only one more unit: the one at
+ *       {@code min(pos + marker, lastMarker)} (the fast path: first and last markers). If that pair is not
+ *       consistent (metadata was inserted), it binary-searches for the rightmost consistent flag-marker pair,
+ *       relying on markers being a sorted sequence.</li>
+ *   <li>A unit split by metadata (or by a chunk boundary) is not a consistent pair and stays uncompressed.</li>
+ *   <li>Every chunk is compressed on its own: nothing depends on data outside it.</li>
+ * </ul>
+ *
+ * <p>Compressed encoding: an uncompressed sequence is {@code 0, len(4 bytes), bytes}; a compressed one is
+ * {@code 1, marker(4 bytes), len(4 bytes)} (all big-endian), as in §4.2.2.
+ */
+public final class TardisCompressor {
+    public static final int META = 0;
+    public static final int TARDIS = 1;
+
+    private static final int UNIT = TardisFormat.UNIT;
+    private final TardisFormat format;
+
+    public TardisCompressor(TardisFormat format) {
+        this.format = format;
+    }
+
+    public TardisCompressor() {
+        this(TardisFormat.defaultFormat());
+    }
+
+    public TardisFormat format() {
+        return format;
+    }
+
+    /** TardisCompress: reports the segments of {@code data[off..off+len)} to {@code sink} (offsets relative to off). */
+    public void compress(byte[] data, int off, int len, SegmentSink sink) {
+        int end = off + len;
+        int index = off;
+        while (index < end) {
+            long found = findSubsequence(data, off, end, index, sink, index);
+            if (found < 0) {
+                sink.meta(data, index, end - index);
+                return;
+            }
+            index = (int) found;
+        }
+    }
+
+    /**
+     * FindSubsequence plus the append step of the main loop. Returns the index after the emitted run, or -1 if
+     * no flag was found from {@code startIndex} on (the caller then emits the rest as metadata).
+     */
+    private long findSubsequence(byte[] data, int chunkStart, int end, int startIndex, SegmentSink sink, int index) {
+        int pos = scanForFlag(data, startIndex, end);
+        if (pos < 0) {
+            return -1;
+        }
+        long marker = TardisFormat.markerAt(data, pos + TardisFormat.FLAG_SIZE);
+        // lastMarker: start of the last whole unit in the chunk that is aligned with pos
+        long lastMarker = end - (UNIT + (long) (end - pos) % UNIT);
+        long target = Math.min(pos + marker, lastMarker);
+        long k;
+        long kMax = (target - pos) / UNIT;
+        if (consistent(data, pos, marker, kMax)) {
+            k = kMax; // fast path: first and last markers agree
+        } else {
+            // rightmost consistent pair; k = 0 (the first unit itself) is always consistent
+            long lo = 0;
+            long hi = kMax;
+            while (hi - lo > 1) {
+                long mid = (lo + hi) >>> 1;
+                if (consistent(data, pos, marker, mid)) {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            k = lo;
+        }
+        long runLen = (k + 1) * UNIT;
+        if (pos > index) {
+            sink.meta(data, index, pos - index);
+        }
+        sink.tardis(pos - chunkStart, marker, runLen);
+        return pos + runLen;
+    }
+
+    /** Is the unit {@code k} units after {@code pos} a flag with marker {@code marker - k*UNIT}? */
+    private boolean consistent(byte[] data, int pos, long marker, long k) {
+        long q = pos + k * UNIT;
+        return format.isFlagAt(data, (int) q) && TardisFormat.markerAt(data, (int) q + TardisFormat.FLAG_SIZE) == marker - k * UNIT;
+    }
+
+    /** ScanForFlag: first position >= from where a whole unit starting with the flag fits before {@code end}. */
+    private int scanForFlag(byte[] data, int from, int end) {
+        byte first = format.flagByte(0);
+        int last = end - UNIT;
+        for (int i = from; i <= last; i++) {
+            if (data[i] == first && format.isFlagAt(data, i)) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    /** Compresses one chunk into the §4.2.2 byte encoding. */
+    public byte[] compress(byte[] data, int off, int len) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream(64);
+        compress(data, off, len, new SegmentSink() {
+            @Override
+            public void meta(byte[] d, int o, int l) {
+                out.write(META);
+                writeInt(out, l);
+                out.write(d, o, l);
+            }
+
+            @Override
+            public void tardis(int o, long marker, long l) {
+                out.write(TARDIS);
+                writeInt(out, (int) marker);
+                writeInt(out, (int) l);
+            }
+        });
+        return out.toByteArray();
+    }
+
+    public byte[] compress(byte[] data) {
+        return compress(data, 0, data.length);
+    }
+
+    static void writeInt(ByteArrayOutputStream out, int v) {
+        out.write(v >>> 24);
+        out.write(v >>> 16);
+        out.write(v >>> 8);
+        out.write(v);
+    }
+}

@@ -1,0 +1,81 @@
+package io.exalt.tardis;
+
+
+/** Reverses {@link TardisCompressor#compress(byte[], int, int)}: metadata is copied, runs are expanded. */
+public final class TardisDecompressor {
+    private final TardisFormat format;
+
+    public TardisDecompressor(TardisFormat format) {
+        this.format = format;
+    }
+
+    public TardisDecompressor() {
+        this(TardisFormat.defaultFormat());
+    }
+
+    /** Uncompressed length of an encoded chunk, without expanding it. */
+    public long decompressedLength(byte[] c, int off, int len) {
+        long total = 0;
+        int p = off;
+        int end = off + len;
+        while (p < end) {
+            int tag = c[p];
+            if (tag == TardisCompressor.META) {
+                int l = readInt(c, p + 1, end);
+                if (l < 0) {
+                    throw new IllegalArgumentException("corrupt Tardis encoding: negative length at offset " + (p - off));
+                }
+                total += l;
+                p += 5 + l;
+            } else if (tag == TardisCompressor.TARDIS) {
+                total += readInt(c, p + 5, end) & 0xFFFF_FFFFL;
+                p += 9;
+            } else {
+                throw new IllegalArgumentException("corrupt Tardis encoding: tag " + tag + " at offset " + (p - off)
+                        + " (expected 0 = uncompressed or 1 = compressed); was this produced by TardisCompressor?");
+            }
+        }
+        if (p != end) {
+            throw new IllegalArgumentException("corrupt Tardis encoding: last segment overruns the input by " + (p - end) + " bytes");
+        }
+        return total;
+    }
+
+    public byte[] decompress(byte[] c) {
+        return decompress(c, 0, c.length);
+    }
+
+    public byte[] decompress(byte[] c, int off, int len) {
+        long n = decompressedLength(c, off, len);
+        if (n > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException("chunk expands to " + n + " bytes, too large for one array; decompress it in parts");
+        }
+        byte[] out = new byte[(int) n];
+        int o = 0;
+        int p = off;
+        int end = off + len;
+        while (p < end) {
+            if (c[p] == TardisCompressor.META) {
+                int l = readInt(c, p + 1, end);
+                System.arraycopy(c, p + 5, out, o, l);
+                o += l;
+                p += 5 + l;
+            } else {
+                long marker = readInt(c, p + 1, end) & 0xFFFF_FFFFL;
+                int l = readInt(c, p + 5, end);
+                format.expand(marker, 0, out, o, l);
+                o += l;
+                p += 9;
+            }
+        }
+        return out;
+    }
+
+    private static int readInt(byte[] c, int p, int end) {
+        if (p + 4 > end) {
+            throw new IllegalArgumentException("corrupt Tardis encoding: truncated segment header at offset " + p);
+        }
+        return ((c[p] & 0xFF) << 24) | ((c[p + 1] & 0xFF) << 16) | ((c[p + 2] & 0xFF) << 8) | (c[p + 3] & 0xFF);
+    }
+
+}
