@@ -1,0 +1,169 @@
+package io.salus.core.cert;
+
+import io.salus.core.merkle.Hash;
+
+/**
+ * What a certificate attests. The signed bytes are {@code version || kind || canonical statement},
+ * so tentative and combined certificates of one kind sign the same bytes and different kinds can
+ * never be confused.
+ */
+public sealed interface Statement permits Statement.LogEntry, Statement.PutOutcome, Statement.NoNextEntry,
+        Statement.Checkpoint, Statement.Decision {
+
+    StatementKind kind();
+
+    void write(Wire.Out out);
+
+    /** Canonical encoding of the statement alone. */
+    default byte[] encode() {
+        Wire.Out o = new Wire.Out();
+        write(o);
+        return o.toByteArray();
+    }
+
+    /**
+     * Entry {@code index} of the logical log of {@code region} in log generation {@code generation}
+     * (a new generation starts after each recovery) has {@code length} bytes with digest {@code digest}.
+     */
+    record LogEntry(RegionId region, long generation, long index, Hash digest, int length) implements Statement {
+        @Override
+        public StatementKind kind() {
+            return StatementKind.LOG_ENTRY;
+        }
+
+        @Override
+        public void write(Wire.Out o) {
+            region.write(o);
+            o.i64(generation).i64(index).hash(digest).i32(length);
+        }
+
+        static LogEntry read(Wire.In in) {
+            RegionId r = RegionId.read(in);
+            long g = in.nonNegative(in.i64("generation"), "generation");
+            long i = in.nonNegative(in.i64("log index"), "log index");
+            Hash d = in.hash("entry digest");
+            int len = (int) in.nonNegative(in.i32("entry length"), "entry length");
+            return new LogEntry(r, g, i, d, len);
+        }
+    }
+
+    /**
+     * The outcome of the client's sub-batch {@code (batchId, firstSeq..lastSeq)} on {@code region},
+     * logged as entry {@code logIndex} with digest {@code entryDigest}. Kind PUT_SUCCESS or PUT_FAILED.
+     */
+    record PutOutcome(boolean success, RegionId region, long batchId, long firstSeq, long lastSeq, long logIndex,
+                      Hash entryDigest) implements Statement {
+        @Override
+        public StatementKind kind() {
+            return success ? StatementKind.PUT_SUCCESS : StatementKind.PUT_FAILED;
+        }
+
+        @Override
+        public void write(Wire.Out o) {
+            region.write(o);
+            o.i64(batchId).i64(firstSeq).i64(lastSeq).i64(logIndex).hash(entryDigest);
+        }
+
+        static PutOutcome read(Wire.In in, boolean success) {
+            RegionId r = RegionId.read(in);
+            long b = in.i64("batch id");
+            long f = in.i64("first seq");
+            long l = in.i64("last seq");
+            long i = in.i64("log index");
+            Hash d = in.hash("entry digest");
+            if (f > l) {
+                throw new CertificateFormatException("first seq " + f + " > last seq " + l, in.pos());
+            }
+            return new PutOutcome(success, r, b, f, l, i, d);
+        }
+    }
+
+    /** The signer stores no entry at {@code index} (nor after it) of the region's log generation. */
+    record NoNextEntry(RegionId region, long generation, long index) implements Statement {
+        @Override
+        public StatementKind kind() {
+            return StatementKind.NO_NEXT_ENTRY;
+        }
+
+        @Override
+        public void write(Wire.Out o) {
+            region.write(o);
+            o.i64(generation).i64(index);
+        }
+
+        static NoNextEntry read(Wire.In in) {
+            RegionId r = RegionId.read(in);
+            long g = in.nonNegative(in.i64("generation"), "generation");
+            long i = in.nonNegative(in.i64("log index"), "log index");
+            return new NoNextEntry(r, g, i);
+        }
+    }
+
+    /**
+     * Flush/compaction consent: the region's state through log entry {@code throughIndex} of
+     * {@code generation} is durable and its region tree root (logical digest of the cells) is
+     * {@code regionRoot}; {@code lastSeq} is the last client seq included.
+     */
+    record Checkpoint(RegionId region, long generation, long throughIndex, long lastSeq, Hash regionRoot)
+            implements Statement {
+        @Override
+        public StatementKind kind() {
+            return StatementKind.CHECKPOINT;
+        }
+
+        @Override
+        public void write(Wire.Out o) {
+            region.write(o);
+            o.i64(generation).i64(throughIndex).i64(lastSeq).hash(regionRoot);
+        }
+
+        static Checkpoint read(Wire.In in) {
+            RegionId r = RegionId.read(in);
+            long g = in.nonNegative(in.i64("generation"), "generation");
+            long k = in.i64("through index");
+            long s = in.i64("last seq");
+            return new Checkpoint(r, g, k, s, in.hash("region root"));
+        }
+    }
+
+    /**
+     * A batch leader's decision on batch {@code batchId} covering client seqs
+     * {@code firstSeq..lastSeq}; kind COMMIT or ABORT. {@code leader} is the leader's region.
+     */
+    record Decision(boolean commit, String volume, long batchId, long firstSeq, long lastSeq, RegionId leader)
+            implements Statement {
+        @Override
+        public StatementKind kind() {
+            return commit ? StatementKind.COMMIT : StatementKind.ABORT;
+        }
+
+        @Override
+        public void write(Wire.Out o) {
+            o.str8(volume).i64(batchId).i64(firstSeq).i64(lastSeq);
+            leader.write(o);
+        }
+
+        static Decision read(Wire.In in, boolean commit) {
+            String v = in.str8("volume");
+            long b = in.i64("batch id");
+            long f = in.i64("first seq");
+            long l = in.i64("last seq");
+            return new Decision(commit, v, b, f, l, RegionId.read(in));
+        }
+    }
+
+    /** Decodes a statement of the given kind; the whole input must be consumed. */
+    static Statement read(StatementKind kind, Wire.In in) {
+        Statement s = switch (kind) {
+            case LOG_ENTRY -> LogEntry.read(in);
+            case PUT_SUCCESS -> PutOutcome.read(in, true);
+            case PUT_FAILED -> PutOutcome.read(in, false);
+            case NO_NEXT_ENTRY -> NoNextEntry.read(in);
+            case CHECKPOINT -> Checkpoint.read(in);
+            case COMMIT -> Decision.read(in, true);
+            case ABORT -> Decision.read(in, false);
+        };
+        in.expectEnd(kind + " statement");
+        return s;
+    }
+}

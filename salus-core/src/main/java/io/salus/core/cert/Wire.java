@@ -1,0 +1,168 @@
+package io.salus.core.cert;
+
+import io.salus.core.merkle.Hash;
+import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
+
+/** Big-endian writer/reader for the canonical encodings; the reader checks every bound. */
+public final class Wire {
+    private Wire() {
+    }
+
+    /** Canonical big-endian writer. */
+    public static final class Out {
+        private final ByteArrayOutputStream b = new ByteArrayOutputStream(128);
+
+        public Out u8(int v) {
+            b.write(v);
+            return this;
+        }
+
+        public Out u16(int v) {
+            b.write(v >>> 8);
+            b.write(v);
+            return this;
+        }
+
+        public Out i32(int v) {
+            for (int s = 24; s >= 0; s -= 8) {
+                b.write(v >>> s);
+            }
+            return this;
+        }
+
+        public Out i64(long v) {
+            for (int s = 56; s >= 0; s -= 8) {
+                b.write((int) (v >>> s));
+            }
+            return this;
+        }
+
+        public Out bytes(byte[] v) {
+            b.writeBytes(v);
+            return this;
+        }
+
+        public Out hash(Hash h) {
+            return bytes(h.bytes());
+        }
+
+        /** UTF-8 string with a one-byte length (max 255 bytes). */
+        public Out str8(String s) {
+            byte[] u = s.getBytes(StandardCharsets.UTF_8);
+            if (u.length > 255) {
+                throw new IllegalArgumentException("string longer than 255 UTF-8 bytes: " + s);
+            }
+            return u8(u.length).bytes(u);
+        }
+
+        /** Bytes with a 4-byte length. */
+        public Out blob(byte[] v) {
+            return i32(v.length).bytes(v);
+        }
+
+        public byte[] toByteArray() {
+            return b.toByteArray();
+        }
+    }
+
+    /** Bounds-checked reader; every failure is a {@link CertificateFormatException} naming the field. */
+    public static final class In {
+        private final byte[] b;
+        private int pos;
+        private final int end;
+
+        public In(byte[] b) {
+            this(b, 0, b.length);
+        }
+
+        public In(byte[] b, int off, int len) {
+            this.b = b;
+            this.pos = off;
+            this.end = off + len;
+        }
+
+        private void need(int n, String what) {
+            if (n < 0 || end - pos < n) {
+                throw new CertificateFormatException("truncated input: need " + n + " bytes for " + what + ", only "
+                        + (end - pos) + " left", pos);
+            }
+        }
+
+        public int pos() {
+            return pos;
+        }
+
+        public int remaining() {
+            return end - pos;
+        }
+
+        public int u8(String what) {
+            need(1, what);
+            return b[pos++] & 0xff;
+        }
+
+        public int u16(String what) {
+            need(2, what);
+            int v = ((b[pos] & 0xff) << 8) | (b[pos + 1] & 0xff);
+            pos += 2;
+            return v;
+        }
+
+        public int i32(String what) {
+            need(4, what);
+            int v = 0;
+            for (int i = 0; i < 4; i++) {
+                v = (v << 8) | (b[pos++] & 0xff);
+            }
+            return v;
+        }
+
+        public long i64(String what) {
+            need(8, what);
+            long v = 0;
+            for (int i = 0; i < 8; i++) {
+                v = (v << 8) | (b[pos++] & 0xff);
+            }
+            return v;
+        }
+
+        public byte[] bytes(int n, String what) {
+            need(n, what);
+            byte[] v = java.util.Arrays.copyOfRange(b, pos, pos + n);
+            pos += n;
+            return v;
+        }
+
+        public Hash hash(String what) {
+            return Hash.of(bytes(Hash.LENGTH, what));
+        }
+
+        public String str8(String what) {
+            int n = u8(what + " length");
+            return new String(bytes(n, what), StandardCharsets.UTF_8);
+        }
+
+        public byte[] blob(String what) {
+            int n = i32(what + " length");
+            if (n < 0) {
+                throw new CertificateFormatException("negative length " + n + " for " + what, pos - 4);
+            }
+            return bytes(n, what);
+        }
+
+        public long nonNegative(long v, String what) {
+            if (v < 0) {
+                throw new CertificateFormatException(what + " must be >= 0, got " + v, pos);
+            }
+            return v;
+        }
+
+        /** Rejects trailing garbage. */
+        public void expectEnd(String what) {
+            if (pos != end) {
+                throw new CertificateFormatException((end - pos) + " unexpected trailing bytes after " + what, pos);
+            }
+        }
+    }
+}
