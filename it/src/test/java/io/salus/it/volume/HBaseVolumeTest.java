@@ -1,0 +1,207 @@
+package io.salus.it.volume;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+import io.salus.blockdriver.cli.SalusCli;
+import io.salus.blockdriver.metrics.BlockDriverMetrics;
+import io.salus.blockdriver.volume.BlockCorruptedException;
+import io.salus.blockdriver.volume.HBaseVolume;
+import io.salus.blockdriver.volume.VolumeCatalog;
+import io.salus.blockdriver.volume.VolumeException;
+import io.salus.blockdriver.volume.VolumeInfo;
+import java.io.File;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.Random;
+import java.util.concurrent.CompletionException;
+import org.apache.hadoop.hbase.TableName;
+import org.apache.hadoop.hbase.client.Get;
+import org.apache.hadoop.hbase.client.Put;
+import org.apache.hadoop.hbase.client.Result;
+import org.apache.hadoop.hbase.client.Table;
+import org.apache.hadoop.hbase.util.Bytes;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Volume catalog, plain-HBase volume and its end-to-end checks on one HBase mini cluster. */
+class HBaseVolumeTest {
+  static MiniHBase hbase;
+  static VolumeCatalog catalog;
+
+  @BeforeAll
+  static void start() throws Exception {
+    hbase = new MiniHBase();
+    catalog = new VolumeCatalog(hbase.connection());
+  }
+
+  @AfterAll
+  static void stop() throws Exception {
+    if (hbase != null) {
+      hbase.close();
+    }
+  }
+
+  static byte[] random(int len, int seed) {
+    byte[] b = new byte[len];
+    new Random(seed).nextBytes(b);
+    return b;
+  }
+
+  @Test
+  void catalogValidatesNamesSizesAndClashes() throws Exception {
+    VolumeInfo info = catalog.create("cat1", 1000, 4096);
+    assertEquals(4096, info.blockSize());
+    assertEquals(1000, info.sizeInBlocks());
+    assertNotNull(info.created());
+    assertEquals("hbase", info.kind());
+    IllegalArgumentException clash = assertThrows(IllegalArgumentException.class,
+        () -> catalog.create("cat1", 10, 4096));
+    assertTrue(clash.getMessage().contains("already exists"), clash.getMessage());
+    assertEquals(1000, catalog.require("cat1").sizeInBlocks(), "clash must not overwrite");
+    assertThrows(IllegalArgumentException.class, () -> catalog.create("bad name!", 10, 4096));
+    assertThrows(IllegalArgumentException.class, () -> catalog.create("", 10, 4096));
+    assertThrows(IllegalArgumentException.class, () -> catalog.create("x".repeat(65), 10, 4096));
+    assertThrows(IllegalArgumentException.class, () -> catalog.create("okname", 0, 4096));
+    assertThrows(IllegalArgumentException.class, () -> catalog.create("okname", 10, 3000));
+    assertThrows(IllegalArgumentException.class, () -> catalog.create("okname", 10, 1 << 19));
+    assertTrue(catalog.describe("okname").isEmpty());
+    VolumeInfo b3 = catalog.create("cat2", 64, 512, "BLAKE3", 4);
+    assertEquals(4, b3.regions());
+    assertEquals(4, hbase.connection().getAdmin()
+        .getRegions(TableName.valueOf(b3.table())).size());
+    assertTrue(catalog.list().stream().anyMatch(v -> v.name().equals("cat2")));
+    assertTrue(catalog.delete("cat1"));
+    assertFalse(catalog.delete("cat1"));
+    assertTrue(catalog.describe("cat1").isEmpty());
+    assertFalse(hbase.connection().getAdmin().tableExists(VolumeCatalog.dataTable("cat1")));
+  }
+
+  @Test
+  void readWriteTrimZeroAndRemount() throws Exception {
+    catalog.create("rw", 4096, 4096, "SHA-256", 2);
+    byte[] root;
+    byte[] d = random(64 * 4096, 1);
+    try (HBaseVolume v = HBaseVolume.open(hbase.connection(), "rw")) {
+      assertArrayEquals(new byte[8 * 4096], v.read(100, 8).join(), "unwritten reads zeros");
+      v.write(2040, d, false).join(); // crosses the region boundary at block 2048
+      assertArrayEquals(d, v.read(2040, 64).join());
+      v.write(10, new byte[4096], true).join();
+      v.trim(2050, 4).join();
+      v.writeZeroes(2060, 2, false).join();
+      byte[] back = v.read(2040, 64).join();
+      byte[] want = d.clone();
+      Arrays.fill(want, 10 * 4096, 14 * 4096, (byte) 0);
+      Arrays.fill(want, 20 * 4096, 22 * 4096, (byte) 0);
+      assertArrayEquals(want, back);
+      CompletionException e = assertThrows(CompletionException.class,
+          () -> v.read(4095, 2).join());
+      assertTrue(e.getCause() instanceof VolumeException.OutOfRange);
+      v.flush().join();
+      root = v.tree().root();
+      assertTrue(v.metrics().blocksVerified.sum() > 0);
+    }
+    // trimmed/zeroed blocks use no storage
+    try (Table t = hbase.connection().getTable(VolumeCatalog.dataTable("rw"))) {
+      assertTrue(t.get(new Get(Bytes.toBytes(2050L))).isEmpty());
+      assertTrue(t.get(new Get(Bytes.toBytes(10L))).isEmpty());
+      assertFalse(t.get(new Get(Bytes.toBytes(2040L))).isEmpty());
+    }
+    VolumeInfo info = catalog.require("rw");
+    assertArrayEquals(root, info.rootHash());
+    assertTrue(info.cleanClose());
+    try (HBaseVolume v = HBaseVolume.open(hbase.connection(), "rw")) {
+      assertTrue(v.mountRootMatchesRecorded());
+      assertArrayEquals(root, v.tree().root(), "mount rebuilds the same volume tree");
+      byte[] back = v.read(2040, 10).join();
+      assertArrayEquals(Arrays.copyOf(d, 10 * 4096), back);
+    }
+  }
+
+  @Test
+  void corruptedBlockIsNeverReturned() throws Exception {
+    catalog.create("corrupt", 512, 4096);
+    TableName table = VolumeCatalog.dataTable("corrupt");
+    long before = BlockDriverMetrics.GLOBAL.verificationFailures.sum();
+    try (HBaseVolume v = HBaseVolume.open(hbase.connection(), "corrupt");
+        Table t = hbase.connection().getTable(table)) {
+      byte[] d = random(16 * 4096, 2);
+      v.write(0, d, true).join();
+      // flip one byte of block 5 behind the driver's back
+      Result r = t.get(new Get(Bytes.toBytes(5L)));
+      byte[] data = r.getValue(HBaseVolume.FAMILY, HBaseVolume.DATA).clone();
+      data[100] ^= 0x40;
+      t.put(new Put(Bytes.toBytes(5L)).addColumn(HBaseVolume.FAMILY, HBaseVolume.DATA, data));
+      CompletionException e = assertThrows(CompletionException.class, () -> v.read(5, 1).join());
+      assertTrue(e.getCause() instanceof BlockCorruptedException, e.toString());
+      assertThrows(CompletionException.class, () -> v.read(0, 16).join());
+      assertArrayEquals(Arrays.copyOfRange(d, 6 * 4096, 16 * 4096), v.read(6, 10).join());
+      assertArrayEquals(Arrays.copyOfRange(d, 0, 5 * 4096), v.read(0, 5).join());
+      // consistent forgery (data and stored hash both replaced) is caught by the tree too
+      byte[] forged = random(4096, 77);
+      t.put(new Put(Bytes.toBytes(7L))
+          .addColumn(HBaseVolume.FAMILY, HBaseVolume.DATA, forged)
+          .addColumn(HBaseVolume.FAMILY, HBaseVolume.HASH, v.tree().leafHash(forged, 0)));
+      assertThrows(CompletionException.class, () -> v.read(7, 1).join());
+      // a block that should be empty but appears in storage
+      t.put(new Put(Bytes.toBytes(300L)).addColumn(HBaseVolume.FAMILY, HBaseVolume.DATA, forged));
+      assertThrows(CompletionException.class, () -> v.read(300, 1).join());
+      assertEquals(4, v.metrics().verificationFailures.sum(), "each failed block is counted");
+      // rewriting the block repairs it
+      v.write(5, Arrays.copyOfRange(d, 5 * 4096, 6 * 4096), false).join();
+      assertArrayEquals(Arrays.copyOfRange(d, 5 * 4096, 6 * 4096), v.read(5, 1).join());
+    }
+    assertTrue(BlockDriverMetrics.GLOBAL.verificationFailures.sum() - before >= 4);
+  }
+
+  @Test
+  void cliCreatesListsDescribesDeletes(@TempDir Path tmp) throws Exception {
+    File conf = tmp.resolve("conf").toFile();
+    hbase.writeSiteXml(conf);
+    String c = conf.getAbsolutePath();
+    Run ok = cli("volume", "create", "clivol", "--size", "64M", "--hbase-conf", c);
+    assertEquals(0, ok.code, ok.err);
+    assertTrue(ok.out.contains("created volume clivol"), ok.out);
+    Run clash = cli("volume", "create", "clivol", "--size", "64M", "--hbase-conf", c);
+    assertEquals(2, clash.code);
+    assertTrue(clash.err.contains("already exists"), clash.err);
+    Run badName = cli("volume", "create", "no/slash", "--size", "1M", "--hbase-conf", c);
+    assertEquals(2, badName.code);
+    assertTrue(badName.err.contains("bad volume name"), badName.err);
+    Run badSize = cli("volume", "create", "x1", "--size", "1000", "--hbase-conf", c);
+    assertEquals(2, badSize.code);
+    assertTrue(badSize.err.contains("not a multiple of the block size"), badSize.err);
+    Run badBs = cli("volume", "create", "x1", "--size", "1M", "--block-size", "1000",
+        "--hbase-conf", c);
+    assertEquals(2, badBs.code);
+    assertTrue(badBs.err.contains("bad block size"), badBs.err);
+    Run list = cli("volume", "list", "--hbase-conf", c);
+    assertEquals(0, list.code, list.err);
+    assertTrue(list.out.contains("clivol"), list.out);
+    Run desc = cli("volume", "describe", "clivol", "--hbase-conf", c);
+    assertEquals(0, desc.code, desc.err);
+    assertTrue(desc.out.contains("67108864 bytes (16384 blocks)"), desc.out);
+    Run missing = cli("volume", "describe", "nothere", "--hbase-conf", c);
+    assertEquals(2, missing.code);
+    assertTrue(missing.err.contains("no volume named 'nothere'"), missing.err);
+    Run del = cli("volume", "delete", "clivol", "--hbase-conf", c);
+    assertEquals(0, del.code, del.err);
+    assertTrue(catalog.describe("clivol").isEmpty());
+    Run noConf = cli("volume", "list", "--hbase-conf", tmp.resolve("nowhere").toString());
+    assertEquals(2, noConf.code);
+    assertTrue(noConf.err.contains("hbase-site.xml"), noConf.err);
+  }
+
+  record Run(int code, String out, String err) {}
+
+  static Run cli(String... args) {
+    java.io.StringWriter out = new java.io.StringWriter();
+    java.io.StringWriter err = new java.io.StringWriter();
+    picocli.CommandLine cl = new picocli.CommandLine(new SalusCli());
+    cl.setOut(new java.io.PrintWriter(out));
+    cl.setErr(new java.io.PrintWriter(err));
+    int code = cl.execute(args);
+    return new Run(code, out.toString(), err.toString());
+  }
+}
