@@ -6,7 +6,7 @@ public interface SegmentSink {
     void meta(byte[] data, int off, int len);
 
     /**
-     * The chunk holds, at offset {@code off}, {@code len} bytes (a multiple of the unit size) of a consistent
+     * The chunk holds, at array index {@code off} (like {@link #meta}), {@code len} bytes (a multiple of the unit size) of a consistent
      * Tardis run whose first unit carries marker {@code marker}.
      */
     void tardis(int off, long marker, long len);

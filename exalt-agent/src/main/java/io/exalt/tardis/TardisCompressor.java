@@ -87,7 +87,7 @@ public final class TardisCompressor {
         if (pos > index) {
             sink.meta(data, index, pos - index);
         }
-        sink.tardis(pos - chunkStart, marker, runLen);
+        sink.tardis(pos, marker, runLen);
         return pos + runLen;
     }
 

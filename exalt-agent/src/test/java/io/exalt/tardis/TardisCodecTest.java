@@ -33,7 +33,7 @@ class TardisCodecTest {
 
             @Override
             public void tardis(int o, long marker, long l) {
-                out.add("T(" + o + "," + marker + "," + l + ")");
+                out.add("T(" + (o - off) + "," + marker + "," + l + ")");
             }
         });
         return out;

@@ -1,0 +1,317 @@
+package io.exalt.agent;
+
+import io.exalt.agent.boot.FileHooks;
+import java.io.File;
+import java.io.FileDescriptor;
+import java.nio.ByteBuffer;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.channels.ReadableByteChannel;
+import java.nio.channels.WritableByteChannel;
+import net.bytebuddy.asm.Advice;
+
+/**
+ * Advice inlined into the JDK file classes. Each piece calls {@link FileHooks}; when the hook reports the call
+ * as handled the original method body is skipped and the hook's result returned.
+ */
+final class FileAdvice {
+    private FileAdvice() {
+    }
+
+    // ------------------------------------------------------------------- constructors / close / rename
+
+    static final class OpenWrite {
+        @Advice.OnMethodExit
+        static void exit(@Advice.FieldValue("fd") FileDescriptor fd, @Advice.Argument(0) File f) throws Exception {
+            FileHooks.openedFile(fd, f, true);
+        }
+    }
+
+    static final class OpenRead {
+        @Advice.OnMethodExit
+        static void exit(@Advice.FieldValue("fd") FileDescriptor fd, @Advice.Argument(0) File f) throws Exception {
+            FileHooks.openedFile(fd, f, false);
+        }
+    }
+
+    static final class OpenRaf {
+        @Advice.OnMethodExit
+        static void exit(@Advice.FieldValue("fd") FileDescriptor fd, @Advice.Argument(0) File f, @Advice.Argument(1) String mode)
+                throws Exception {
+            FileHooks.openedFile(fd, f, mode != null && mode.indexOf('w') >= 0);
+        }
+    }
+
+    static final class OpenChannel {
+        @Advice.OnMethodExit
+        static void exit(@Advice.FieldValue("fd") FileDescriptor fd, @Advice.FieldValue("path") String path,
+                @Advice.FieldValue("writable") boolean writable) throws Exception {
+            FileHooks.opened(fd, path, writable);
+        }
+    }
+
+    static final class Close {
+        @Advice.OnMethodEnter
+        static void enter(@Advice.FieldValue("fd") FileDescriptor fd) throws Exception {
+            FileHooks.closed(fd);
+        }
+    }
+
+    static final class RenameTo {
+        @Advice.OnMethodExit
+        static void exit(@Advice.This File self, @Advice.Argument(0) File dest, @Advice.Return boolean ok) {
+            if (ok) {
+                FileHooks.renamed(self.getPath(), dest.getPath());
+            }
+        }
+    }
+
+    static final class FilesMove {
+        @Advice.OnMethodExit
+        static void exit(@Advice.Argument(0) java.nio.file.Path src, @Advice.Argument(1) java.nio.file.Path dst) {
+            FileHooks.renamed(src.toString(), dst.toString());
+        }
+    }
+
+    // ------------------------------------------------------------------------------------ stream writes
+
+    static final class Write1 {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static boolean enter(@Advice.FieldValue("fd") FileDescriptor fd, @Advice.Argument(0) int b) throws Exception {
+            return FileHooks.write1(fd, b);
+        }
+    }
+
+    static final class WriteArray {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static boolean enter(@Advice.FieldValue("fd") FileDescriptor fd, @Advice.Argument(0) byte[] b) throws Exception {
+            return FileHooks.write(fd, b, 0, b.length);
+        }
+    }
+
+    static final class WriteRange {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static boolean enter(@Advice.FieldValue("fd") FileDescriptor fd, @Advice.Argument(0) byte[] b, @Advice.Argument(1) int off,
+                @Advice.Argument(2) int len) throws Exception {
+            return FileHooks.write(fd, b, off, len);
+        }
+    }
+
+    // ------------------------------------------------------------------------------------- stream reads
+
+    static final class Read1 {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static Integer enter(@Advice.FieldValue("fd") FileDescriptor fd) throws Exception {
+            return FileHooks.read1(fd);
+        }
+
+        @Advice.OnMethodExit
+        static void exit(@Advice.Enter Integer r, @Advice.Return(readOnly = false) int ret) {
+            if (r != null) {
+                ret = r;
+            }
+        }
+    }
+
+    static final class ReadArray {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static Integer enter(@Advice.FieldValue("fd") FileDescriptor fd, @Advice.Argument(0) byte[] b) throws Exception {
+            return FileHooks.read(fd, b, 0, b.length);
+        }
+
+        @Advice.OnMethodExit
+        static void exit(@Advice.Enter Integer r, @Advice.Return(readOnly = false) int ret) {
+            if (r != null) {
+                ret = r;
+            }
+        }
+    }
+
+    static final class ReadRange {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static Integer enter(@Advice.FieldValue("fd") FileDescriptor fd, @Advice.Argument(0) byte[] b, @Advice.Argument(1) int off,
+                @Advice.Argument(2) int len) throws Exception {
+            return FileHooks.read(fd, b, off, len);
+        }
+
+        @Advice.OnMethodExit
+        static void exit(@Advice.Enter Integer r, @Advice.Return(readOnly = false) int ret) {
+            if (r != null) {
+                ret = r;
+            }
+        }
+    }
+
+    static final class ReadAll {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static byte[] enter(@Advice.FieldValue("fd") FileDescriptor fd) throws Exception {
+            return FileHooks.readN(fd, -1);
+        }
+
+        @Advice.OnMethodExit
+        static void exit(@Advice.Enter byte[] r, @Advice.Return(readOnly = false) byte[] ret) {
+            if (r != null) {
+                ret = r;
+            }
+        }
+    }
+
+    static final class ReadN {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static byte[] enter(@Advice.FieldValue("fd") FileDescriptor fd, @Advice.Argument(0) int len) throws Exception {
+            return FileHooks.readN(fd, len);
+        }
+
+        @Advice.OnMethodExit
+        static void exit(@Advice.Enter byte[] r, @Advice.Return(readOnly = false) byte[] ret) {
+            if (r != null) {
+                ret = r;
+            }
+        }
+    }
+
+    // --------------------------------------------------------------------------------------- channels
+
+    static final class ChRead {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static Integer enter(@Advice.FieldValue("fd") FileDescriptor fd, @Advice.FieldValue("readable") boolean readable,
+                @Advice.Argument(0) ByteBuffer dst) throws Exception {
+            return readable ? FileHooks.chRead(fd, dst, -1L) : null;
+        }
+
+        @Advice.OnMethodExit
+        static void exit(@Advice.Enter Integer r, @Advice.Return(readOnly = false) int ret) {
+            if (r != null) {
+                ret = r;
+            }
+        }
+    }
+
+    static final class ChReadAt {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static Integer enter(@Advice.FieldValue("fd") FileDescriptor fd, @Advice.FieldValue("readable") boolean readable,
+                @Advice.Argument(0) ByteBuffer dst, @Advice.Argument(1) long pos) throws Exception {
+            return readable && pos >= 0 ? FileHooks.chRead(fd, dst, pos) : null;
+        }
+
+        @Advice.OnMethodExit
+        static void exit(@Advice.Enter Integer r, @Advice.Return(readOnly = false) int ret) {
+            if (r != null) {
+                ret = r;
+            }
+        }
+    }
+
+    static final class ChReadV {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static Long enter(@Advice.FieldValue("fd") FileDescriptor fd, @Advice.FieldValue("readable") boolean readable,
+                @Advice.Argument(0) ByteBuffer[] dsts, @Advice.Argument(1) int off, @Advice.Argument(2) int len) throws Exception {
+            return readable ? FileHooks.chReadV(fd, dsts, off, len) : null;
+        }
+
+        @Advice.OnMethodExit
+        static void exit(@Advice.Enter Long r, @Advice.Return(readOnly = false) long ret) {
+            if (r != null) {
+                ret = r;
+            }
+        }
+    }
+
+    static final class ChWrite {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static Integer enter(@Advice.FieldValue("fd") FileDescriptor fd, @Advice.FieldValue("writable") boolean writable,
+                @Advice.Argument(0) ByteBuffer src) throws Exception {
+            return writable ? FileHooks.chWrite(fd, src, -1L) : null;
+        }
+
+        @Advice.OnMethodExit
+        static void exit(@Advice.Enter Integer r, @Advice.Return(readOnly = false) int ret) {
+            if (r != null) {
+                ret = r;
+            }
+        }
+    }
+
+    static final class ChWriteAt {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static Integer enter(@Advice.FieldValue("fd") FileDescriptor fd, @Advice.FieldValue("writable") boolean writable,
+                @Advice.Argument(0) ByteBuffer src, @Advice.Argument(1) long pos) throws Exception {
+            return writable && pos >= 0 ? FileHooks.chWrite(fd, src, pos) : null;
+        }
+
+        @Advice.OnMethodExit
+        static void exit(@Advice.Enter Integer r, @Advice.Return(readOnly = false) int ret) {
+            if (r != null) {
+                ret = r;
+            }
+        }
+    }
+
+    static final class ChWriteV {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static Long enter(@Advice.FieldValue("fd") FileDescriptor fd, @Advice.FieldValue("writable") boolean writable,
+                @Advice.Argument(0) ByteBuffer[] srcs, @Advice.Argument(1) int off, @Advice.Argument(2) int len) throws Exception {
+            return writable ? FileHooks.chWriteV(fd, srcs, off, len) : null;
+        }
+
+        @Advice.OnMethodExit
+        static void exit(@Advice.Enter Long r, @Advice.Return(readOnly = false) long ret) {
+            if (r != null) {
+                ret = r;
+            }
+        }
+    }
+
+    static final class TransferTo {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static Long enter(@Advice.This FileChannel self, @Advice.FieldValue("fd") FileDescriptor fd, @Advice.Argument(0) long pos,
+                @Advice.Argument(1) long count, @Advice.Argument(2) WritableByteChannel target) throws Exception {
+            return FileHooks.transferTo(self, fd, pos, count, target);
+        }
+
+        @Advice.OnMethodExit
+        static void exit(@Advice.Enter Long r, @Advice.Return(readOnly = false) long ret) {
+            if (r != null) {
+                ret = r;
+            }
+        }
+    }
+
+    static final class TransferFrom {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static Long enter(@Advice.This FileChannel self, @Advice.FieldValue("fd") FileDescriptor fd,
+                @Advice.Argument(0) ReadableByteChannel src, @Advice.Argument(1) long pos, @Advice.Argument(2) long count)
+                throws Exception {
+            return FileHooks.transferFrom(self, fd, src, pos, count);
+        }
+
+        @Advice.OnMethodExit
+        static void exit(@Advice.Enter Long r, @Advice.Return(readOnly = false) long ret) {
+            if (r != null) {
+                ret = r;
+            }
+        }
+    }
+
+    static final class Map {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static MappedByteBuffer enter(@Advice.FieldValue("fd") FileDescriptor fd, @Advice.Argument(0) FileChannel.MapMode mode,
+                @Advice.Argument(1) long pos, @Advice.Argument(2) long size) throws Exception {
+            return FileHooks.map(fd, mode, pos, size);
+        }
+
+        @Advice.OnMethodExit
+        static void exit(@Advice.Enter MappedByteBuffer r, @Advice.Return(readOnly = false) MappedByteBuffer ret) {
+            if (r != null) {
+                ret = r;
+            }
+        }
+    }
+
+    static final class Truncate {
+        @Advice.OnMethodExit
+        static void exit(@Advice.FieldValue("fd") FileDescriptor fd) throws Exception {
+            FileHooks.truncated(fd);
+        }
+    }
+}

@@ -1,0 +1,315 @@
+package io.exalt.agent.boot;
+
+import io.exalt.tardis.SegmentSink;
+import io.exalt.tardis.TardisCompressor;
+import io.exalt.tardis.TardisFormat;
+import java.io.IOException;
+import java.io.RandomAccessFile;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.FileSystemException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.nio.file.attribute.UserDefinedFileAttributeView;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * One emulated file. The physical file has exactly the logical size and keeps every byte at its logical
+ * offset, except Tardis runs: those are never written (the file stays sparse there) and are described by an
+ * {@link ExtentIndex} kept in the extended attribute {@value #XATTR}. Because the physical size is the logical
+ * size, JDK methods that are native and cannot be hooked ({@code RandomAccessFile.length/setLength/
+ * getFilePointer}, {@code File.length}, {@code Files.size}, {@code FileChannel.size/position}) stay correct.
+ *
+ * <p>An in-place update over a Tardis run replaces the run's extent in the index (the latest version wins); a
+ * metadata update is written in place. Disk usage: the metadata bytes, plus one xattr (inside the inode while
+ * the index is small).
+ */
+public final class CompressedFile {
+    static final String XATTR = "exalt.index";
+
+    final Object key;
+    volatile Path path;
+    private RandomAccessFile raw;
+    private FileChannel ch;
+    private boolean writable;
+    private ExtentIndex index;
+    private final TardisFormat fmt;
+    private final TardisCompressor compressor;
+    int refs;
+    private boolean xattrPresent;
+
+    CompressedFile(Object key, Path path, boolean writable) throws IOException {
+        this.key = key;
+        this.path = path;
+        this.fmt = ExaltRuntime.format();
+        this.compressor = new TardisCompressor(fmt);
+        openRaw(writable);
+        loadIndex();
+    }
+
+    private void openRaw(boolean rw) throws IOException {
+        Boolean prev = ExaltRuntime.BYPASS.get();
+        ExaltRuntime.BYPASS.set(Boolean.TRUE);
+        try {
+            RandomAccessFile r = new RandomAccessFile(path.toFile(), rw ? "rw" : "r");
+            if (raw != null) {
+                raw.close();
+            }
+            raw = r;
+            ch = r.getChannel();
+            writable = rw;
+        } finally {
+            ExaltRuntime.BYPASS.set(prev);
+        }
+    }
+
+    synchronized void ensureWritable() throws IOException {
+        if (!writable) {
+            openRaw(true);
+        }
+    }
+
+    private void loadIndex() throws IOException {
+        UserDefinedFileAttributeView v = Files.getFileAttributeView(path, UserDefinedFileAttributeView.class);
+        byte[] b = null;
+        if (v != null) {
+            try {
+                int n = v.size(XATTR);
+                ByteBuffer bb = ByteBuffer.allocate(n);
+                v.read(XATTR, bb);
+                b = bb.array();
+            } catch (FileSystemException e) {
+                b = null; // no attribute: a plain file
+            }
+        }
+        if (b == null) {
+            index = new ExtentIndex();
+            return;
+        }
+        long[] flag = new long[1];
+        index = ExtentIndex.decode(b, flag);
+        xattrPresent = true;
+        if (flag[0] != fmt.flag() && !index.isEmpty()) {
+            throw new IOException("Exalt: " + path + " was written with Tardis flag 0x" + Long.toHexString(flag[0])
+                    + " but this agent uses 0x" + Long.toHexString(fmt.flag()) + "; start the agent with flag=0x"
+                    + Long.toHexString(flag[0]));
+        }
+    }
+
+    synchronized void close() throws IOException {
+        raw.close();
+    }
+
+    /** Logical (= physical) size. Also drops index entries beyond it after an unhooked truncation. */
+    synchronized long size() throws IOException {
+        long s = ch.size();
+        if (index.end() > s && index.truncate(s)) {
+            persist();
+        }
+        return s;
+    }
+
+    synchronized boolean hasExtentsIn(long a, long b) {
+        return !index.overlapping(a, b).isEmpty();
+    }
+
+    synchronized int extentCount() {
+        return index.size();
+    }
+
+    // ------------------------------------------------------------------------------------------------ read
+
+    /** Reads logical bytes [pos, pos+len); returns -1 at end of file, else the count (short only at EOF). */
+    synchronized int read(long pos, byte[] dst, int off, int len) throws IOException {
+        if (len == 0) {
+            return 0;
+        }
+        long size = size();
+        if (pos >= size) {
+            return -1;
+        }
+        int n = (int) Math.min(len, size - pos);
+        long end = pos + n;
+        long cursor = pos;
+        for (ExtentIndex.Extent e : index.overlapping(pos, end)) {
+            long s = Math.max(e.start, pos);
+            if (s > cursor) {
+                preadFully(cursor, dst, off + (int) (cursor - pos), (int) (s - cursor));
+            }
+            long t = Math.min(e.end(), end);
+            e.fill(fmt, s, dst, off + (int) (s - pos), (int) (t - s));
+            cursor = t;
+        }
+        if (cursor < end) {
+            preadFully(cursor, dst, off + (int) (cursor - pos), (int) (end - cursor));
+        }
+        ExaltRuntime.LOGICAL_BYTES_READ.addAndGet(n);
+        return n;
+    }
+
+    private void preadFully(long pos, byte[] dst, int off, int len) throws IOException {
+        ByteBuffer bb = ByteBuffer.wrap(dst, off, len);
+        long p = pos;
+        while (bb.hasRemaining()) {
+            int r = ch.read(bb, p);
+            if (r < 0) {
+                while (bb.hasRemaining()) {
+                    bb.put((byte) 0);
+                }
+                return;
+            }
+            p += r;
+        }
+    }
+
+    // ----------------------------------------------------------------------------------------------- write
+
+    /** Writes logical bytes at {@code pos}: Tardis runs go to the index, everything else to disk in place. */
+    synchronized void write(long pos, byte[] src, int off, int len) throws IOException {
+        if (len == 0) {
+            return;
+        }
+        ensureWritable();
+        size();
+        byte[] buf = src;
+        int boff = off;
+        int blen = len;
+        long base = pos;
+        ExtentIndex.Extent pre = index.inlineEndingAt(pos);
+        if (pre != null && pre.len < TardisFormat.UNIT) {
+            // re-join the partial unit left at the end of the previous write
+            buf = new byte[(int) pre.len + len];
+            System.arraycopy(pre.bytes, 0, buf, 0, (int) pre.len);
+            System.arraycopy(src, off, buf, (int) pre.len, len);
+            boff = 0;
+            blen = buf.length;
+            base = pre.start;
+        }
+        final List<long[]> segs = new ArrayList<>(4); // {kind, offset, len, marker}
+        compressor.compress(buf, boff, blen, new SegmentSink() {
+            @Override
+            public void meta(byte[] d, int o, int l) {
+                segs.add(new long[] {0, o, l, 0});
+            }
+
+            @Override
+            public void tardis(int o, long marker, long l) {
+                segs.add(new long[] {1, o, l, marker});
+            }
+        });
+        boolean hasTardis = false;
+        for (long[] s : segs) {
+            hasTardis |= s[0] == 1;
+        }
+        long end = pos + len;
+        boolean changed = !index.isEmpty() && !index.overlapping(base, end).isEmpty();
+        index.clear(base, end);
+        long physical = 0;
+        for (int i = 0; i < segs.size(); i++) {
+            long[] s = segs.get(i);
+            long at = base + s[1] - boff;
+            if (s[0] == 1) {
+                index.addTardis(at, s[2], s[3]);
+                changed = true;
+            } else if ((hasTardis || pre != null) && s[2] < TardisFormat.UNIT && (i == 0 || i == segs.size() - 1)) {
+                // a partial unit at the edge of a run: keep it in the index until the next write completes it
+                byte[] b = new byte[(int) s[2]];
+                System.arraycopy(buf, (int) s[1], b, 0, b.length);
+                index.addInline(at, b);
+                changed = true;
+            } else {
+                writeFully(at, buf, (int) s[1], (int) s[2]);
+                physical += s[2];
+            }
+        }
+        if (ch.size() < end) {
+            raw.setLength(end); // sparse extension: the Tardis tail is not written
+        }
+        ExaltRuntime.LOGICAL_BYTES_WRITTEN.addAndGet(len);
+        ExaltRuntime.PHYSICAL_BYTES_WRITTEN.addAndGet(physical);
+        if (changed) {
+            shrinkIfNeeded();
+            persist();
+        }
+    }
+
+    private void writeFully(long pos, byte[] b, int off, int len) throws IOException {
+        ByteBuffer bb = ByteBuffer.wrap(b, off, len);
+        long p = pos;
+        while (bb.hasRemaining()) {
+            p += ch.write(bb, p);
+        }
+    }
+
+    /** Keeps the encoded index within the xattr budget by writing the smallest extents out physically. */
+    private void shrinkIfNeeded() throws IOException {
+        while (index.encode(fmt.flag()).length > ExaltRuntime.indexLimit()) {
+            ExtentIndex.Extent e = index.smallest();
+            materialiseExtent(e.start, e.end());
+        }
+    }
+
+    private void materialiseExtent(long a, long b) throws IOException {
+        byte[] buf = new byte[(int) Math.min(b - a, 1 << 20)];
+        long p = a;
+        while (p < b) {
+            int n = (int) Math.min(buf.length, b - p);
+            int r = read(p, buf, 0, n);
+            if (r <= 0) {
+                break;
+            }
+            writeFully(p, buf, 0, r);
+            p += r;
+        }
+        index.clear(a, b);
+        ExaltRuntime.MATERIALISED_BYTES.addAndGet(b - a);
+    }
+
+    /** Writes the compressed ranges in [a, b) out in full (used before a read-write mapping). */
+    synchronized void materialise(long a, long b) throws IOException {
+        ensureWritable();
+        List<long[]> ranges = new ArrayList<>();
+        for (ExtentIndex.Extent e : index.overlapping(a, b)) {
+            ranges.add(new long[] {Math.max(a, e.start), Math.min(b, e.end())});
+        }
+        for (long[] r : ranges) {
+            materialiseExtent(r[0], r[1]);
+        }
+        if (!ranges.isEmpty()) {
+            persist();
+        }
+    }
+
+    /** Called after a hooked truncation. */
+    synchronized void truncated(long newSize) throws IOException {
+        if (index.truncate(newSize)) {
+            persist();
+        }
+    }
+
+    private void persist() throws IOException {
+        Path p = path;
+        try {
+            Object k = Files.readAttributes(p, BasicFileAttributes.class).fileKey();
+            if (!key.equals(k)) {
+                ExaltRuntime.log("not persisting index: " + p + " no longer names the file (renamed without a hook)");
+                return;
+            }
+            UserDefinedFileAttributeView v = Files.getFileAttributeView(p, UserDefinedFileAttributeView.class);
+            if (index.isEmpty()) {
+                if (xattrPresent) {
+                    v.delete(XATTR);
+                    xattrPresent = false;
+                }
+                return;
+            }
+            v.write(XATTR, ByteBuffer.wrap(index.encode(fmt.flag())));
+            xattrPresent = true;
+        } catch (NoSuchFileException e) {
+            // deleted while open: the index lives on in memory until the last handle closes
+        }
+    }
+}

@@ -1,0 +1,135 @@
+package io.exalt.agent.boot;
+
+import io.exalt.tardis.TardisFormat;
+import java.io.File;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Run-time configuration and counters of the agent, shared by all hooks. Lives on the bootstrap class path so
+ * that code inlined into JDK classes can reach it. Configured once by {@code io.exalt.agent.ExaltAgent}.
+ */
+public final class ExaltRuntime {
+    private static volatile String[] prefixes = new String[0];
+    private static volatile int[][] portRanges = new int[0][];
+    private static volatile TardisFormat format = TardisFormat.defaultFormat();
+    private static volatile int indexLimit = 3000;
+    private static volatile boolean verbose;
+
+    /** Set while the agent's own code opens files, so that its raw handles are never hooked. */
+    static final ThreadLocal<Boolean> BYPASS = new ThreadLocal<>();
+
+    // counters (reported by the self-check and by the runner)
+    public static final AtomicLong LOGICAL_BYTES_WRITTEN = new AtomicLong();
+    public static final AtomicLong PHYSICAL_BYTES_WRITTEN = new AtomicLong();
+    public static final AtomicLong LOGICAL_BYTES_READ = new AtomicLong();
+    public static final AtomicLong NET_LOGICAL_BYTES_SENT = new AtomicLong();
+    public static final AtomicLong NET_WIRE_BYTES_SENT = new AtomicLong();
+    public static final AtomicLong MATERIALISED_BYTES = new AtomicLong();
+
+    private ExaltRuntime() {
+    }
+
+    public static void configure(List<String> prefixList, List<int[]> ports, TardisFormat fmt, int limit, boolean verb) {
+        List<String> ps = new ArrayList<>();
+        for (String p : prefixList) {
+            ps.add(normalise(p));
+        }
+        prefixes = ps.toArray(new String[0]);
+        portRanges = ports.toArray(new int[0][]);
+        format = fmt;
+        indexLimit = limit;
+        verbose = verb;
+    }
+
+    /** Adds a prefix at run time (used by the start-up self-check for its probe directory). */
+    public static synchronized void addPrefix(String p) {
+        String[] n = new String[prefixes.length + 1];
+        System.arraycopy(prefixes, 0, n, 0, prefixes.length);
+        n[prefixes.length] = normalise(p);
+        prefixes = n;
+    }
+
+    public static synchronized void removePrefix(String p) {
+        String np = normalise(p);
+        List<String> keep = new ArrayList<>();
+        for (String s : prefixes) {
+            if (!s.equals(np)) {
+                keep.add(s);
+            }
+        }
+        prefixes = keep.toArray(new String[0]);
+    }
+
+    static String normalise(String p) {
+        String a = new File(p).getAbsoluteFile().toPath().normalize().toString();
+        return a.endsWith("/") ? a : a + "/";
+    }
+
+    public static TardisFormat format() {
+        return format;
+    }
+
+    static int indexLimit() {
+        return indexLimit;
+    }
+
+    public static boolean verbose() {
+        return verbose;
+    }
+
+    public static List<String> prefixes() {
+        return List.of(prefixes);
+    }
+
+    /** Is {@code path} (as given to a File/stream/channel constructor) under a configured prefix? */
+    public static boolean underPrefix(String path) {
+        String[] ps = prefixes;
+        if (ps.length == 0 || path == null) {
+            return false;
+        }
+        String a;
+        if (path.startsWith("/") && !path.contains("/.") && !path.contains("//")) {
+            a = path;
+        } else {
+            a = new File(path).getAbsoluteFile().toPath().normalize().toString();
+        }
+        for (String p : ps) {
+            if (a.startsWith(p)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    public static boolean portCompressed(int port) {
+        for (int[] r : portRanges) {
+            if (port >= r[0] && port <= r[1]) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    public static boolean hasPorts() {
+        return portRanges.length > 0;
+    }
+
+    static void log(String msg) {
+        if (verbose) {
+            System.err.println("[exalt] " + msg);
+        }
+    }
+
+    /** The bytes physically stored in a file, bypassing the hooks (for the self-check and tests). */
+    public static byte[] readPhysical(String path) throws java.io.IOException {
+        Boolean prev = BYPASS.get();
+        BYPASS.set(Boolean.TRUE);
+        try {
+            return java.nio.file.Files.readAllBytes(java.nio.file.Paths.get(path));
+        } finally {
+            BYPASS.set(prev);
+        }
+    }
+}

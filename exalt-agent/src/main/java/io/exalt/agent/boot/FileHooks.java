@@ -1,0 +1,438 @@
+package io.exalt.agent.boot;
+
+import java.io.File;
+import java.io.FileDescriptor;
+import java.io.IOException;
+import java.io.RandomAccessFile;
+import java.nio.ByteBuffer;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.channels.ReadableByteChannel;
+import java.nio.channels.WritableByteChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.WeakHashMap;
+
+/**
+ * Entry points called by the advice that the agent inlines into {@code FileOutputStream},
+ * {@code FileInputStream}, {@code RandomAccessFile}, {@code FileChannelImpl} and {@code File}. Every method
+ * returns "not handled" (null/false) quickly for descriptors that are not under a configured prefix, so the
+ * original JDK code runs for them unchanged.
+ *
+ * <p>The descriptor's own file position is kept equal to the logical position, so native position methods
+ * (getFilePointer, skip, available, FileChannel.position) stay correct without hooks.
+ */
+public final class FileHooks {
+    /** Open descriptors under a prefix. Weak keys: a stream dropped without close() does not leak. */
+    private static final Map<FileDescriptor, CompressedFile> FDS = Collections.synchronizedMap(new WeakHashMap<>());
+    /** Open emulated files by file key (device + inode), shared by all descriptors of the same file. */
+    private static final Map<Object, CompressedFile> FILES = new HashMap<>();
+    private static volatile int open;
+
+    private FileHooks() {
+    }
+
+    static CompressedFile lookup(FileDescriptor fd) {
+        if (open == 0 || fd == null) {
+            return null;
+        }
+        return FDS.get(fd);
+    }
+
+    // ------------------------------------------------------------------------------------- registration
+
+    /** After a stream/RandomAccessFile/FileChannel constructor opened {@code path} on {@code fd}. */
+    public static void opened(FileDescriptor fd, String path, boolean writable) throws IOException {
+        if (fd == null || path == null || ExaltRuntime.BYPASS.get() != null || !ExaltRuntime.underPrefix(path)) {
+            return;
+        }
+        if (FDS.containsKey(fd)) {
+            if (writable) {
+                FDS.get(fd).ensureWritable();
+            }
+            return;
+        }
+        Path p = Paths.get(path).toAbsolutePath();
+        Object key = Files.readAttributes(p, BasicFileAttributes.class).fileKey();
+        if (key == null) {
+            return;
+        }
+        CompressedFile cf;
+        synchronized (FILES) {
+            cf = FILES.get(key);
+            if (cf == null) {
+                cf = new CompressedFile(key, p, writable);
+                FILES.put(key, cf);
+            } else if (writable) {
+                cf.ensureWritable();
+            }
+            cf.refs++;
+        }
+        // a truncating open (FileOutputStream without append) leaves size 0: size() drops the old index
+        cf.size();
+        FDS.put(fd, cf);
+        synchronized (FileHooks.class) {
+            open++;
+        }
+        ExaltRuntime.log("emulating " + p);
+    }
+
+    public static void openedFile(FileDescriptor fd, File f, boolean writable) throws IOException {
+        if (f != null) {
+            opened(fd, f.getPath(), writable);
+        }
+    }
+
+    /** Before a stream/RandomAccessFile/FileChannel is closed. */
+    public static void closed(FileDescriptor fd) throws IOException {
+        if (open == 0 || fd == null) {
+            return;
+        }
+        CompressedFile cf = FDS.remove(fd);
+        if (cf == null) {
+            return;
+        }
+        synchronized (FileHooks.class) {
+            open--;
+        }
+        synchronized (FILES) {
+            if (--cf.refs == 0) {
+                FILES.remove(cf.key);
+                cf.close();
+            }
+        }
+    }
+
+    /** After a successful rename (File.renameTo or Files.move): keep the index's path current. */
+    public static void renamed(String from, String to) {
+        if (open == 0 || from == null || to == null) {
+            return;
+        }
+        Path f = Paths.get(from).toAbsolutePath().normalize();
+        Path t = Paths.get(to).toAbsolutePath().normalize();
+        synchronized (FILES) {
+            for (CompressedFile cf : FILES.values()) {
+                if (cf.path.equals(f)) {
+                    cf.path = t;
+                } else if (cf.path.startsWith(f)) {
+                    cf.path = t.resolve(f.relativize(cf.path));
+                }
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------------ streams and RandomAccessFile
+
+    /** write(byte[],int,int) of FileOutputStream/RandomAccessFile. Returns true if handled. */
+    public static boolean write(FileDescriptor fd, byte[] b, int off, int len) throws IOException {
+        CompressedFile cf = lookup(fd);
+        if (cf == null) {
+            return false;
+        }
+        if (off < 0 || len < 0 || len > b.length - off) {
+            throw new IndexOutOfBoundsException("off " + off + ", len " + len + ", array " + b.length);
+        }
+        long pos = JdkAccess.isAppend(fd) ? cf.size() : JdkAccess.position(fd);
+        cf.write(pos, b, off, len);
+        JdkAccess.seek(fd, pos + len);
+        return true;
+    }
+
+    public static boolean write1(FileDescriptor fd, int b) throws IOException {
+        if (lookup(fd) == null) {
+            return false;
+        }
+        return write(fd, new byte[] {(byte) b}, 0, 1);
+    }
+
+    /** read(byte[],int,int); null if not handled, else the count or -1. */
+    public static Integer read(FileDescriptor fd, byte[] b, int off, int len) throws IOException {
+        CompressedFile cf = lookup(fd);
+        if (cf == null) {
+            return null;
+        }
+        if (off < 0 || len < 0 || len > b.length - off) {
+            throw new IndexOutOfBoundsException("off " + off + ", len " + len + ", array " + b.length);
+        }
+        if (len == 0) {
+            return 0;
+        }
+        long pos = JdkAccess.position(fd);
+        int n = cf.read(pos, b, off, len);
+        if (n > 0) {
+            JdkAccess.seek(fd, pos + n);
+        }
+        return n;
+    }
+
+    public static Integer read1(FileDescriptor fd) throws IOException {
+        if (lookup(fd) == null) {
+            return null;
+        }
+        byte[] one = new byte[1];
+        Integer n = read(fd, one, 0, 1);
+        return n == -1 ? -1 : one[0] & 0xFF;
+    }
+
+    /** FileInputStream.readNBytes(int) / readAllBytes() (len = -1). */
+    public static byte[] readN(FileDescriptor fd, int len) throws IOException {
+        CompressedFile cf = lookup(fd);
+        if (cf == null) {
+            return null;
+        }
+        if (len < -1) {
+            throw new IllegalArgumentException("len < 0");
+        }
+        long pos = JdkAccess.position(fd);
+        long avail = Math.max(0, cf.size() - pos);
+        long want = len == -1 ? avail : Math.min(len, avail);
+        if (want > Integer.MAX_VALUE - 8) {
+            throw new OutOfMemoryError("Required array size too large");
+        }
+        byte[] out = new byte[(int) want];
+        int done = 0;
+        while (done < out.length) {
+            int n = cf.read(pos + done, out, done, out.length - done);
+            if (n <= 0) {
+                break;
+            }
+            done += n;
+        }
+        JdkAccess.seek(fd, pos + done);
+        return done == out.length ? out : java.util.Arrays.copyOf(out, done);
+    }
+
+    // ------------------------------------------------------------------------------------------ channels
+
+    /** FileChannel.read(ByteBuffer[, position]); {@code position} -1 means the channel position. */
+    public static Integer chRead(FileDescriptor fd, ByteBuffer dst, long position) throws IOException {
+        CompressedFile cf = lookup(fd);
+        if (cf == null) {
+            return null;
+        }
+        if (position < -1) {
+            throw new IllegalArgumentException("Negative position");
+        }
+        long pos = position == -1 ? JdkAccess.position(fd) : position;
+        int want = dst.remaining();
+        if (want == 0) {
+            return 0;
+        }
+        int n;
+        if (dst.hasArray()) {
+            n = cf.read(pos, dst.array(), dst.arrayOffset() + dst.position(), want);
+            if (n > 0) {
+                dst.position(dst.position() + n);
+            }
+        } else {
+            byte[] tmp = new byte[Math.min(want, 1 << 20)];
+            n = cf.read(pos, tmp, 0, tmp.length);
+            if (n > 0) {
+                dst.put(tmp, 0, n);
+            }
+        }
+        if (position == -1 && n > 0) {
+            JdkAccess.seek(fd, pos + n);
+        }
+        return n;
+    }
+
+    public static Long chReadV(FileDescriptor fd, ByteBuffer[] dsts, int offset, int length) throws IOException {
+        if (lookup(fd) == null) {
+            return null;
+        }
+        long total = 0;
+        for (int i = offset; i < offset + length; i++) {
+            if (!dsts[i].hasRemaining()) {
+                continue;
+            }
+            int want = dsts[i].remaining();
+            int n = chRead(fd, dsts[i], -1);
+            if (n < 0) {
+                return total == 0 ? -1L : total;
+            }
+            total += n;
+            if (n < want) {
+                break;
+            }
+        }
+        return total;
+    }
+
+    /** FileChannel.write(ByteBuffer[, position]); {@code position} -1 means the channel position. */
+    public static Integer chWrite(FileDescriptor fd, ByteBuffer src, long position) throws IOException {
+        CompressedFile cf = lookup(fd);
+        if (cf == null) {
+            return null;
+        }
+        if (position < -1) {
+            throw new IllegalArgumentException("Negative position");
+        }
+        boolean usePos = position == -1;
+        long pos = usePos ? (JdkAccess.isAppend(fd) ? cf.size() : JdkAccess.position(fd)) : position;
+        int n = src.remaining();
+        if (n == 0) {
+            return 0;
+        }
+        if (src.hasArray()) {
+            cf.write(pos, src.array(), src.arrayOffset() + src.position(), n);
+            src.position(src.position() + n);
+        } else {
+            byte[] tmp = new byte[n];
+            src.get(tmp);
+            cf.write(pos, tmp, 0, n);
+        }
+        if (usePos) {
+            JdkAccess.seek(fd, pos + n);
+        }
+        return n;
+    }
+
+    public static Long chWriteV(FileDescriptor fd, ByteBuffer[] srcs, int offset, int length) throws IOException {
+        if (lookup(fd) == null) {
+            return null;
+        }
+        long total = 0;
+        for (int i = offset; i < offset + length; i++) {
+            total += chWrite(fd, srcs[i], -1);
+        }
+        return total;
+    }
+
+    /** FileChannel.transferTo: handled if the source or the target is emulated. */
+    public static Long transferTo(FileChannel self, FileDescriptor fd, long position, long count, WritableByteChannel target)
+            throws IOException {
+        if (open == 0 || (lookup(fd) == null && lookup(JdkAccess.fdOf(target)) == null)) {
+            return null;
+        }
+        if (position < 0 || count < 0) {
+            throw new IllegalArgumentException("negative position or count");
+        }
+        long size = self.size();
+        long n = Math.max(0, Math.min(count, size - position));
+        long done = 0;
+        ByteBuffer buf = ByteBuffer.allocate((int) Math.min(n, 256 << 10));
+        while (done < n) {
+            buf.clear();
+            buf.limit((int) Math.min(buf.capacity(), n - done));
+            int r = self.read(buf, position + done);
+            if (r <= 0) {
+                break;
+            }
+            buf.flip();
+            while (buf.hasRemaining()) {
+                int w = target.write(buf);
+                if (w == 0) {
+                    // non-blocking target is full: report what went out
+                    return done + (buf.position());
+                }
+            }
+            done += r;
+        }
+        return done;
+    }
+
+    /** FileChannel.transferFrom: handled if this channel or the source channel is emulated. */
+    public static Long transferFrom(FileChannel self, FileDescriptor fd, ReadableByteChannel src, long position, long count)
+            throws IOException {
+        if (open == 0 || (lookup(fd) == null && lookup(JdkAccess.fdOf(src)) == null)) {
+            return null;
+        }
+        if (position < 0 || count < 0) {
+            throw new IllegalArgumentException("negative position or count");
+        }
+        long done = 0;
+        ByteBuffer buf = ByteBuffer.allocate((int) Math.min(Math.max(count, 1), 256 << 10));
+        while (done < count) {
+            buf.clear();
+            buf.limit((int) Math.min(buf.capacity(), count - done));
+            int r = src.read(buf);
+            if (r <= 0) {
+                break;
+            }
+            buf.flip();
+            while (buf.hasRemaining()) {
+                self.write(buf, position + done + buf.position());
+            }
+            done += r;
+        }
+        return done;
+    }
+
+    /** FileChannel.map: read-only maps get a private copy of the logical bytes; writable maps materialise. */
+    public static MappedByteBuffer map(FileDescriptor fd, FileChannel.MapMode mode, long position, long size) throws IOException {
+        CompressedFile cf = lookup(fd);
+        if (cf == null) {
+            return null;
+        }
+        if (mode != FileChannel.MapMode.READ_ONLY) {
+            // a writable mapping bypasses every hook: write the compressed ranges out first, then map for real
+            cf.materialise(position, position + size);
+            ExaltRuntime.log("read-write mmap of " + cf.path + " [" + position + ", " + (position + size)
+                    + "): compressed ranges written out in full");
+            return null;
+        }
+        if (!cf.hasExtentsIn(position, position + size)) {
+            return null; // nothing compressed in range: the real mapping shows the right bytes
+        }
+        Path dir = Paths.get("/dev/shm");
+        if (!Files.isDirectory(dir) || !Files.isWritable(dir)) {
+            dir = Paths.get(System.getProperty("java.io.tmpdir"));
+        }
+        Boolean prev = ExaltRuntime.BYPASS.get();
+        ExaltRuntime.BYPASS.set(Boolean.TRUE);
+        Path tmp = Files.createTempFile(dir, "exalt-map", ".bin");
+        try (RandomAccessFile copy = new RandomAccessFile(tmp.toFile(), "rw")) {
+            copy.setLength(size);
+            byte[] buf = new byte[(int) Math.min(Math.max(size, 1), 1 << 20)];
+            long done = 0;
+            long avail = Math.max(0, Math.min(size, cf.size() - position));
+            while (done < avail) {
+                int n = cf.read(position + done, buf, 0, (int) Math.min(buf.length, avail - done));
+                if (n <= 0) {
+                    break;
+                }
+                copy.write(buf, 0, n);
+                done += n;
+            }
+            return copy.getChannel().map(FileChannel.MapMode.READ_ONLY, 0, size);
+        } finally {
+            Files.deleteIfExists(tmp);
+            ExaltRuntime.BYPASS.set(prev);
+        }
+    }
+
+    /** After FileChannel.truncate. */
+    public static void truncated(FileDescriptor fd) throws IOException {
+        CompressedFile cf = lookup(fd);
+        if (cf != null) {
+            cf.size();
+        }
+    }
+
+    // ----------------------------------------------------------------------------------- introspection
+
+    /** Number of index extents of an open emulated file at {@code path}, or -1 (for tests and the self-check). */
+    public static int extentsOf(FileDescriptor fd) {
+        CompressedFile cf = lookup(fd);
+        return cf == null ? -1 : cf.extentCount();
+    }
+
+    public static boolean isEmulated(FileDescriptor fd) {
+        return lookup(fd) != null;
+    }
+
+    static void initAccess() throws ReflectiveOperationException {
+        JdkAccess.init();
+    }
+
+    /** Called once by the agent after it opened the needed JDK packages. */
+    public static void init() throws ReflectiveOperationException {
+        JdkAccess.init();
+    }
+}
