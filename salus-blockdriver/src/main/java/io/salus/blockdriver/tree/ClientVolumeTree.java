@@ -2,6 +2,12 @@ package io.salus.blockdriver.tree;
 
 import io.salus.blockdriver.metrics.BlockDriverMetrics;
 import io.salus.blockdriver.volume.BlockCorruptedException;
+import io.salus.core.merkle.Hash;
+import io.salus.core.merkle.InMemoryNodeStore;
+import io.salus.core.merkle.MerkleTree;
+import io.salus.core.merkle.NodeStore;
+import io.salus.core.merkle.RegionLayout;
+import io.salus.core.merkle.TieredNodeStore;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -23,6 +29,10 @@ import java.util.concurrent.CompletableFuture;
  * rebuilt subtree root against the top levels before trusting any leaf in it. Recently used
  * subtrees are cached (LRU); subtrees with requests in progress are pinned.
  *
+ * <p>The tree itself is salus-core's {@link MerkleTree} over a {@link TieredNodeStore}: levels at
+ * or above the subtree level live in the client's memory, lower levels resolve to the cached
+ * subtree (a salus-core region tree of {@link RegionLayout}) that holds them.
+ *
  * <p>Writes in flight: between {@link #beginUpdate} and {@link #commitUpdate} a block may be
  * stored with either its old or its new content, so a read accepts either leaf. A read never
  * returns data whose hash matches neither; it fails with {@link BlockCorruptedException}.
@@ -34,27 +44,58 @@ public final class ClientVolumeTree {
   private final long sizeInBlocks;
   private final int subtreeHeight;
   private final long subtreeLeaves;
-  private final int numSubtrees;
-  private final int topHeight;
-  /** top[l][i]: node at height subtreeHeight + l; null = empty. top[0] = subtree roots. */
-  private final byte[][][] top;
+  private final RegionLayout layout;
+  private final MerkleTree tree;
   private final SubtreeSource source;
   private final BlockDriverMetrics metrics;
   private final int cacheCapacity;
-  private final LinkedHashMap<Integer, Subtree> cache = new LinkedHashMap<>(16, 0.75f, true);
+  private final LinkedHashMap<Long, Subtree> cache = new LinkedHashMap<>(16, 0.75f, true);
   private final Map<Long, List<byte[]>> pending = new HashMap<>();
+  private final byte[] emptyLeaf;
   private long seq;
 
-  /** A cached subtree: levels[0] = leaves ... levels[h] = root; null entries are empty. */
+  /** A cached subtree: a salus-core region tree (local indices) once loaded. */
   private static final class Subtree {
-    final int index;
-    byte[][][] levels;
+    final long index;
+    MerkleTree regionTree;
     CompletableFuture<Void> loaded;
     int pins;
     String corrupt;
 
-    Subtree(int index) {
+    Subtree(long index) {
       this.index = index;
+    }
+  }
+
+  /** Levels below the subtree level: routed to the cached subtree holding the node. */
+  private final class CachedSubtrees implements NodeStore {
+    private NodeStore storeFor(int level, long index) {
+      long sub = index >>> (subtreeHeight - level);
+      Subtree s = cache.get(sub);
+      if (s == null || s.regionTree == null) {
+        throw new IllegalStateException("subtree " + sub + " of volume '" + volume
+            + "' used without acquire()");
+      }
+      return s.regionTree.store();
+    }
+
+    private long local(int level, long index) {
+      return index & ((1L << (subtreeHeight - level)) - 1);
+    }
+
+    @Override
+    public Hash get(int level, long index) {
+      return storeFor(level, index).get(level, local(level, index));
+    }
+
+    @Override
+    public void put(int level, long index, Hash hash) {
+      storeFor(level, index).put(level, local(level, index), hash);
+    }
+
+    @Override
+    public void remove(int level, long index) {
+      storeFor(level, index).remove(level, local(level, index));
     }
   }
 
@@ -64,22 +105,15 @@ public final class ClientVolumeTree {
     this.hashes = hashes;
     this.blockSize = hashes.blockSize();
     this.sizeInBlocks = sizeInBlocks;
-    int maxH = 64 - Long.numberOfLeadingZeros(Math.max(1, sizeInBlocks - 1));
-    this.subtreeHeight = Math.max(0, Math.min(subtreeHeight, maxH));
+    this.subtreeHeight = Math.max(0, Math.min(subtreeHeight, MerkleTree.depthFor(sizeInBlocks)));
     this.subtreeLeaves = 1L << this.subtreeHeight;
-    long n = (sizeInBlocks + subtreeLeaves - 1) / subtreeLeaves;
-    if (n > Integer.MAX_VALUE / 2) {
-      throw new IllegalArgumentException("volume too large for subtree height " + subtreeHeight);
-    }
-    this.numSubtrees = (int) n;
-    this.topHeight = numSubtrees <= 1 ? 0 : 32 - Integer.numberOfLeadingZeros(numSubtrees - 1);
-    this.top = new byte[topHeight + 1][][];
-    for (int l = 0; l <= topHeight; l++) {
-      top[l] = new byte[(int) (((long) numSubtrees + (1L << l) - 1) >> l)][];
-    }
+    this.layout = new RegionLayout(sizeInBlocks, this.subtreeHeight);
+    this.tree = new MerkleTree(hashes.algorithm(), blockSize, sizeInBlocks,
+        new TieredNodeStore(this.subtreeHeight, new InMemoryNodeStore(), new CachedSubtrees()));
     this.source = source;
     this.metrics = metrics;
     this.cacheCapacity = Math.max(1, cacheCapacity);
+    this.emptyLeaf = hashes.empty(0);
   }
 
   public TreeHashes hashes() {
@@ -90,13 +124,17 @@ public final class ClientVolumeTree {
     return subtreeHeight;
   }
 
-  public int numSubtrees() {
-    return numSubtrees;
+  public long numSubtrees() {
+    return layout.regionCount();
+  }
+
+  public long subtreeLeaves() {
+    return subtreeLeaves;
   }
 
   /** Height of the whole tree (leaves at 0). */
   public int height() {
-    return subtreeHeight + topHeight;
+    return tree.depth();
   }
 
   public byte[] leafHash(byte[] data, int off) {
@@ -104,13 +142,12 @@ public final class ClientVolumeTree {
   }
 
   public byte[] emptyLeaf() {
-    return hashes.empty(0);
+    return emptyLeaf.clone();
   }
 
   /** Volume root hash. */
   public synchronized byte[] root() {
-    byte[] r = top[topHeight][0];
-    return r == null ? hashes.empty(height()) : r;
+    return tree.root().bytes();
   }
 
   /** Number of block updates applied (the write sequence number). */
@@ -118,70 +155,47 @@ public final class ClientVolumeTree {
     return seq;
   }
 
-  /** Mount: rebuilds the top levels from all stored leaf hashes (subtrees are not cached). */
+  /**
+   * Mount (§3.3.3): rebuilds every subtree root from the stored leaf hashes and installs them
+   * as the top levels ({@link MerkleTree#installRegionRoots}). No subtree stays cached.
+   */
   public void mount() throws IOException {
-    byte[][] roots = new byte[numSubtrees][];
-    Map<Long, byte[]>[] cur = new Map[] {new HashMap<>()};
-    int[] curIndex = {-1};
+    Map<Long, Hash> roots = new HashMap<>();
+    MerkleTree[] cur = {null};
+    long[] curIndex = {-1};
+    String[] bad = {null};
     source.scanAllLeaves((block, hash) -> {
       if (block < 0 || block >= sizeInBlocks) {
         return;
       }
-      int idx = (int) (block >>> subtreeHeight);
+      long idx = layout.regionOf(block);
       if (idx != curIndex[0]) {
-        if (curIndex[0] >= 0) {
-          roots[curIndex[0]] = buildLevels(curIndex[0], cur[0])[subtreeHeight][0];
+        if (cur[0] != null) {
+          roots.put(curIndex[0], cur[0].root());
         }
-        cur[0] = new HashMap<>();
+        cur[0] = layout.newRegionTree(hashes.algorithm(), blockSize, new InMemoryNodeStore());
         curIndex[0] = idx;
       }
-      cur[0].put(block, hash);
+      if (hash == null || hash.length != Hash.LENGTH) {
+        bad[0] = "block " + block + " has a malformed stored hash";
+        return;
+      }
+      cur[0].setLeaf(layout.localIndex(block), Hash.of(hash));
     });
-    if (curIndex[0] >= 0) {
-      roots[curIndex[0]] = buildLevels(curIndex[0], cur[0])[subtreeHeight][0];
+    if (cur[0] != null) {
+      roots.put(curIndex[0], cur[0].root());
+    }
+    if (bad[0] != null) {
+      warn(bad[0]);
     }
     synchronized (this) {
-      for (int i = 0; i < numSubtrees; i++) {
-        top[0][i] = roots[i];
-      }
-      for (int l = 1; l <= topHeight; l++) {
-        for (int i = 0; i < top[l].length; i++) {
-          top[l][i] = combine(top[l - 1], 2 * i, subtreeHeight + l - 1);
-        }
-      }
       cache.clear();
+      tree.installRegionRoots(subtreeHeight, roots);
     }
   }
 
-  private byte[] combine(byte[][] below, int leftIndex, int belowHeight) {
-    byte[] l = leftIndex < below.length ? below[leftIndex] : null;
-    byte[] r = leftIndex + 1 < below.length ? below[leftIndex + 1] : null;
-    if (l == null && r == null) {
-      return null;
-    }
-    return hashes.node(l == null ? hashes.empty(belowHeight) : l,
-        r == null ? hashes.empty(belowHeight) : r);
-  }
-
-  /** Builds a subtree's levels from its leaves; empty nodes stay null. */
-  private byte[][][] buildLevels(int index, Map<Long, byte[]> leaves) {
-    byte[][][] levels = new byte[subtreeHeight + 1][][];
-    levels[0] = new byte[(int) subtreeLeaves][];
-    long base = (long) index << subtreeHeight;
-    byte[] empty0 = hashes.empty(0);
-    for (Map.Entry<Long, byte[]> e : leaves.entrySet()) {
-      int i = (int) (e.getKey() - base);
-      if (i >= 0 && i < subtreeLeaves && !Arrays.equals(e.getValue(), empty0)) {
-        levels[0][i] = e.getValue();
-      }
-    }
-    for (int l = 1; l <= subtreeHeight; l++) {
-      levels[l] = new byte[levels[l - 1].length / 2][];
-      for (int i = 0; i < levels[l].length; i++) {
-        levels[l][i] = combine(levels[l - 1], 2 * i, l - 1);
-      }
-    }
-    return levels;
+  private void warn(String msg) {
+    org.slf4j.LoggerFactory.getLogger(ClientVolumeTree.class).warn("volume '{}': {}", volume, msg);
   }
 
   // ------------------------------------------------------------------ pin / load
@@ -191,11 +205,11 @@ public final class ClientVolumeTree {
    * {@link #release} with the same range when the request is done.
    */
   public CompletableFuture<Void> acquire(long firstBlock, long count) {
-    int a = (int) (firstBlock >>> subtreeHeight);
-    int b = (int) ((firstBlock + count - 1) >>> subtreeHeight);
+    long a = firstBlock >>> subtreeHeight;
+    long b = (firstBlock + count - 1) >>> subtreeHeight;
     List<CompletableFuture<Void>> loads = new ArrayList<>();
     synchronized (this) {
-      for (int i = a; i <= b; i++) {
+      for (long i = a; i <= b; i++) {
         Subtree s = cache.get(i);
         if (s == null) {
           s = new Subtree(i);
@@ -211,9 +225,9 @@ public final class ClientVolumeTree {
   }
 
   public synchronized void release(long firstBlock, long count) {
-    int a = (int) (firstBlock >>> subtreeHeight);
-    int b = (int) ((firstBlock + count - 1) >>> subtreeHeight);
-    for (int i = a; i <= b; i++) {
+    long a = firstBlock >>> subtreeHeight;
+    long b = (firstBlock + count - 1) >>> subtreeHeight;
+    for (long i = a; i <= b; i++) {
       Subtree s = cache.get(i);
       if (s != null && s.pins > 0) {
         s.pins--;
@@ -235,29 +249,55 @@ public final class ClientVolumeTree {
     }
   }
 
+  private MerkleTree newRegionTree() {
+    return layout.newRegionTree(hashes.algorithm(), blockSize, new InMemoryNodeStore());
+  }
+
   private CompletableFuture<Void> load(Subtree s) {
-    byte[] expected = top[0][s.index];
-    if (expected == null) {
-      // empty subtree: nothing stored, nothing to fetch
-      s.levels = buildLevels(s.index, Map.of());
+    Hash expected = tree.node(subtreeHeight, s.index);
+    if (expected.equals(tree.emptyHash(subtreeHeight))) {
+      s.regionTree = newRegionTree(); // empty subtree: nothing stored, nothing to fetch
       return CompletableFuture.completedFuture(null);
     }
-    long first = (long) s.index << subtreeHeight;
+    long first = layout.firstBlock(s.index);
     long count = Math.min(subtreeLeaves, sizeInBlocks - first);
     metrics.subtreeFetches.increment();
-    return source.fetchLeaves(first, count).thenAccept(leaves -> {
-      byte[][][] levels = buildLevels(s.index, leaves);
-      synchronized (this) {
-        byte[] want = top[0][s.index];
-        byte[] got = levels[subtreeHeight][0];
-        if (!Arrays.equals(want, got)) {
-          s.corrupt = "stored leaf hashes of blocks [" + first + ", " + (first + count)
-              + ") do not match the volume tree";
-          metrics.verificationFailures.increment();
-          BlockDriverMetrics.GLOBAL.verificationFailures.increment();
+    return source.fetchLeaves(first, count).handle((leaves, t) -> {
+      MerkleTree rt = newRegionTree();
+      String problem = null;
+      if (t != null) {
+        problem = "cannot fetch subtree of blocks [" + first + ", " + (first + count) + "): " + t;
+      } else {
+        for (Map.Entry<Long, byte[]> e : leaves.entrySet()) {
+          long b = e.getKey();
+          if (b < first || b >= first + count) {
+            continue;
+          }
+          byte[] h = e.getValue();
+          if (h == null || h.length != Hash.LENGTH) {
+            problem = "block " + b + " has a malformed stored hash";
+            break;
+          }
+          rt.setLeaf(b - first, Hash.of(h));
         }
-        s.levels = levels;
       }
+      synchronized (this) {
+        if (problem == null && !rt.root().equals(tree.node(subtreeHeight, s.index))) {
+          problem = "stored leaf hashes of blocks [" + first + ", " + (first + count)
+              + ") do not match the volume tree";
+        }
+        if (problem != null) {
+          s.corrupt = problem;
+          if (t == null) {
+            metrics.verificationFailures.increment();
+            BlockDriverMetrics.GLOBAL.verificationFailures.increment();
+          } else {
+            cache.remove(s.index); // transient: fetch again next time
+          }
+        }
+        s.regionTree = rt;
+      }
+      return null;
     });
   }
 
@@ -268,20 +308,14 @@ public final class ClientVolumeTree {
    * (reads as zeros). Throws when the data (or the stored hash) does not match the tree.
    */
   public void verify(long block, byte[] data, int off, byte[] storedHash) {
-    byte[] actual = data == null ? hashes.empty(0) : hashes.leaf(data, off);
+    byte[] actual = data == null ? emptyLeaf : hashes.leaf(data, off);
     String problem = null;
     synchronized (this) {
-      Subtree s = cache.get((int) (block >>> subtreeHeight));
-      if (s == null || s.levels == null) {
-        throw new IllegalStateException("verify of block " + block + " without acquire");
-      }
+      Subtree s = loadedSubtree(block);
       if (s.corrupt != null) {
         problem = s.corrupt;
       } else {
-        byte[] leaf = s.levels[0][(int) (block & (subtreeLeaves - 1))];
-        if (leaf == null) {
-          leaf = hashes.empty(0);
-        }
+        byte[] leaf = tree.leaf(block).bytes();
         boolean ok = Arrays.equals(leaf, actual) || matchesPending(block, actual);
         if (!ok) {
           problem = data == null ? "block is missing from storage" : "data hash mismatch";
@@ -298,6 +332,15 @@ public final class ClientVolumeTree {
     metrics.blocksVerified.increment();
   }
 
+  private Subtree loadedSubtree(long block) {
+    Subtree s = cache.get(block >>> subtreeHeight);
+    if (s == null || s.regionTree == null) {
+      throw new IllegalStateException("block " + block + " of volume '" + volume
+          + "' used without acquire()");
+    }
+    return s;
+  }
+
   private boolean matchesPending(long block, byte[] actual) {
     List<byte[]> p = pending.get(block);
     if (p == null) {
@@ -311,20 +354,21 @@ public final class ClientVolumeTree {
     return false;
   }
 
-  /** Leaf hash the tree holds for a block (block's subtree must be acquired). */
+  /** Leaf hash the tree holds for a block (the block's subtree must be acquired). */
   public synchronized byte[] leaf(long block) {
-    Subtree s = cache.get((int) (block >>> subtreeHeight));
-    byte[] leaf = s.levels[0][(int) (block & (subtreeLeaves - 1))];
-    return leaf == null ? hashes.empty(0) : leaf;
+    loadedSubtree(block);
+    return tree.leaf(block).bytes();
   }
 
-  /** True when the whole subtree containing {@code block} is empty (no fetch needed). */
-  public synchronized boolean subtreeEmpty(int subtreeIndex) {
-    return top[0][subtreeIndex] == null;
+  /** True when the leaf of {@code block} is the empty-block hash (subtree must be acquired). */
+  public synchronized boolean isEmpty(long block) {
+    loadedSubtree(block);
+    return tree.leaf(block).equals(tree.emptyHash(0));
   }
 
-  public long subtreeLeaves() {
-    return subtreeLeaves;
+  /** True when a whole subtree is unwritten (known from the top levels, no fetch needed). */
+  public synchronized boolean subtreeEmpty(long subtreeIndex) {
+    return tree.node(subtreeHeight, subtreeIndex).equals(tree.emptyHash(subtreeHeight));
   }
 
   // ------------------------------------------------------------------ update
@@ -337,33 +381,18 @@ public final class ClientVolumeTree {
   /** The store acknowledged the update: the leaf becomes part of the tree. */
   public synchronized void commitUpdate(long block, byte[] leaf) {
     removePending(block, leaf);
-    int idx = (int) (block >>> subtreeHeight);
-    Subtree s = cache.get(idx);
-    if (s == null || s.levels == null) {
-      throw new IllegalStateException("update of block " + block + " without acquire");
-    }
-    int i = (int) (block & (subtreeLeaves - 1));
-    s.levels[0][i] = Arrays.equals(leaf, hashes.empty(0)) ? null : leaf;
-    for (int l = 1; l <= subtreeHeight; l++) {
-      i >>= 1;
-      s.levels[l][i] = combine(s.levels[l - 1], 2 * i, l - 1);
-    }
-    top[0][idx] = s.levels[subtreeHeight][0];
-    int j = idx;
-    for (int l = 1; l <= topHeight; l++) {
-      j >>= 1;
-      top[l][j] = combine(top[l - 1], 2 * j, subtreeHeight + l - 1);
-    }
+    loadedSubtree(block);
+    tree.setLeaf(block, Hash.of(leaf));
     seq++;
   }
 
   /**
    * The store failed the update. The block may now hold the old or the new content (a failed
    * batch can be partly applied), so both stay acceptable and the subtree stays pinned in memory
-   * (its stored hashes no longer determine one root) until the block is written successfully.
+   * (its stored hashes no longer determine one root).
    */
   public synchronized void abortUpdate(long block, byte[] leaf) {
-    Subtree s = cache.get((int) (block >>> subtreeHeight));
+    Subtree s = cache.get(block >>> subtreeHeight);
     if (s != null) {
       s.pins++;
     }

@@ -326,7 +326,7 @@ public final class HBaseVolume implements Volume {
     while (pos < end) {
       long chunkStart = pos;
       long chunkEnd = Math.min(end, (pos / span + 1) * span);
-      int idx = (int) (pos / span);
+      long idx = pos / span;
       pos = chunkEnd;
       chain = chain.thenCompose(v -> {
         if (tree.subtreeEmpty(idx)) {
@@ -342,7 +342,7 @@ public final class HBaseVolume implements Volume {
     byte[] empty = tree.emptyLeaf();
     List<Long> blocks = new ArrayList<>();
     for (long b = start; b < end; b++) {
-      if (!Arrays.equals(tree.leaf(b), empty)) {
+      if (!tree.isEmpty(b)) {
         blocks.add(b);
       }
     }
