@@ -173,7 +173,7 @@ public final class CompressedFile {
             return;
         }
         ensureWritable();
-        size();
+        long sizeBefore = size();
         byte[] buf = src;
         int boff = off;
         int blen = len;
@@ -214,7 +214,8 @@ public final class CompressedFile {
             if (s[0] == 1) {
                 index.addTardis(at, s[2], s[3]);
                 changed = true;
-            } else if ((hasTardis || pre != null) && s[2] < TardisFormat.UNIT && (i == 0 || i == segs.size() - 1)) {
+            } else if (s[2] < TardisFormat.UNIT && ((hasTardis || pre != null) && (i == 0 || i == segs.size() - 1)
+                    || i == segs.size() - 1 && end >= sizeBefore)) {
                 // a partial unit at the edge of a run: keep it in the index until the next write completes it
                 byte[] b = new byte[(int) s[2]];
                 System.arraycopy(buf, (int) s[1], b, 0, b.length);
