@@ -62,6 +62,7 @@ public final class Tools {
     List<String> cmd = new ArrayList<>(List.of("fio", "--name=verify-" + rw, "--ioengine=nbd",
         "--uri=" + uri, "--rw=" + rw, "--bs=4k", "--iodepth=" + iodepth, "--size=" + size,
         "--verify=crc32c", "--do_verify=1", "--verify_fatal=1", "--randrepeat=1",
+        "--verify_state_save=0",
         "--output-format=terse"));
     run(300, cmd).requireSuccess("fio " + rw + " verify on " + uri);
   }
