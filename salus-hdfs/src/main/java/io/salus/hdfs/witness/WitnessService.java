@@ -1,0 +1,192 @@
+package io.salus.hdfs.witness;
+
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+import io.salus.core.cert.CertType;
+import io.salus.core.cert.Certificate;
+import io.salus.core.cert.CertificateFormatException;
+import io.salus.core.cert.CertificateVerificationException;
+import io.salus.core.cert.RegionId;
+import io.salus.core.cert.Statement;
+import io.salus.core.crypto.NodeId;
+import io.salus.core.crypto.NodeKeys;
+import io.salus.core.protocol.witness.CertificateStore;
+import io.salus.core.protocol.witness.WitnessLog;
+
+/**
+ * A witness: salus-core's {@link WitnessLog} logic (combine three TENTATIVE_LOG_ENTRY into a
+ * LOG_ENTRY, answer queries with the entry or a signed NO_NEXT_ENTRY) over a
+ * {@link DurableCertificateStore}. One {@code WitnessLog} and one lock per region, so different
+ * regions proceed in parallel; the fsync happens outside the lock and is shared by concurrent
+ * writers (group commit). Thread-safe. No HDFS dependency: the DataNode plugin and the standalone
+ * daemon both wrap this class in a {@link WitnessServer}.
+ */
+public final class WitnessService {
+  /** Outcome of an offer or truncate request. */
+  public record Outcome(int status, String reason) {
+    static final Outcome STORED = new Outcome(WitnessProtocol.ST_STORED, null);
+    static final Outcome PENDING = new Outcome(WitnessProtocol.ST_PENDING, null);
+    static final Outcome TRUNCATED = new Outcome(WitnessProtocol.ST_TRUNCATED, null);
+
+    static Outcome rejected(String why) {
+      return new Outcome(WitnessProtocol.ST_REJECTED, why);
+    }
+
+    static Outcome badRequest(String why) {
+      return new Outcome(WitnessProtocol.ST_BAD_REQUEST, why);
+    }
+  }
+
+  private final DurableCertificateStore store;
+  private final WitnessTrust trust;
+  private final NodeKeys keys;
+  private final Map<RegionId, WitnessLog> logs = new ConcurrentHashMap<>();
+  private final CertificateStore deferred;
+  final AtomicLong offersStored = new AtomicLong();
+  final AtomicLong offersPending = new AtomicLong();
+  final AtomicLong offersRejected = new AtomicLong();
+  final AtomicLong queries = new AtomicLong();
+
+  public WitnessService(DurableCertificateStore store, WitnessTrust trust, NodeKeys keys) {
+    if (keys.scheme() != trust.scheme()) {
+      throw new IllegalArgumentException("witness key scheme " + keys.scheme()
+          + " differs from the trust scheme " + trust.scheme());
+    }
+    this.store = store;
+    this.trust = trust;
+    this.keys = keys;
+    // WitnessLog stores under its region lock; the write is made durable after the lock is released.
+    this.deferred = new CertificateStore() {
+      @Override
+      public Optional<Certificate> get(RegionId region, long generation, long index) {
+        return store.get(region, generation, index);
+      }
+
+      @Override
+      public void putIfAbsent(RegionId region, long generation, long index, Certificate c) {
+        store.write(region, generation, index, c.encode());
+      }
+
+      @Override
+      public void truncatePrefix(RegionId region, long generation, long throughIndex) {
+        store.truncatePrefix(region, generation, throughIndex);
+      }
+    };
+  }
+
+  public DurableCertificateStore store() {
+    return store;
+  }
+
+  public WitnessTrust trust() {
+    return trust;
+  }
+
+  public NodeId id() {
+    return keys.id();
+  }
+
+  public NodeKeys keys() {
+    return keys;
+  }
+
+  private WitnessLog log(RegionId region) {
+    return logs.computeIfAbsent(region,
+        r -> new WitnessLog(keys.signer(), trust.keys(), deferred, trust::members));
+  }
+
+  /** Handles an OFFER of encoded TENTATIVE_LOG_ENTRY / LOG_ENTRY certificate bytes. */
+  public Outcome offer(byte[] certBytes) {
+    Certificate c;
+    try {
+      c = Certificate.decode(certBytes);
+    } catch (CertificateFormatException e) {
+      offersRejected.incrementAndGet();
+      return Outcome.badRequest("undecodable certificate: " + e.getMessage());
+    }
+    if (c.type() != CertType.TENTATIVE_LOG_ENTRY && c.type() != CertType.LOG_ENTRY) {
+      offersRejected.incrementAndGet();
+      return Outcome.rejected("a witness stores TENTATIVE_LOG_ENTRY/LOG_ENTRY certificates, got "
+          + c.type());
+    }
+    Statement.LogEntry st = c.statement(Statement.LogEntry.class);
+    WitnessLog log = log(st.region());
+    WitnessLog.Offer result;
+    long position;
+    synchronized (log) {
+      result = log.offer(c);
+      position = store.writePosition();
+    }
+    switch (result) {
+      case STORED -> {
+        store.awaitDurable(position);
+        offersStored.incrementAndGet();
+        return Outcome.STORED;
+      }
+      case PENDING -> {
+        offersPending.incrementAndGet();
+        return Outcome.PENDING;
+      }
+      default -> {
+        offersRejected.incrementAndGet();
+        return Outcome.rejected(explainRejection(c, st));
+      }
+    }
+  }
+
+  private String explainRejection(Certificate c, Statement.LogEntry st) {
+    Set<NodeId> members = trust.members(st.region());
+    if (members == null) {
+      return "no RRS membership known for region " + st.region()
+          + "; add an `rrs` line to the witness trust file";
+    }
+    try {
+      c.verifyOrThrow(trust.keys(), members);
+    } catch (CertificateVerificationException e) {
+      return e.getMessage();
+    }
+    return "slot " + st.region() + "/" + st.generation() + "/" + st.index()
+        + " already holds a different LOG_ENTRY";
+  }
+
+  /** Handles a recovery QUERY: the stored LOG_ENTRY or a NO_NEXT_ENTRY signed by this witness. */
+  public Certificate query(RegionId region, long generation, long index) {
+    queries.incrementAndGet();
+    WitnessLog log = log(region);
+    synchronized (log) {
+      return log.query(region, generation, index);
+    }
+  }
+
+  /** Drops entries &lt;= the checkpoint's index, once the CHECKPOINT certificate verifies. */
+  public Outcome truncate(byte[] checkpointBytes) {
+    Certificate c;
+    try {
+      c = Certificate.decode(checkpointBytes);
+    } catch (CertificateFormatException e) {
+      return Outcome.badRequest("undecodable certificate: " + e.getMessage());
+    }
+    if (c.type() != CertType.CHECKPOINT) {
+      return Outcome.rejected("truncation needs a CHECKPOINT certificate, got " + c.type());
+    }
+    Statement.Checkpoint st = c.statement(Statement.Checkpoint.class);
+    Set<NodeId> members = trust.members(st.region());
+    if (members == null) {
+      return Outcome.rejected("no RRS membership known for region " + st.region());
+    }
+    try {
+      c.verifyOrThrow(trust.keys(), members);
+    } catch (CertificateVerificationException e) {
+      return Outcome.rejected(e.getMessage());
+    }
+    WitnessLog log = log(st.region());
+    synchronized (log) {
+      store.truncatePrefix(st.region(), st.generation(), st.throughIndex());
+    }
+    return Outcome.TRUNCATED;
+  }
+}

@@ -1,0 +1,157 @@
+package io.salus.hdfs.witness;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+import io.salus.core.cert.RegionId;
+import io.salus.core.crypto.KeyDirectory;
+import io.salus.core.crypto.NodeId;
+import io.salus.core.crypto.SignatureScheme;
+
+/**
+ * What a witness needs to check certificates: the signature scheme, the verification keys of the
+ * region-server replicas ({@link KeyDirectory}), and which three replicas form the RRS of each
+ * region. Loaded from a trust file ({@code salus.witness.trust.file}, {@code --trust}):
+ *
+ * <pre>
+ *   # comment
+ *   scheme weak|hmac|ed25519
+ *   node  &lt;node-id&gt; [hex verification key]        (the key is omitted for the weak scheme)
+ *   rrs   &lt;volume&gt;#&lt;region&gt; &lt;id1&gt; &lt;id2&gt; &lt;id3&gt;
+ *   rrs   &lt;volume&gt;#* &lt;id1&gt; &lt;id2&gt; &lt;id3&gt;        (every region of a volume)
+ *   rrs   * &lt;id1&gt; &lt;id2&gt; &lt;id3&gt;                 (default for all regions)
+ * </pre>
+ *
+ * Membership may also be set programmatically ({@link #setMembers}).
+ */
+public final class WitnessTrust {
+  private final KeyDirectory keys;
+  private final Map<String, Set<NodeId>> rules = new ConcurrentHashMap<>();
+
+  public WitnessTrust(SignatureScheme scheme) {
+    this.keys = new KeyDirectory(scheme);
+  }
+
+  public SignatureScheme scheme() {
+    return keys.scheme();
+  }
+
+  public KeyDirectory keys() {
+    return keys;
+  }
+
+  public WitnessTrust register(NodeId id, byte[] verificationKey) {
+    keys.register(id, verificationKey);
+    return this;
+  }
+
+  /** Sets the RRS of {@code pattern}: "volume#index", "volume#*" or "*". */
+  public WitnessTrust setMembers(String pattern, Set<NodeId> members) {
+    if (members.size() != 3) {
+      throw new IllegalArgumentException("an RRS has exactly 3 replicas, got " + members.size()
+          + " for " + pattern);
+    }
+    rules.put(pattern, Set.copyOf(members));
+    return this;
+  }
+
+  /** The RRS members of {@code region}, or null if unknown (offers for it are rejected). */
+  public Set<NodeId> members(RegionId region) {
+    Set<NodeId> m = rules.get(region.volume() + "#" + region.index());
+    if (m == null) {
+      m = rules.get(region.volume() + "#*");
+    }
+    if (m == null) {
+      m = rules.get("*");
+    }
+    return m;
+  }
+
+  /** Parses a trust file; errors name the line and the expected syntax. */
+  public static WitnessTrust load(Path file) throws IOException {
+    List<String> lines = Files.readAllLines(file, StandardCharsets.UTF_8);
+    WitnessTrust t = null;
+    Map<NodeId, byte[]> pendingKeys = new HashMap<>();
+    for (int i = 0; i < lines.size(); i++) {
+      String line = lines.get(i).strip();
+      if (line.isEmpty() || line.startsWith("#")) {
+        continue;
+      }
+      String[] f = line.split("\\s+");
+      String where = file + ":" + (i + 1) + ": ";
+      switch (f[0]) {
+        case "scheme" -> {
+          if (f.length != 2 || t != null) {
+            throw new IOException(where + "expected one line `scheme weak|hmac|ed25519` before"
+                + " any node/rrs line");
+          }
+          t = new WitnessTrust(parseScheme(f[1], where));
+        }
+        case "node" -> {
+          if (t == null) {
+            throw new IOException(where + "`scheme` must come first");
+          }
+          if (f.length < 2 || f.length > 3) {
+            throw new IOException(where + "expected `node <id> [hex-key]`");
+          }
+          byte[] key;
+          try {
+            key = f.length == 3 ? HexFormat.of().parseHex(f[2]) : new byte[0];
+          } catch (IllegalArgumentException e) {
+            throw new IOException(where + "verification key is not hex: " + e.getMessage());
+          }
+          if (t.scheme() != SignatureScheme.WEAK_CRC32C && key.length == 0) {
+            throw new IOException(where + "scheme " + t.scheme() + " needs the node's verification"
+                + " key in hex");
+          }
+          pendingKeys.put(NodeId.of(f[1]), key);
+        }
+        case "rrs" -> {
+          if (t == null) {
+            throw new IOException(where + "`scheme` must come first");
+          }
+          if (f.length != 5) {
+            throw new IOException(where + "expected `rrs <volume>#<region>|<volume>#*|* <id1> <id2>"
+                + " <id3>`");
+          }
+          Set<NodeId> m = new LinkedHashSet<>();
+          for (int k = 2; k < 5; k++) {
+            m.add(NodeId.of(f[k]));
+          }
+          if (m.size() != 3) {
+            throw new IOException(where + "the three replicas must be distinct");
+          }
+          t.setMembers(f[1], m);
+        }
+        default -> throw new IOException(where + "unknown directive `" + f[0]
+            + "` (expected scheme, node or rrs)");
+      }
+    }
+    if (t == null) {
+      throw new IOException(file + ": no `scheme` line; the file must start with e.g. `scheme weak`");
+    }
+    for (Map.Entry<NodeId, byte[]> e : pendingKeys.entrySet()) {
+      t.register(e.getKey(), e.getValue());
+    }
+    return t;
+  }
+
+  static SignatureScheme parseScheme(String s, String where) throws IOException {
+    return switch (s.toLowerCase(java.util.Locale.ROOT)) {
+      case "weak", "weak_crc32c", "crc32c" -> SignatureScheme.WEAK_CRC32C;
+      case "hmac", "hmac_sha256" -> SignatureScheme.HMAC_SHA256;
+      case "ed25519" -> SignatureScheme.ED25519;
+      default -> throw new IOException(where + "unknown scheme `" + s
+          + "` (use weak, hmac or ed25519)");
+    };
+  }
+}
