@@ -1,0 +1,39 @@
+package io.exalt.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.File;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A real MiniDFSCluster (NameNode + 3 DataNodes) in a child JVM running the Exalt agent with the DataNodes'
+ * data directories as prefix: a 1 GiB Tardis file, replicated 3 times (3 GiB of block data), is stored and
+ * returned byte for byte while the data directories use less than 10 MiB of disk.
+ */
+class EmulatedHdfsTest {
+    static final long GIB = 1L << 30;
+
+    @Test
+    void oneGibFileOnEmulatedDataNodesUsesUnderTenMib(@TempDir Path tmp) throws Exception {
+        File base = tmp.resolve("dfs").toFile();
+        File data = new File(base, "data");
+        assertTrue(data.mkdirs());
+        Object[] r = ExaltChildJvm.run("prefix=" + data.getAbsolutePath(), "1g", 420, EmulatedHdfsMain.class,
+                base.getAbsolutePath(), "" + GIB);
+        String out = (String) r[1];
+        assertEquals(0, r[0], out);
+        assertTrue(out.contains("self-check passed"), out);
+        assertTrue(out.contains("RESULT written=" + GIB), out);
+        assertTrue(out.contains("RESULT verified=" + GIB), out);
+        assertTrue(out.contains("RESULT pread=true"), out);
+        assertTrue(out.contains("RESULT replicas=3"), out);
+        long disk = ExaltChildJvm.diskUsage(data);
+        long total = ExaltChildJvm.diskUsage(base);
+        System.out.println(out.lines().filter(l -> l.startsWith("RESULT")).reduce("", (x, y) -> x + y + "\n")
+                + "data dirs on disk: " + disk + " B, whole cluster dir: " + total + " B, logical block data: " + 3 * GIB + " B");
+        assertTrue(disk < 10L << 20, "DataNode data directories use " + disk + " bytes");
+    }
+}
