@@ -13,7 +13,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.function.Function;
+import java.util.function.BiFunction;
 
 /**
  * The logic of a metadata store (the witness store next to each replica's DataNode, and the two
@@ -21,8 +21,9 @@ import java.util.function.Function;
  * the region's RRS have signed the same statement, combine them into a LOG_ENTRY certificate, store
  * it and acknowledge. Answers recovery queries with the stored LOG_ENTRY or a signed NO_NEXT_ENTRY.
  *
- * <p>Pure logic: storage is a {@link CertificateStore}; membership is a function from region to the
- * node ids of its current RRS. Not thread-safe (wrap calls in a lock).
+ * <p>Pure logic: storage is a {@link CertificateStore}; membership is a function from (region,
+ * log generation) to the node ids of that generation's three replicas (null if unknown). Not
+ * thread-safe (wrap calls in a lock).
  */
 public final class WitnessLog {
     /** Result of offering a tentative certificate. */
@@ -34,11 +35,11 @@ public final class WitnessLog {
     private final Signer signer;
     private final Verifier verifier;
     private final CertificateStore store;
-    private final Function<RegionId, Set<NodeId>> members;
+    private final BiFunction<RegionId, Long, Set<NodeId>> members;
     private final Map<Slot, Map<NodeId, Certificate>> pending = new HashMap<>();
 
     public WitnessLog(Signer signer, Verifier verifier, CertificateStore store,
-                      Function<RegionId, Set<NodeId>> members) {
+                      BiFunction<RegionId, Long, Set<NodeId>> members) {
         this.signer = signer;
         this.verifier = verifier;
         this.store = store;
@@ -64,7 +65,7 @@ public final class WitnessLog {
             return Offer.REJECTED;
         }
         Statement.LogEntry st = c.statement(Statement.LogEntry.class);
-        Set<NodeId> rrs = members.apply(st.region());
+        Set<NodeId> rrs = members.apply(st.region(), st.generation());
         if (rrs == null || !c.verify(verifier, rrs)) {
             return Offer.REJECTED;
         }

@@ -1,0 +1,5 @@
+package io.salus.core.protocol.client;
+
+/** A block write requested by the application. */
+public record BlockWrite(long block, byte[] data) {
+}

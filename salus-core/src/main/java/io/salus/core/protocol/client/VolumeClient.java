@@ -1,0 +1,369 @@
+package io.salus.core.protocol.client;
+
+import io.salus.core.cert.CertType;
+import io.salus.core.cert.Certificate;
+import io.salus.core.cert.Statement;
+import io.salus.core.crypto.NodeId;
+import io.salus.core.crypto.Signer;
+import io.salus.core.crypto.Verifier;
+import io.salus.core.merkle.Hash;
+import io.salus.core.merkle.MerkleProof;
+import io.salus.core.merkle.MerkleTree;
+import io.salus.core.merkle.RegionLayout;
+import io.salus.core.merkle.VolumeRootRecord;
+import io.salus.core.protocol.Membership;
+import io.salus.core.protocol.Mutation;
+import io.salus.core.protocol.ProtocolConfig;
+import io.salus.core.protocol.Transport;
+import io.salus.core.protocol.message.BatchInfo;
+import io.salus.core.protocol.message.Message;
+import io.salus.core.protocol.message.Put;
+import io.salus.core.protocol.message.SubBatch;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+
+/**
+ * The protocol side of the block driver: batching into per-region sub-batches with seq/prevNum
+ * (PC1), the batch leader choice, the volume tree updated on every PUT, PUT_SUCCESS assembly, and
+ * end-to-end verified GETs carrying prevNum (§3.3.3). PUTs to a block with an outstanding GET are
+ * refused until the GET completes.
+ *
+ * <p>Single-threaded: the caller serialises all calls.
+ */
+public final class VolumeClient {
+    private final ProtocolConfig cfg;
+    private final RegionLayout layout;
+    private final NodeId me;
+    private final Signer signer;
+    private final Verifier verifier;
+    private final Membership membership;
+    private final Transport net;
+    private final ClientListener listener;
+    private final int maxOutstanding;
+    private final long retransmitEvery;
+
+    private final MerkleTree tree;
+    private long nextSeq = 1;
+    private long nextBatchId = 1;
+    private long[] lastSeqOfRegion;
+    private final Map<Integer, TreeMap<Long, Hash>> regionRootHistory = new HashMap<>();
+    private long prevBatchId = -1;
+    private int prevLeader = -1;
+    private final LinkedHashMap<Long, OutBatch> outstanding = new LinkedHashMap<>();
+    private final Map<Long, OutGet> gets = new HashMap<>();
+    private long nextGetId = 1;
+    private long now;
+
+    private static final class OutBatch {
+        BatchInfo info;
+        final Map<Integer, SubBatch> subs = new TreeMap<>();
+        final Map<Integer, Map<NodeId, Certificate>> tentatives = new HashMap<>();
+        final Map<Integer, Certificate> success = new TreeMap<>();
+        long sentAt;
+    }
+
+    private static final class OutGet {
+        final long block;
+        final long prevNum;
+        int tries;
+        long sentAt;
+
+        OutGet(long block, long prevNum) {
+            this.block = block;
+            this.prevNum = prevNum;
+        }
+    }
+
+    public VolumeClient(ProtocolConfig cfg, NodeId me, Signer signer, Verifier verifier, Membership membership,
+                        Transport net, ClientListener listener, int maxOutstandingBatches, long retransmitEvery) {
+        this.cfg = cfg;
+        this.layout = cfg.layout();
+        this.me = me;
+        this.signer = signer;
+        this.verifier = verifier;
+        this.membership = membership;
+        this.net = net;
+        this.listener = listener;
+        this.maxOutstanding = maxOutstandingBatches;
+        this.retransmitEvery = retransmitEvery;
+        this.tree = new MerkleTree(cfg.hash(), cfg.blockSize(), layout.volumeBlocks());
+        this.lastSeqOfRegion = new long[cfg.regionCount()];
+        for (int r = 0; r < cfg.regionCount(); r++) {
+            regionRootHistory.computeIfAbsent(r, k -> new TreeMap<>()).put(0L, tree.node(layout.regionLevel(), r));
+        }
+    }
+
+    public Hash volumeRoot() {
+        return tree.root();
+    }
+
+    public long nextSeq() {
+        return nextSeq;
+    }
+
+    public int outstandingBatches() {
+        return outstanding.size();
+    }
+
+    public int outstandingGets() {
+        return gets.size();
+    }
+
+    /** True if a PUT to {@code block} would be refused because a GET to it is outstanding. */
+    public boolean blockedByGet(long block) {
+        for (OutGet g : gets.values()) {
+            if (g.block == block) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Issues a batch (PC1). Returns the batch id, or -1 if the pipeline is full or a written block has
+     * an outstanding GET (try again later). Blocks are written in list order and get consecutive seqs.
+     */
+    public long submit(List<BlockWrite> writes) {
+        if (writes.isEmpty() || outstanding.size() >= maxOutstanding) {
+            return -1;
+        }
+        for (BlockWrite w : writes) {
+            if (w.data().length != cfg.blockSize()) {
+                throw new IllegalArgumentException("block " + w.block() + ": data must be " + cfg.blockSize()
+                        + " bytes, got " + w.data().length);
+            }
+            layout.regionOf(w.block()); // range check with a clear message
+            if (blockedByGet(w.block())) {
+                return -1;
+            }
+        }
+        long batchId = nextBatchId++;
+        long firstSeq = nextSeq;
+        Map<Integer, List<Put>> byRegion = new TreeMap<>();
+        for (BlockWrite w : writes) {
+            int r = (int) layout.regionOf(w.block());
+            long seq = nextSeq++;
+            Hash dataHash = cfg.hash().leafHash(w.data());
+            Hash root = tree.setLeaf(w.block(), dataHash);
+            byRegion.computeIfAbsent(r, k -> new ArrayList<>())
+                    .add(new Put(seq, lastSeqOfRegion[r], w.block(), w.data().clone(), dataHash, root));
+            lastSeqOfRegion[r] = seq;
+        }
+        int leader = (int) layout.regionOf(writes.get(0).block());
+        OutBatch ob = new OutBatch();
+        for (Map.Entry<Integer, List<Put>> e : byRegion.entrySet()) {
+            SubBatch sb = new SubBatch(cfg.volume(), e.getKey(), batchId, leader, e.getValue(), null);
+            ob.subs.put(e.getKey(), sb.withSignature(signer.sign(sb.signedBytes())));
+            regionRootHistory.get(e.getKey()).put(sb.lastSeq(), tree.node(layout.regionLevel(), e.getKey()));
+        }
+        BatchInfo info = new BatchInfo(cfg.volume(), batchId, firstSeq, nextSeq - 1, new ArrayList<>(byRegion.keySet()),
+                prevBatchId, prevLeader, null);
+        ob.info = info.withSignature(signer.sign(info.signedBytes()));
+        prevBatchId = batchId;
+        prevLeader = leader;
+        outstanding.put(batchId, ob);
+        send(ob);
+        return batchId;
+    }
+
+    private void send(OutBatch ob) {
+        ob.sentAt = now;
+        for (NodeId l : membership.current(leaderOf(ob)).replicas()) {
+            net.send(l, new Message.BatchInfoMsg(ob.info));
+        }
+        for (Map.Entry<Integer, SubBatch> e : ob.subs.entrySet()) {
+            if (!ob.success.containsKey(e.getKey())) {
+                net.send(membership.current(e.getKey()).primary(), new Message.SubBatchMsg(e.getValue()));
+            }
+        }
+    }
+
+    private int leaderOf(OutBatch ob) {
+        return ob.subs.values().iterator().next().leaderRegion();
+    }
+
+    /** Issues a GET (prevNum = last PUT issued to the block's region). Returns the request id. */
+    public long get(long block) {
+        int r = (int) layout.regionOf(block);
+        long id = nextGetId++;
+        OutGet g = new OutGet(block, lastSeqOfRegion[r]);
+        gets.put(id, g);
+        sendGet(id, g);
+        return id;
+    }
+
+    private void sendGet(long id, OutGet g) {
+        int r = (int) layout.regionOf(g.block);
+        List<NodeId> reps = membership.current(r).replicas();
+        g.sentAt = now;
+        net.send(reps.get(g.tries % reps.size()), new Message.GetRequest(id, g.block, g.prevNum));
+    }
+
+    public void receive(NodeId from, Message m) {
+        if (m instanceof Message.PutReply p) {
+            onPutReply(from, p.tentative());
+        } else if (m instanceof Message.GetReply g) {
+            onGetReply(from, g);
+        }
+    }
+
+    /** Retransmits batches and retries GETs on another replica after a timeout. */
+    public void tick(long nowTime) {
+        this.now = nowTime;
+        for (OutBatch ob : outstanding.values()) {
+            if (now - ob.sentAt >= retransmitEvery) {
+                send(ob);
+            }
+        }
+        for (Map.Entry<Long, OutGet> e : gets.entrySet()) {
+            if (now - e.getValue().sentAt >= retransmitEvery) {
+                e.getValue().tries++;
+                sendGet(e.getKey(), e.getValue());
+            }
+        }
+    }
+
+    private void onPutReply(NodeId from, Certificate t) {
+        if (t.type() != CertType.TENTATIVE_PUT_SUCCESS && t.type() != CertType.TENTATIVE_PUT_FAILED) {
+            return;
+        }
+        Statement.PutOutcome st = t.statement(Statement.PutOutcome.class);
+        OutBatch ob = outstanding.get(st.batchId());
+        int region = st.region().index();
+        if (ob == null || !st.region().volume().equals(cfg.volume()) || !ob.subs.containsKey(region)) {
+            return;
+        }
+        SubBatch sb = ob.subs.get(region);
+        if (st.firstSeq() != sb.firstSeq() || st.lastSeq() != sb.lastSeq()
+                || !t.verify(verifier, membership.current(region).replicaSet())
+                || !t.signatures().get(0).signer().equals(from)) {
+            return;
+        }
+        if (!st.success()) {
+            outstanding.remove(st.batchId());
+            listener.putFailed(st.batchId());
+            return;
+        }
+        Map<NodeId, Certificate> m = ob.tentatives.computeIfAbsent(region, k -> new HashMap<>());
+        m.putIfAbsent(from, t);
+        List<Certificate> matching = new ArrayList<>();
+        for (Certificate c : m.values()) {
+            if (c.statement().equals(st)) {
+                matching.add(c);
+            }
+        }
+        int need = cfg.mutated(Mutation.TWO_OF_THREE_CONSENT) ? 2 : 3;
+        if (matching.size() >= need && !ob.success.containsKey(region)) {
+            ob.success.put(region, matching.size() == 3 ? Certificate.combine(matching) : matching.get(0));
+        }
+        if (ob.success.size() == ob.subs.size()) {
+            outstanding.remove(st.batchId());
+            listener.putSucceeded(st.batchId(), ob.info.firstSeq(), ob.info.lastSeq(),
+                    new ArrayList<>(ob.success.values()));
+        }
+    }
+
+    private void onGetReply(NodeId from, Message.GetReply r) {
+        OutGet g = gets.get(r.requestId());
+        if (g == null || r.block() != g.block) {
+            return;
+        }
+        if (!cfg.mutated(Mutation.SKIP_GET_VERIFICATION) && !verifyGet(g, r)) {
+            g.tries++; // end-to-end check failed: retry at another replica
+            sendGet(r.requestId(), g);
+            return;
+        }
+        gets.remove(r.requestId());
+        listener.getSucceeded(r.requestId(), r.block(), r.data().clone());
+    }
+
+    private boolean verifyGet(OutGet g, Message.GetReply r) {
+        int region = (int) layout.regionOf(g.block);
+        if (r.appliedSeq() < g.prevNum || r.data() == null || r.data().length != cfg.blockSize()) {
+            return false;
+        }
+        Hash expectedRegionRoot = regionRootHistory.get(region).get(r.appliedSeq());
+        MerkleProof p = r.proof();
+        return expectedRegionRoot != null && p != null && p.block() == layout.localIndex(g.block)
+                && p.toLevel() == layout.regionLevel() && cfg.hash().leafHash(r.data()).equals(p.leaf())
+                && p.ancestor(cfg.hash()).equals(expectedRegionRoot);
+    }
+
+    /** What the client fetches from one replica of a region at mount time. */
+    public record RegionView(Hash regionRoot, VolumeRootRecord rootRecord, Map<Long, Hash> leafHashes) {
+    }
+
+    /**
+     * Mount protocol (§3.3.3): rebuilds the volume tree from each region's leaf hashes, checks each
+     * region subtree against its region root, the rebuilt volume root against {@code trustedRoot}
+     * (the LCP root from coordination) and the newest region root record. Resets seqs to continue
+     * after {@code trustedSeq}; outstanding work is dropped (the caller re-issues what it needs).
+     *
+     * @throws IllegalStateException if any check fails (the caller fetches from another replica)
+     */
+    public void mount(long trustedSeq, Hash trustedRoot, Map<Integer, RegionView> views) {
+        MerkleTree fresh = new MerkleTree(cfg.hash(), cfg.blockSize(), layout.volumeBlocks());
+        Map<Long, Hash> roots = new HashMap<>();
+        VolumeRootRecord newest = null;
+        for (int r = 0; r < cfg.regionCount(); r++) {
+            RegionView v = views.get(r);
+            if (v == null) {
+                throw new IllegalStateException("mount: no view of region " + r);
+            }
+            MerkleTree rt = layout.newRegionTree(cfg.hash(), cfg.blockSize(),
+                    new io.salus.core.merkle.InMemoryNodeStore());
+            v.leafHashes().forEach(rt::setLeaf);
+            if (!rt.root().equals(v.regionRoot())) {
+                throw new IllegalStateException("mount: region " + r + " subtree does not match its root");
+            }
+            long first = layout.firstBlock(r);
+            v.leafHashes().forEach((k, h) -> fresh.setLeaf(first + k, h));
+            roots.put((long) r, v.regionRoot());
+            newest = newest == null ? v.rootRecord() : newest.newer(v.rootRecord());
+        }
+        Hash rebuilt = fresh.root();
+        if (!rebuilt.equals(trustedRoot)) {
+            throw new IllegalStateException("mount: rebuilt volume root " + rebuilt + " != trusted root " + trustedRoot);
+        }
+        if (newest.seq() != trustedSeq || !newest.root().equals(trustedRoot)) {
+            throw new IllegalStateException("mount: newest region root record " + newest + " != LCP " + trustedSeq);
+        }
+        // install
+        for (int r = 0; r < cfg.regionCount(); r++) {
+            long first = layout.firstBlock(r);
+            for (long b = first; b < Math.min(first + layout.blocksPerRegion(), layout.volumeBlocks()); b++) {
+                tree.setLeaf(b, fresh.leaf(b));
+            }
+            lastSeqOfRegion[r] = views.get(r).rootRecord().seq();
+            TreeMap<Long, Hash> h = new TreeMap<>();
+            h.put(lastSeqOfRegion[r], views.get(r).regionRoot());
+            regionRootHistory.put(r, h);
+        }
+        if (!tree.root().equals(trustedRoot)) {
+            throw new IllegalStateException("mount: installed tree root mismatch");
+        }
+        nextSeq = trustedSeq + 1;
+        prevBatchId = -1;
+        prevLeader = -1;
+        outstanding.clear();
+        gets.clear();
+    }
+
+    /** Ids of outstanding batches (for the driver's retry/recovery logic). */
+    public Set<Long> outstandingBatchIds() {
+        return new HashSet<>(outstanding.keySet());
+    }
+
+    @Override
+    public String toString() {
+        return "VolumeClient[" + me + ", next seq " + nextSeq + ", outstanding " + outstanding.keySet() + ", gets "
+                + gets.size() + ", lastSeq " + Arrays.toString(lastSeqOfRegion) + "]";
+    }
+}

@@ -1,0 +1,72 @@
+package io.salus.core.protocol.message;
+
+import io.salus.core.cert.Certificate;
+import io.salus.core.crypto.NodeId;
+import io.salus.core.merkle.MerkleProof;
+import java.util.List;
+
+/**
+ * The messages of pipelined commit (§3.3.1) and active storage (§3.3.2). The sender is known from
+ * the transport envelope; anything whose integrity matters is covered by a signature or a
+ * certificate, so a corrupted message is detected by its receiver.
+ */
+public sealed interface Message {
+
+    /** Client → primary, and replica → next replica in the chain: one region's sub-batch. */
+    record SubBatchMsg(SubBatch subBatch) implements Message {
+    }
+
+    /** Client → the three replicas of the batch leader's region. */
+    record BatchInfoMsg(BatchInfo info) implements Message {
+    }
+
+    /** Replica → the 5 metadata holders: a TENTATIVE_LOG_ENTRY certificate. */
+    record LogCertMsg(Certificate tentative) implements Message {
+    }
+
+    /** Metadata holder → replica: the LOG_ENTRY for (region, generation, index) is durably stored. */
+    record StoreAck(int region, long generation, long index) implements Message {
+    }
+
+    /** Participant replica → each replica of the batch leader region: YES/NO for its sub-batch, signed. */
+    record Vote(long batchId, int region, long generation, boolean yes, byte[] signature) implements Message {
+    }
+
+    /** Leader replica of batch b+1 (or a recovering participant) → leader replicas of batch b. */
+    record DecisionRequest(long batchId) implements Message {
+    }
+
+    /** Leader replica → participants / next leader: TENTATIVE_COMMIT or TENTATIVE_ABORT. */
+    record DecisionMsg(Certificate tentative) implements Message {
+    }
+
+    /** Replica → client: TENTATIVE_PUT_SUCCESS or TENTATIVE_PUT_FAILED. */
+    record PutReply(Certificate tentative) implements Message {
+    }
+
+    /** Client → one replica: read a block once the region committed the PUT {@code prevNum}. */
+    record GetRequest(long requestId, long block, long prevNum) implements Message {
+    }
+
+    /**
+     * Replica → client: the block's data, the last applied seq of the region, and the proof from the
+     * leaf to the region tree root (local block index inside the region).
+     */
+    record GetReply(long requestId, long block, byte[] data, long appliedSeq, MerkleProof proof) implements Message {
+    }
+
+    /** Primary → replicas: flush/compaction proposal "checkpoint through log index k". */
+    record CheckpointPropose(int region, long generation, long throughIndex) implements Message {
+    }
+
+    /** Replica → replicas: TENTATIVE_CHECKPOINT over (region, k, root). */
+    record CheckpointVote(Certificate tentative) implements Message {
+    }
+
+    /** Helper for senders that address all members of a set. */
+    static void sendAll(io.salus.core.protocol.Transport t, List<NodeId> to, Message m) {
+        for (NodeId n : to) {
+            t.send(n, m);
+        }
+    }
+}

@@ -1,0 +1,105 @@
+package io.salus.core.protocol.message;
+
+import io.salus.core.cert.CertificateFormatException;
+import io.salus.core.cert.Wire;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * The PUTs of one batch that fall in one region, in seq order, with the batch leader's region. The
+ * client signs {@link #signedBytes()} (headers and data checksums, not the data itself; replicas
+ * check each data checksum separately). {@link #encode()} is the canonical log entry (version 1).
+ */
+public record SubBatch(String volume, int region, long batchId, int leaderRegion, List<Put> puts, byte[] clientSig) {
+    public static final int VERSION = 1;
+
+    public SubBatch {
+        puts = List.copyOf(puts);
+        if (puts.isEmpty()) {
+            throw new IllegalArgumentException("empty sub-batch");
+        }
+    }
+
+    public long firstSeq() {
+        return puts.get(0).seq();
+    }
+
+    public long lastSeq() {
+        return puts.get(puts.size() - 1).seq();
+    }
+
+    public SubBatch withSignature(byte[] sig) {
+        return new SubBatch(volume, region, batchId, leaderRegion, puts, sig);
+    }
+
+    private Wire.Out header() {
+        Wire.Out o = new Wire.Out().u8(VERSION).str8(volume).i32(region).i64(batchId).i32(leaderRegion)
+                .i32(puts.size());
+        return o;
+    }
+
+    /** What the client signs. */
+    public byte[] signedBytes() {
+        Wire.Out o = header();
+        for (Put p : puts) {
+            o.i64(p.seq()).i64(p.prevNum()).i64(p.block()).hash(p.dataHash()).hash(p.volumeRoot());
+        }
+        return o.toByteArray();
+    }
+
+    /** Canonical log-entry encoding: header, puts with data, client signature. */
+    public byte[] encode() {
+        Wire.Out o = header();
+        for (Put p : puts) {
+            o.i64(p.seq()).i64(p.prevNum()).i64(p.block()).hash(p.dataHash()).hash(p.volumeRoot()).blob(p.data());
+        }
+        o.blob(clientSig == null ? new byte[0] : clientSig);
+        return o.toByteArray();
+    }
+
+    /** Decodes a log entry; throws {@link CertificateFormatException} on malformed or truncated input. */
+    public static SubBatch decode(byte[] b) {
+        Wire.In in = new Wire.In(b);
+        int v = in.u8("entry version");
+        if (v != VERSION) {
+            throw new CertificateFormatException("unsupported log entry version " + v, 0);
+        }
+        String vol = in.str8("volume");
+        int region = in.i32("region");
+        long batch = in.i64("batch id");
+        int leader = in.i32("leader region");
+        int n = in.i32("put count");
+        if (n <= 0 || n > 1_000_000) {
+            throw new CertificateFormatException("invalid put count " + n, in.pos());
+        }
+        List<Put> puts = new ArrayList<>(Math.min(n, 1024));
+        for (int i = 0; i < n; i++) {
+            long seq = in.i64("seq");
+            long prev = in.i64("prevNum");
+            long block = in.i64("block");
+            var dh = in.hash("data hash");
+            var vr = in.hash("volume root");
+            puts.add(new Put(seq, prev, block, in.blob("data"), dh, vr));
+        }
+        byte[] sig = in.blob("client signature");
+        in.expectEnd("log entry");
+        return new SubBatch(vol, region, batch, leader, puts, sig);
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof SubBatch s && s.volume.equals(volume) && s.region == region && s.batchId == batchId
+                && s.leaderRegion == leaderRegion && s.puts.equals(puts) && Arrays.equals(s.clientSig, clientSig);
+    }
+
+    @Override
+    public int hashCode() {
+        return Long.hashCode(batchId) * 31 + region;
+    }
+
+    @Override
+    public String toString() {
+        return "SubBatch[r" + region + ",b" + batchId + ",seq " + firstSeq() + ".." + lastSeq() + "]";
+    }
+}

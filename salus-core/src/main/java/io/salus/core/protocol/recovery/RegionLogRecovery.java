@@ -1,0 +1,237 @@
+package io.salus.core.protocol.recovery;
+
+import io.salus.core.cert.CertType;
+import io.salus.core.cert.Certificate;
+import io.salus.core.cert.RegionId;
+import io.salus.core.cert.Statement;
+import io.salus.core.crypto.NodeId;
+import io.salus.core.crypto.Verifier;
+import io.salus.core.merkle.Hash;
+import io.salus.core.protocol.Mutation;
+import io.salus.core.protocol.ProtocolConfig;
+import io.salus.core.protocol.RrsConfig;
+import io.salus.core.protocol.message.SubBatch;
+import io.salus.core.protocol.replica.RegionSnapshot;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * recoverRegionLog (§3.3.4 step 2). Starting after the region's latest CHECKPOINT certificate (whose
+ * snapshot is read from any DataNode whose logical digest matches), for each position ask the 5
+ * metadata holders of the old configuration and take the first 3 valid answers: a LOG_ENTRY for that
+ * exact position signed by the 3 old replicas, or a NO_NEXT_ENTRY signed by the answering holder. If
+ * any answer is a LOG_ENTRY, read the bytes from any DataNode whose bytes match its digest; if all
+ * three say "no next entry", the log ends. The result carries its proofs so that every replica of the
+ * new RRS checks it independently ({@link #verify}) before unanimously adopting it.
+ */
+public final class RegionLogRecovery {
+    private RegionLogRecovery() {
+    }
+
+    /** A DataNode-side store or witness being asked; null answer = no response. */
+    public interface MetadataHolder {
+        NodeId id();
+
+        Certificate query(RegionId region, long generation, long index);
+    }
+
+    /** A DataNode holding a replica's files of the old configuration; null answers = unavailable. */
+    public interface DataSource {
+        byte[] readEntry(long generation, long index);
+
+        RegionSnapshot readSnapshot(long generation, long throughIndex);
+    }
+
+    public record RecoveredEntry(long index, Certificate logEntry, byte[] bytes, SubBatch subBatch) {
+    }
+
+    /** The recovered region log with its proofs. */
+    public record RecoveredLog(RrsConfig old, RegionSnapshot base, Certificate baseCertificate,
+                               List<RecoveredEntry> entries, List<Certificate> endProof) {
+        public SortedSeqs seqs() {
+            SortedSeqs s = new SortedSeqs();
+            for (RecoveredEntry e : entries) {
+                e.subBatch().puts().forEach(p -> s.add(p.seq()));
+            }
+            return s;
+        }
+    }
+
+    /** A sorted set of seqs. */
+    public static final class SortedSeqs extends java.util.TreeSet<Long> {
+    }
+
+    /**
+     * Recovers the log of {@code old}'s region.
+     *
+     * @param checkpoint latest CHECKPOINT certificate of the region (required for generation &gt; 0)
+     * @param holders    the 5 metadata holders, in the order their answers arrive
+     * @param dataNodes  the 3 DataNodes of the old configuration, in the order they are tried
+     */
+    public static RecoveredLog recover(ProtocolConfig cfg, Verifier verifier, NodeId clientId, RrsConfig old,
+                                       Optional<Certificate> checkpoint, List<MetadataHolder> holders,
+                                       List<DataSource> dataNodes) throws RecoveryException {
+        RegionId region = old.region();
+        long gen = old.generation();
+        RegionSnapshot base;
+        Certificate baseCert = null;
+        if (checkpoint.isPresent() && checkpoint.get().statement(Statement.Checkpoint.class).generation() == gen) {
+            baseCert = checkpoint.get();
+            Statement.Checkpoint cp = baseCert.statement(Statement.Checkpoint.class);
+            base = null;
+            for (DataSource d : dataNodes) {
+                RegionSnapshot s = d.readSnapshot(gen, cp.throughIndex());
+                if (s != null && s.lastSeq() == cp.lastSeq()
+                        && s.regionRoot(cfg.hash(), cfg.blockSize(), cfg.layout()).equals(cp.regionRoot())) {
+                    base = s;
+                    break;
+                }
+            }
+            if (base == null) {
+                throw new RecoveryException(region + ": no DataNode has the checkpoint matching " + cp);
+            }
+        } else if (gen == 0) {
+            base = RegionSnapshot.empty(0, emptyVolumeRoot(cfg));
+        } else {
+            throw new RecoveryException(region + ": no checkpoint certificate for generation " + gen);
+        }
+        List<RecoveredEntry> entries = new ArrayList<>();
+        long index = base.throughIndex() + 1;
+        long expectedPrev = base.lastSeq();
+        while (true) {
+            List<Certificate> valid = new ArrayList<>();
+            for (MetadataHolder h : holders) {
+                if (valid.size() == 3) {
+                    break;
+                }
+                Certificate c;
+                try {
+                    c = h.query(region, gen, index);
+                } catch (RuntimeException e) {
+                    continue; // garbage answer
+                }
+                if (c != null && validAnswer(cfg, verifier, old, h.id(), c, index)) {
+                    valid.add(c);
+                    if (cfg.mutated(Mutation.STOP_AT_FIRST_NO_NEXT_ENTRY) && c.type() == CertType.NO_NEXT_ENTRY) {
+                        break;
+                    }
+                }
+            }
+            Certificate logEntry = null;
+            for (Certificate c : valid) {
+                if (c.type() == CertType.LOG_ENTRY) {
+                    logEntry = c;
+                    break;
+                }
+            }
+            if (logEntry == null) {
+                boolean stopEarly = cfg.mutated(Mutation.STOP_AT_FIRST_NO_NEXT_ENTRY) && !valid.isEmpty();
+                if (valid.size() < 3 && !stopEarly) {
+                    throw new RecoveryException(region + ": only " + valid.size() + " valid answers for log index "
+                            + index + " (need 3)");
+                }
+                return new RecoveredLog(old, base, baseCert, entries, valid);
+            }
+            Statement.LogEntry st = logEntry.statement(Statement.LogEntry.class);
+            RecoveredEntry e = null;
+            for (DataSource d : dataNodes) {
+                byte[] b = d.readEntry(gen, st.index());
+                if (b != null && b.length == st.length() && cfg.hash().hash(b).equals(st.digest())) {
+                    SubBatch sb;
+                    try {
+                        sb = SubBatch.decode(b);
+                    } catch (IllegalArgumentException ex) {
+                        continue;
+                    }
+                    e = new RecoveredEntry(index, logEntry, b, sb);
+                    break;
+                }
+            }
+            if (e == null) {
+                throw new RecoveryException(region + ": no DataNode holds bytes matching " + st);
+            }
+            if (!cfg.mutated(Mutation.REPLAY_WITHOUT_POSITION_CHECK)
+                    && e.subBatch().puts().get(0).prevNum() != expectedPrev) {
+                throw new RecoveryException(region + ": entry " + index + " does not follow seq " + expectedPrev);
+            }
+            expectedPrev = e.subBatch().lastSeq();
+            entries.add(e);
+            index++;
+        }
+    }
+
+    private static boolean validAnswer(ProtocolConfig cfg, Verifier verifier, RrsConfig old, NodeId holder,
+                                       Certificate c, long index) {
+        if (c.type() == CertType.NO_NEXT_ENTRY) {
+            Statement.NoNextEntry st = c.statement(Statement.NoNextEntry.class);
+            return st.region().equals(old.region()) && st.generation() == old.generation() && st.index() == index
+                    && c.verify(verifier, Set.of(holder));
+        }
+        if (c.type() == CertType.LOG_ENTRY) {
+            Statement.LogEntry st = c.statement(Statement.LogEntry.class);
+            boolean position = st.region().equals(old.region()) && st.generation() == old.generation()
+                    && st.index() == index;
+            if (!position && !(cfg.mutated(Mutation.REPLAY_WITHOUT_POSITION_CHECK)
+                    && st.region().equals(old.region()))) {
+                return false;
+            }
+            return c.verify(verifier, old.replicaSet());
+        }
+        return false;
+    }
+
+    /**
+     * The check each replica of the new RRS performs on a recovered log before consenting: base
+     * certificate and snapshot digest, every LOG_ENTRY's signatures, position and data digest, the
+     * client signature and prevNum chain of every entry, and three distinct signed "no next entry"
+     * answers at the end.
+     */
+    public static void verify(ProtocolConfig cfg, Verifier verifier, NodeId clientId, RecoveredLog log)
+            throws RecoveryException {
+        RrsConfig old = log.old();
+        RegionSnapshot base = log.base();
+        if (log.baseCertificate() != null) {
+            Statement.Checkpoint cp = log.baseCertificate().statement(Statement.Checkpoint.class);
+            if (!log.baseCertificate().verify(verifier) || log.baseCertificate().type() != CertType.CHECKPOINT
+                    || !cp.region().equals(old.region()) || cp.throughIndex() != base.throughIndex()
+                    || !base.regionRoot(cfg.hash(), cfg.blockSize(), cfg.layout()).equals(cp.regionRoot())) {
+                throw new RecoveryException(old.region() + ": base snapshot does not match its checkpoint");
+            }
+        } else if (old.generation() != 0 || !base.blocks().isEmpty()) {
+            throw new RecoveryException(old.region() + ": base without checkpoint certificate");
+        }
+        long index = base.throughIndex() + 1;
+        long prev = base.lastSeq();
+        for (RecoveredEntry e : log.entries()) {
+            Statement.LogEntry st = e.logEntry().statement(Statement.LogEntry.class);
+            boolean positionOk = st.index() == index && st.generation() == old.generation()
+                    && e.subBatch().puts().get(0).prevNum() == prev;
+            if (!e.logEntry().verify(verifier, old.replicaSet())
+                    || (!positionOk && !cfg.mutated(Mutation.REPLAY_WITHOUT_POSITION_CHECK))
+                    || !cfg.hash().hash(e.bytes()).equals(st.digest())
+                    || !verifier.verify(clientId, e.subBatch().signedBytes(), e.subBatch().clientSig())) {
+                throw new RecoveryException(old.region() + ": recovered entry " + index + " fails verification");
+            }
+            prev = e.subBatch().lastSeq();
+            index++;
+        }
+        Set<NodeId> enders = new HashSet<>();
+        for (Certificate c : log.endProof()) {
+            if (c.type() == CertType.NO_NEXT_ENTRY && c.verify(verifier, new HashSet<>(old.metadataHolders()))
+                    && c.statement(Statement.NoNextEntry.class).index() == index) {
+                enders.add(c.signatures().get(0).signer());
+            }
+        }
+        if (enders.size() < 3 && !cfg.mutated(Mutation.STOP_AT_FIRST_NO_NEXT_ENTRY)) {
+            throw new RecoveryException(old.region() + ": end of log not proven by 3 signed \"no next entry\"");
+        }
+    }
+
+    /** Root of an entirely unwritten volume. */
+    public static Hash emptyVolumeRoot(ProtocolConfig cfg) {
+        return new io.salus.core.merkle.MerkleTree(cfg.hash(), cfg.blockSize(), cfg.layout().volumeBlocks()).root();
+    }
+}

@@ -1,0 +1,142 @@
+package io.salus.core.protocol.recovery;
+
+import io.salus.core.cert.CertType;
+import io.salus.core.cert.Certificate;
+import io.salus.core.cert.Statement;
+import io.salus.core.crypto.NodeId;
+import io.salus.core.crypto.Signer;
+import io.salus.core.crypto.Verifier;
+import io.salus.core.merkle.Hash;
+import io.salus.core.merkle.MerkleTree;
+import io.salus.core.merkle.VolumeRootRecord;
+import io.salus.core.protocol.ProtocolConfig;
+import io.salus.core.protocol.RrsConfig;
+import io.salus.core.protocol.message.Put;
+import io.salus.core.protocol.recovery.RegionLogRecovery.RecoveredEntry;
+import io.salus.core.protocol.recovery.RegionLogRecovery.RecoveredLog;
+import io.salus.core.protocol.replica.RegionSnapshot;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.SortedSet;
+import java.util.TreeMap;
+import java.util.TreeSet;
+
+/**
+ * identifyLCP and rebuildVolume (§3.3.4 steps 3–4), and the new RRS's unanimous adoption of the
+ * rebuilt region state as the first checkpoint of the next log generation.
+ */
+public final class VolumeRecovery {
+    private VolumeRecovery() {
+    }
+
+    /** What an RRS reports for identifyLCP from its recovered log. */
+    public static Coordination.RegionReport report(RecoveredLog log) {
+        SortedSet<Long> prepared = new TreeSet<>(log.seqs());
+        return new Coordination.RegionReport(log.base().lastSeq(), prepared);
+    }
+
+    /**
+     * identifyLCP: everything up to the largest committed (checkpointed) seq is committable; extend
+     * while the next seq is prepared in some region.
+     */
+    public static long identifyLcp(Map<Integer, Coordination.RegionReport> reports) {
+        long m = 0;
+        SortedSet<Long> prepared = new TreeSet<>();
+        for (Coordination.RegionReport r : reports.values()) {
+            m = Math.max(m, r.committedSeq());
+            prepared.addAll(r.preparedSeqs());
+        }
+        long n = m;
+        while (prepared.contains(n + 1)) {
+            n++;
+        }
+        return n;
+    }
+
+    /** The region state after applying the recovered log up to and including seq {@code lcp}. */
+    public static RegionSnapshot rebuildRegion(ProtocolConfig cfg, RecoveredLog log, long lcp, long newGeneration) {
+        Map<Long, byte[]> blocks = new TreeMap<>(log.base().blocks());
+        VolumeRootRecord rec = log.base().rootRecord();
+        long first = cfg.layout().firstBlock(log.old().region().index());
+        for (RecoveredEntry e : log.entries()) {
+            for (Put p : e.subBatch().puts()) {
+                if (p.seq() <= lcp) {
+                    blocks.put(p.block() - first, p.data());
+                    rec = rec.newer(new VolumeRootRecord(p.volumeRoot(), p.seq()));
+                }
+            }
+        }
+        return new RegionSnapshot(newGeneration, -1, rec.seq(), blocks, rec);
+    }
+
+    /** The root the client's volume tree had after seq {@code lcp} (0: empty volume). */
+    public static Hash lcpRoot(ProtocolConfig cfg, Map<Integer, RecoveredLog> logs, long lcp) throws RecoveryException {
+        if (lcp == 0) {
+            return RegionLogRecovery.emptyVolumeRoot(cfg);
+        }
+        for (RecoveredLog log : logs.values()) {
+            if (log.base().rootRecord().seq() == lcp) {
+                return log.base().rootRecord().root();
+            }
+            for (RecoveredEntry e : log.entries()) {
+                for (Put p : e.subBatch().puts()) {
+                    if (p.seq() == lcp) {
+                        return p.volumeRoot();
+                    }
+                }
+            }
+        }
+        throw new RecoveryException("no region holds the PUT with LCP seq " + lcp);
+    }
+
+    /** Result of identifyLCP + rebuildVolume. */
+    public record Rebuilt(Coordination.Lcp lcp, Map<Integer, RegionSnapshot> regions) {
+    }
+
+    /**
+     * Reports each region, identifies the LCP, records it in coordination, rebuilds every region and
+     * checks that the region roots rebuild the LCP root (mount-protocol check).
+     */
+    public static Rebuilt identifyAndRebuild(ProtocolConfig cfg, Coordination coord, long epoch,
+                                             Map<Integer, RecoveredLog> logs) throws RecoveryException {
+        for (Map.Entry<Integer, RecoveredLog> e : logs.entrySet()) {
+            coord.report(epoch, e.getKey(), report(e.getValue()));
+        }
+        Map<Integer, Coordination.RegionReport> reports = coord.reports(epoch);
+        if (reports.size() != cfg.regionCount()) {
+            throw new RecoveryException("LCP file incomplete: " + reports.size() + " of " + cfg.regionCount()
+                    + " regions reported");
+        }
+        long lcp = identifyLcp(reports);
+        Coordination.Lcp agreed = coord.putLcp(new Coordination.Lcp(epoch, lcp, lcpRoot(cfg, logs, lcp)));
+        Map<Integer, RegionSnapshot> regions = new TreeMap<>();
+        Map<Long, Hash> roots = new HashMap<>();
+        for (Map.Entry<Integer, RecoveredLog> e : logs.entrySet()) {
+            RegionSnapshot s = rebuildRegion(cfg, e.getValue(), agreed.seq(), e.getValue().old().generation() + 1);
+            regions.put(e.getKey(), s);
+            roots.put((long) e.getKey(), s.regionRoot(cfg.hash(), cfg.blockSize(), cfg.layout()));
+        }
+        Hash rebuilt = MerkleTree.rootFromRegionRoots(cfg.hash(), cfg.blockSize(), cfg.layout().volumeBlocks(),
+                cfg.layout().regionLevel(), roots);
+        if (!rebuilt.equals(agreed.root())) {
+            throw new RecoveryException("rebuildVolume: region roots give " + rebuilt + ", LCP root is "
+                    + agreed.root());
+        }
+        return new Rebuilt(agreed, regions);
+    }
+
+    /**
+     * What one replica of the new RRS does to consent: verify the recovered log independently,
+     * rebuild the region state itself, and sign TENTATIVE_CHECKPOINT(new generation, -1, seq, root).
+     * Three matching tentatives form the generation's first CHECKPOINT certificate.
+     */
+    public static Certificate endorse(ProtocolConfig cfg, Verifier verifier, NodeId clientId, Signer signer,
+                                      RrsConfig newConfig, RecoveredLog log, Coordination.Lcp lcp)
+            throws RecoveryException {
+        RegionLogRecovery.verify(cfg, verifier, clientId, log);
+        RegionSnapshot s = rebuildRegion(cfg, log, lcp.seq(), newConfig.generation());
+        return Certificate.sign(CertType.TENTATIVE_CHECKPOINT, new Statement.Checkpoint(newConfig.region(),
+                newConfig.generation(), -1, s.lastSeq(), s.regionRoot(cfg.hash(), cfg.blockSize(), cfg.layout())),
+                signer);
+    }
+}

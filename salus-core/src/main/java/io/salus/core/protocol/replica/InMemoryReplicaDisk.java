@@ -1,0 +1,64 @@
+package io.salus.core.protocol.replica;
+
+import java.util.HashMap;
+import java.util.Map;
+import java.util.TreeMap;
+
+/** A {@link ReplicaDisk} in memory (simulator, unit tests). Everything written is "synced". */
+public class InMemoryReplicaDisk implements ReplicaDisk {
+    protected final Map<Long, TreeMap<Long, byte[]>> logs = new HashMap<>();
+    protected final Map<String, RegionSnapshot> snapshots = new HashMap<>();
+
+    @Override
+    public void append(long generation, long index, byte[] entry) {
+        logs.computeIfAbsent(generation, g -> new TreeMap<>()).put(index, entry.clone());
+    }
+
+    @Override
+    public byte[] read(long generation, long index) {
+        TreeMap<Long, byte[]> l = logs.get(generation);
+        byte[] b = l == null ? null : l.get(index);
+        return b == null ? null : b.clone();
+    }
+
+    @Override
+    public long lastIndex(long generation) {
+        TreeMap<Long, byte[]> l = logs.get(generation);
+        return l == null || l.isEmpty() ? -1 : l.lastKey();
+    }
+
+    @Override
+    public void writeSnapshot(RegionSnapshot s) {
+        snapshots.put(s.generation() + ":" + s.throughIndex(), s);
+    }
+
+    @Override
+    public RegionSnapshot readSnapshot(long generation, long throughIndex) {
+        return snapshots.get(generation + ":" + throughIndex);
+    }
+
+    @Override
+    public void truncateLogPrefix(long generation, long throughIndex) {
+        TreeMap<Long, byte[]> l = logs.get(generation);
+        if (l != null) {
+            l.headMap(throughIndex, true).clear();
+        }
+    }
+
+    /** Fault injection: flips a byte of a stored entry (silent disk corruption). */
+    public boolean corruptEntry(long generation, long index, int byteOffset) {
+        TreeMap<Long, byte[]> l = logs.get(generation);
+        byte[] b = l == null ? null : l.get(index);
+        if (b == null || b.length == 0) {
+            return false;
+        }
+        b[Math.floorMod(byteOffset, b.length)] ^= 0x5a;
+        return true;
+    }
+
+    /** Fault injection: deletes all files (a faulty region server asking the NameNode to delete them). */
+    public void deleteAll() {
+        logs.clear();
+        snapshots.clear();
+    }
+}

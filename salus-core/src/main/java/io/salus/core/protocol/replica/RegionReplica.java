@@ -1,0 +1,709 @@
+package io.salus.core.protocol.replica;
+
+import io.salus.core.cert.CertType;
+import io.salus.core.cert.Certificate;
+import io.salus.core.cert.RegionId;
+import io.salus.core.cert.Statement;
+import io.salus.core.cert.Wire;
+import io.salus.core.crypto.NodeId;
+import io.salus.core.crypto.Signer;
+import io.salus.core.crypto.Verifier;
+import io.salus.core.merkle.Hash;
+import io.salus.core.merkle.InMemoryNodeStore;
+import io.salus.core.merkle.MerkleTree;
+import io.salus.core.merkle.VolumeRootRecord;
+import io.salus.core.protocol.Membership;
+import io.salus.core.protocol.Mutation;
+import io.salus.core.protocol.ProtocolConfig;
+import io.salus.core.protocol.RrsConfig;
+import io.salus.core.protocol.Transport;
+import io.salus.core.protocol.message.BatchInfo;
+import io.salus.core.protocol.message.Message;
+import io.salus.core.protocol.message.Put;
+import io.salus.core.protocol.message.SubBatch;
+import io.salus.core.protocol.recovery.Coordination;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+
+/**
+ * One region-server replica of an RRS (active storage, §3.3.2) and, for batches it leads, one
+ * replica of the replicated batch leader (pipelined commit, §3.3.1).
+ *
+ * <p>PUT path: validate the client signature, every data checksum and prevNum (out-of-order
+ * sub-batches wait for their predecessor); append to the own log on the colocated DataNode; forward
+ * down the chain; send TENTATIVE_LOG_ENTRY to the 3 DataNode stores and 2 witnesses; after 5 acks vote
+ * YES to the leader's replicas. Leader replicas decide COMMIT only with YES from all 3 replicas of
+ * every participant and the previous batch's COMMIT certificate; participants commit in log order
+ * on a COMMIT certificate (3 leader signatures) and send TENTATIVE_PUT_SUCCESS to the client.
+ *
+ * <p>Event-driven and single-threaded: the caller serialises {@link #receive} and {@link #tick}.
+ * All I/O goes through {@link Transport}, {@link ReplicaDisk} and {@link Coordination}.
+ */
+public final class RegionReplica {
+    /** Committed entries between flush/compaction checkpoints. */
+    public static final int CHECKPOINT_EVERY = 4;
+
+    private final ProtocolConfig cfg;
+    private final RrsConfig rrs;
+    private final RegionId regionId;
+    private final NodeId me;
+    private final NodeId clientId;
+    private final Signer signer;
+    private final Verifier verifier;
+    private final Membership membership;
+    private final Transport net;
+    private final ReplicaDisk disk;
+    private final Coordination coordination;
+    private final ReplicaHooks hooks;
+
+    // region state
+    private final Map<Long, byte[]> blocks = new HashMap<>();
+    private final MerkleTree tree;
+    private long appliedSeq;
+    private VolumeRootRecord rootRecord;
+    private long committedIndex;
+    private final TreeMap<Long, Hash> rootHistory = new TreeMap<>();
+
+    // log state
+    private long lastAcceptedSeq;
+    private long nextIndex;
+    private final Map<Long, SubBatch> waiting = new HashMap<>();
+    private final TreeMap<Long, Entry> entries = new TreeMap<>();
+    private final Map<Long, Long> indexByBatch = new HashMap<>();
+
+    // decisions
+    private final Map<Long, Map<NodeId, Certificate>> decisionTentatives = new HashMap<>();
+    private final Map<Long, Certificate> decisionCerts = new HashMap<>();
+    private final Map<Long, LeaderBatch> leading = new HashMap<>();
+    private final Map<Long, Certificate> myDecisions = new HashMap<>();
+    private final Map<Long, Set<NodeId>> decisionWaiters = new HashMap<>();
+
+    // GETs and checkpoints
+    private final List<PendingGet> pendingGets = new ArrayList<>();
+    private final Map<Long, Hash> snapshotRoots = new HashMap<>();
+    private final Map<Long, Long> snapshotSeqs = new HashMap<>();
+    private final Set<Long> proposals = new HashSet<>();
+    private final Map<Long, Map<NodeId, Certificate>> checkpointVotes = new HashMap<>();
+    private long checkpointedIndex;
+
+    private static final class Entry {
+        final long index;
+        final SubBatch sb;
+        final Hash digest;
+        final Set<NodeId> acks = new HashSet<>();
+        boolean voted;
+        boolean resolved;
+
+        Entry(long index, SubBatch sb, Hash digest) {
+            this.index = index;
+            this.sb = sb;
+            this.digest = digest;
+        }
+    }
+
+    private static final class LeaderBatch {
+        BatchInfo info;
+        final Map<Integer, Set<NodeId>> yes = new HashMap<>();
+        final Set<NodeId> voted = new HashSet<>();
+        boolean anyNo;
+    }
+
+    private record PendingGet(NodeId from, Message.GetRequest req) {
+    }
+
+    public RegionReplica(ProtocolConfig cfg, RrsConfig rrs, NodeId me, NodeId clientId, Signer signer,
+                         Verifier verifier, Membership membership, Transport net, ReplicaDisk disk,
+                         Coordination coordination, ReplicaHooks hooks, RegionSnapshot base) {
+        if (!rrs.replicas().contains(me)) {
+            throw new IllegalArgumentException(me + " is not a replica of " + rrs);
+        }
+        this.cfg = cfg;
+        this.rrs = rrs;
+        this.regionId = rrs.region();
+        this.me = me;
+        this.clientId = clientId;
+        this.signer = signer;
+        this.verifier = verifier;
+        this.membership = membership;
+        this.net = net;
+        this.disk = disk;
+        this.coordination = coordination;
+        this.hooks = hooks;
+        this.tree = cfg.layout().newRegionTree(cfg.hash(), cfg.blockSize(), new InMemoryNodeStore());
+        base.blocks().forEach((k, v) -> {
+            blocks.put(k, v.clone());
+            tree.putBlock(k, v);
+        });
+        this.appliedSeq = base.lastSeq();
+        this.lastAcceptedSeq = base.lastSeq();
+        this.rootRecord = base.rootRecord();
+        this.committedIndex = base.throughIndex();
+        this.checkpointedIndex = base.throughIndex();
+        this.nextIndex = base.throughIndex() + 1;
+        rootHistory.put(appliedSeq, tree.root());
+        snapshotRoots.put(base.throughIndex(), tree.root());
+        snapshotSeqs.put(base.throughIndex(), base.lastSeq());
+        // restart: entries on disk after the base are prepared; decisions are re-learned from leaders
+        for (long i = nextIndex; i <= disk.lastIndex(rrs.generation()); i++) {
+            byte[] b = disk.read(rrs.generation(), i);
+            if (b == null) {
+                break;
+            }
+            SubBatch sb;
+            try {
+                sb = SubBatch.decode(b);
+            } catch (IllegalArgumentException e) {
+                break; // corrupted local tail: stop; recovery repairs it from peers if needed
+            }
+            Entry e = new Entry(i, sb, cfg.hash().hash(b));
+            entries.put(i, e);
+            indexByBatch.put(sb.batchId(), i);
+            lastAcceptedSeq = sb.lastSeq();
+            nextIndex = i + 1;
+        }
+    }
+
+    // ------------------------------------------------------------------ accessors (tests, adapters)
+
+    public NodeId id() {
+        return me;
+    }
+
+    public RrsConfig config() {
+        return rrs;
+    }
+
+    public long appliedSeq() {
+        return appliedSeq;
+    }
+
+    public Hash regionRoot() {
+        return tree.root();
+    }
+
+    /** Region root after the sub-batch ending at {@code seq} was applied, or null if unknown. */
+    public Hash regionRootAt(long seq) {
+        return rootHistory.get(seq);
+    }
+
+    public VolumeRootRecord rootRecord() {
+        return rootRecord;
+    }
+
+    public long committedIndex() {
+        return committedIndex;
+    }
+
+    public byte[] block(long localIndex) {
+        byte[] b = blocks.get(localIndex);
+        return b == null ? new byte[cfg.blockSize()] : b.clone();
+    }
+
+    /** Leaf hashes of written blocks (for a client fetching the region subtree at mount). */
+    public Map<Long, Hash> leafHashes() {
+        Map<Long, Hash> m = new TreeMap<>();
+        blocks.keySet().forEach(k -> m.put(k, tree.leaf(k)));
+        return m;
+    }
+
+    /** The commit certificate this replica holds for a batch, or null. */
+    public Certificate decisionCertificate(long batchId) {
+        return decisionCerts.get(batchId);
+    }
+
+    public Map<Long, Certificate> decisionCertificates() {
+        return decisionCerts;
+    }
+
+    // ------------------------------------------------------------------ events
+
+    public void receive(NodeId from, Message m) {
+        if (m instanceof Message.SubBatchMsg s) {
+            onSubBatch(from, s.subBatch());
+        } else if (m instanceof Message.StoreAck a) {
+            onStoreAck(from, a);
+        } else if (m instanceof Message.BatchInfoMsg b) {
+            onBatchInfo(from, b.info());
+        } else if (m instanceof Message.Vote v) {
+            onVote(from, v);
+        } else if (m instanceof Message.DecisionRequest r) {
+            onDecisionRequest(from, r.batchId());
+        } else if (m instanceof Message.DecisionMsg d) {
+            onDecision(d.tentative());
+        } else if (m instanceof Message.GetRequest g) {
+            onGet(from, g);
+        } else if (m instanceof Message.CheckpointPropose p) {
+            onCheckpointPropose(from, p);
+        } else if (m instanceof Message.CheckpointVote v) {
+            onCheckpointVote(v.tentative());
+        }
+    }
+
+    /** Periodic retransmission (lost messages, restarted peers). Idempotent for every receiver. */
+    public void tick() {
+        for (Entry e : entries.values()) {
+            if (e.resolved) {
+                continue;
+            }
+            NodeId next = rrs.next(me);
+            if (next != null && hooks.forward(e.sb)) {
+                net.send(next, new Message.SubBatchMsg(e.sb));
+            }
+            if (!e.voted || e.acks.size() < 5 && !cfg.mutated(Mutation.SKIP_WITNESS_STORES)) {
+                sendTentative(e);
+            }
+            if (e.voted) {
+                sendVote(e, true);
+                for (NodeId l : leaderReplicas(e.sb.leaderRegion())) {
+                    net.send(l, new Message.DecisionRequest(e.sb.batchId()));
+                }
+            }
+        }
+        for (LeaderBatch lb : leading.values()) {
+            if (lb.info != null && lb.info.prevBatchId() >= 0 && !myDecisions.containsKey(lb.info.batchId())
+                    && !decisionCerts.containsKey(lb.info.prevBatchId())) {
+                requestPrevDecision(lb.info);
+            }
+        }
+        for (Long k : proposals) {
+            if (snapshotRoots.containsKey(k)) {
+                signCheckpoint(k);
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ PUT path (PC2, AS steps 1-3)
+
+    private boolean validSubBatch(NodeId from, SubBatch sb) {
+        if (!sb.volume().equals(cfg.volume()) || sb.region() != regionId.index()) {
+            return false;
+        }
+        boolean fromClient = from.equals(clientId);
+        int myPos = rrs.replicas().indexOf(me);
+        boolean fromPredecessor = myPos > 0 && rrs.replicas().get(myPos - 1).equals(from);
+        if (!(myPos == 0 ? fromClient || from.equals(me) : fromPredecessor)) {
+            return false;
+        }
+        if (sb.clientSig() == null || !verifier.verify(clientId, sb.signedBytes(), sb.clientSig())) {
+            return false;
+        }
+        long first = cfg.layout().firstBlock(regionId.index());
+        for (Put p : sb.puts()) {
+            if (p.block() < first || p.block() >= first + cfg.layout().blocksPerRegion()
+                    || p.block() >= cfg.layout().volumeBlocks() || p.data().length != cfg.blockSize()
+                    || !cfg.hash().leafHash(p.data()).equals(p.dataHash())) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private void onSubBatch(NodeId from, SubBatch sb) {
+        if (!validSubBatch(from, sb)) {
+            return; // corrupted or misrouted: the sender retransmits; persistent failure triggers recovery
+        }
+        Long existing = indexByBatch.get(sb.batchId());
+        if (existing != null) {
+            Entry e = entries.get(existing);
+            if (e != null && e.sb.equals(sb) && !e.resolved) {
+                NodeId next = rrs.next(me);
+                if (next != null && hooks.forward(sb)) {
+                    net.send(next, new Message.SubBatchMsg(sb));
+                }
+            }
+            return;
+        }
+        // the client signed the prevNum chain inside the sub-batch; a broken chain is a client fault
+        for (int i = 1; i < sb.puts().size(); i++) {
+            if (sb.puts().get(i).prevNum() != sb.puts().get(i - 1).seq()) {
+                voteNo(sb);
+                return;
+            }
+        }
+        long prev = sb.puts().get(0).prevNum();
+        if (!cfg.mutated(Mutation.SKIP_PREVNUM_CHECK)) {
+            if (prev > lastAcceptedSeq) {
+                waiting.putIfAbsent(prev, sb); // predecessor not here yet
+                return;
+            }
+            if (prev < lastAcceptedSeq) {
+                return; // stale or conflicting with an accepted PUT
+            }
+        }
+        accept(sb);
+        SubBatch nextSb;
+        while ((nextSb = waiting.remove(lastAcceptedSeq)) != null) {
+            if (!indexByBatch.containsKey(nextSb.batchId())) {
+                accept(nextSb);
+            }
+        }
+    }
+
+    private void accept(SubBatch sb) {
+        long idx = nextIndex++;
+        byte[] bytes = sb.encode();
+        Hash digest = cfg.hash().hash(bytes);
+        disk.append(rrs.generation(), idx, hooks.onDiskWrite(bytes));
+        lastAcceptedSeq = sb.lastSeq();
+        Entry e = new Entry(idx, sb, digest);
+        entries.put(idx, e);
+        indexByBatch.put(sb.batchId(), idx);
+        NodeId next = rrs.next(me);
+        if (next != null && hooks.forward(sb)) {
+            net.send(next, new Message.SubBatchMsg(sb));
+        }
+        if (hooks.earlyPutSuccess()) {
+            sendPutOutcome(e, true);
+        }
+        if (cfg.mutated(Mutation.SKIP_WITNESS_STORES) || hooks.earlyVote()) {
+            e.voted = true;
+            sendVote(e, hooks.voteYes(sb));
+        }
+        if (!cfg.mutated(Mutation.SKIP_WITNESS_STORES)) {
+            sendTentative(e);
+        }
+    }
+
+    private Certificate tentativeLogEntry(Entry e) {
+        Statement.LogEntry st = new Statement.LogEntry(regionId, rrs.generation(), e.index,
+                hooks.digestToSign(e.digest), e.sb.encode().length);
+        return Certificate.sign(CertType.TENTATIVE_LOG_ENTRY, st, signer);
+    }
+
+    private void sendTentative(Entry e) {
+        Certificate t = tentativeLogEntry(e);
+        for (NodeId h : rrs.metadataHolders()) {
+            if (!e.acks.contains(h)) {
+                net.send(h, new Message.LogCertMsg(t));
+            }
+        }
+    }
+
+    private void onStoreAck(NodeId from, Message.StoreAck a) {
+        if (a.region() != regionId.index() || a.generation() != rrs.generation()
+                || !rrs.metadataHolders().contains(from)) {
+            return;
+        }
+        Entry e = entries.get(a.index());
+        if (e == null) {
+            return;
+        }
+        e.acks.add(from);
+        if (e.acks.size() == 5 && !e.voted) {
+            e.voted = true;
+            sendVote(e, hooks.voteYes(e.sb));
+        }
+    }
+
+    /** Bytes a vote signature covers. */
+    public static byte[] voteBytes(long batchId, int region, long generation, boolean yes) {
+        return new Wire.Out().u8(0x56).i64(batchId).i32(region).i64(generation).u8(yes ? 1 : 0).toByteArray();
+    }
+
+    private void sendVote(Entry e, boolean yes) {
+        byte[] sig = signer.sign(voteBytes(e.sb.batchId(), regionId.index(), rrs.generation(), yes));
+        Message.Vote v = new Message.Vote(e.sb.batchId(), regionId.index(), rrs.generation(), yes, sig);
+        for (NodeId l : leaderReplicas(e.sb.leaderRegion())) {
+            net.send(l, v);
+        }
+    }
+
+    private void voteNo(SubBatch sb) {
+        byte[] sig = signer.sign(voteBytes(sb.batchId(), regionId.index(), rrs.generation(), false));
+        Message.Vote v = new Message.Vote(sb.batchId(), regionId.index(), rrs.generation(), false, sig);
+        for (NodeId l : leaderReplicas(sb.leaderRegion())) {
+            net.send(l, v);
+        }
+    }
+
+    private List<NodeId> leaderReplicas(int leaderRegion) {
+        if (leaderRegion < 0 || leaderRegion >= cfg.regionCount()) {
+            return List.of();
+        }
+        return membership.current(leaderRegion).replicas();
+    }
+
+    // ------------------------------------------------------------------ batch leader role (PC3)
+
+    private void onBatchInfo(NodeId from, BatchInfo info) {
+        if (!from.equals(clientId) || !info.volume().equals(cfg.volume()) || info.clientSig() == null
+                || !verifier.verify(clientId, info.signedBytes(), info.clientSig())) {
+            return;
+        }
+        LeaderBatch lb = leading.computeIfAbsent(info.batchId(), k -> new LeaderBatch());
+        if (lb.info != null) {
+            return;
+        }
+        lb.info = info;
+        if (info.prevBatchId() >= 0 && !cfg.mutated(Mutation.COMMIT_WITHOUT_CONFIRMATION)) {
+            requestPrevDecision(info);
+        }
+        tryDecide(lb);
+    }
+
+    private void requestPrevDecision(BatchInfo info) {
+        for (NodeId l : leaderReplicas(info.prevLeaderRegion())) {
+            net.send(l, new Message.DecisionRequest(info.prevBatchId()));
+        }
+    }
+
+    private void onVote(NodeId from, Message.Vote v) {
+        if (v.region() < 0 || v.region() >= cfg.regionCount()) {
+            return;
+        }
+        RrsConfig voterRrs = membership.current(v.region());
+        if (voterRrs.generation() != v.generation() || !voterRrs.replicas().contains(from)
+                || !verifier.verify(from, voteBytes(v.batchId(), v.region(), v.generation(), v.yes()), v.signature())) {
+            return;
+        }
+        LeaderBatch lb = leading.computeIfAbsent(v.batchId(), k -> new LeaderBatch());
+        if (!lb.voted.add(from)) {
+            return;
+        }
+        if (v.yes()) {
+            lb.yes.computeIfAbsent(v.region(), k -> new HashSet<>()).add(from);
+        } else {
+            lb.anyNo = true;
+        }
+        tryDecide(lb);
+    }
+
+    private void tryDecide(LeaderBatch lb) {
+        BatchInfo info = lb.info;
+        if (info == null || myDecisions.containsKey(info.batchId())) {
+            return;
+        }
+        Boolean commit = null;
+        if (lb.anyNo) {
+            commit = false;
+        } else {
+            boolean prevOk = true;
+            if (info.prevBatchId() >= 0 && !cfg.mutated(Mutation.COMMIT_WITHOUT_CONFIRMATION)) {
+                Certificate prev = decisionCerts.get(info.prevBatchId());
+                if (prev == null) {
+                    prevOk = false;
+                } else if (prev.type() == CertType.ABORT) {
+                    commit = false;
+                }
+            }
+            if (commit == null && prevOk) {
+                boolean all = true;
+                for (int p : info.participants()) {
+                    Set<NodeId> y = lb.yes.get(p);
+                    int need = cfg.mutated(Mutation.TWO_OF_THREE_CONSENT) ? 2 : 3;
+                    if (y == null || y.size() < need) {
+                        all = false;
+                        break;
+                    }
+                }
+                if (all) {
+                    commit = true;
+                }
+            }
+        }
+        if (commit == null) {
+            return;
+        }
+        Statement.Decision st = new Statement.Decision(commit, cfg.volume(), info.batchId(), info.firstSeq(),
+                info.lastSeq(), regionId);
+        Certificate t = Certificate.sign(commit ? CertType.TENTATIVE_COMMIT : CertType.TENTATIVE_ABORT, st, signer);
+        myDecisions.put(info.batchId(), t);
+        Set<NodeId> to = new HashSet<>();
+        for (int p : info.participants()) {
+            if (p >= 0 && p < cfg.regionCount()) {
+                to.addAll(membership.current(p).replicas());
+            }
+        }
+        to.addAll(decisionWaiters.getOrDefault(info.batchId(), Set.of()));
+        for (NodeId n : to) {
+            net.send(n, new Message.DecisionMsg(t));
+        }
+    }
+
+    private void onDecisionRequest(NodeId from, long batchId) {
+        Certificate d = myDecisions.get(batchId);
+        if (d != null) {
+            net.send(from, new Message.DecisionMsg(d));
+        } else {
+            decisionWaiters.computeIfAbsent(batchId, k -> new HashSet<>()).add(from);
+        }
+    }
+
+    private void onDecision(Certificate t) {
+        if (t.type() != CertType.TENTATIVE_COMMIT && t.type() != CertType.TENTATIVE_ABORT) {
+            return;
+        }
+        Statement.Decision st = t.statement(Statement.Decision.class);
+        int leader = st.leader().index();
+        if (!st.volume().equals(cfg.volume()) || leader < 0 || leader >= cfg.regionCount()
+                || !t.verify(verifier, membership.current(leader).replicaSet())) {
+            return;
+        }
+        if (decisionCerts.containsKey(st.batchId())) {
+            return;
+        }
+        Map<NodeId, Certificate> m = decisionTentatives.computeIfAbsent(st.batchId(), k -> new HashMap<>());
+        m.putIfAbsent(t.signatures().get(0).signer(), t);
+        List<Certificate> matching = new ArrayList<>();
+        for (Certificate c : m.values()) {
+            if (c.type() == t.type() && c.statement().equals(st)) {
+                matching.add(c);
+            }
+        }
+        if (matching.size() < 3) {
+            return;
+        }
+        Certificate cert = Certificate.combine(matching);
+        decisionCerts.put(st.batchId(), cert);
+        decisionTentatives.remove(st.batchId());
+        for (LeaderBatch lb : new ArrayList<>(leading.values())) {
+            if (lb.info != null && lb.info.prevBatchId() == st.batchId()) {
+                tryDecide(lb);
+            }
+        }
+        tryCommit();
+    }
+
+    // ------------------------------------------------------------------ commit (AS step 4)
+
+    private void tryCommit() {
+        while (true) {
+            Entry e = entries.get(committedIndex + 1);
+            if (e == null) {
+                return;
+            }
+            Certificate d = decisionCerts.get(e.sb.batchId());
+            if (d == null) {
+                return;
+            }
+            Statement.Decision st = d.statement(Statement.Decision.class);
+            if (st.firstSeq() > e.sb.firstSeq() || st.lastSeq() < e.sb.lastSeq()
+                    || st.leader().index() != e.sb.leaderRegion()) {
+                return; // decision does not cover this sub-batch: wait for recovery
+            }
+            committedIndex++;
+            e.resolved = true;
+            if (d.type() == CertType.COMMIT) {
+                apply(e);
+                sendPutOutcome(e, true);
+            } else {
+                sendPutOutcome(e, false);
+            }
+        }
+    }
+
+    private void apply(Entry e) {
+        long first = cfg.layout().firstBlock(regionId.index());
+        for (Put p : e.sb.puts()) {
+            long local = p.block() - first;
+            blocks.put(local, p.data().clone());
+            tree.putBlock(local, p.data());
+            rootRecord = rootRecord.newer(new VolumeRootRecord(p.volumeRoot(), p.seq()));
+        }
+        appliedSeq = e.sb.lastSeq();
+        rootHistory.put(appliedSeq, tree.root());
+        serveGets();
+        if ((e.index + 1) % CHECKPOINT_EVERY == 0) {
+            flush(e.index);
+        }
+    }
+
+    private void sendPutOutcome(Entry e, boolean success) {
+        Statement.PutOutcome st = new Statement.PutOutcome(success, regionId, e.sb.batchId(), e.sb.firstSeq(),
+                e.sb.lastSeq(), e.index, e.digest);
+        net.send(clientId, new Message.PutReply(Certificate.sign(
+                success ? CertType.TENTATIVE_PUT_SUCCESS : CertType.TENTATIVE_PUT_FAILED, st, signer)));
+    }
+
+    // ------------------------------------------------------------------ GET (§3.3.3)
+
+    private void onGet(NodeId from, Message.GetRequest g) {
+        if (g.block() < 0 || g.block() >= cfg.layout().volumeBlocks()
+                || cfg.layout().regionOf(g.block()) != regionId.index()) {
+            return;
+        }
+        pendingGets.add(new PendingGet(from, g));
+        serveGets();
+    }
+
+    private void serveGets() {
+        pendingGets.removeIf(p -> {
+            if (appliedSeq < p.req.prevNum()) {
+                return false;
+            }
+            long local = cfg.layout().localIndex(p.req.block());
+            net.send(p.from, new Message.GetReply(p.req.requestId(), p.req.block(), hooks.onGetReply(block(local)),
+                    appliedSeq, tree.proof(local, tree.depth())));
+            return true;
+        });
+    }
+
+    // ------------------------------------------------------------------ flush / compaction consent
+
+    private void flush(long index) {
+        RegionSnapshot s = new RegionSnapshot(rrs.generation(), index, appliedSeq, blocks, rootRecord);
+        disk.writeSnapshot(s);
+        snapshotRoots.put(index, tree.root());
+        snapshotSeqs.put(index, appliedSeq);
+        if (me.equals(rrs.primary())) {
+            for (NodeId r : rrs.replicas()) {
+                net.send(r, new Message.CheckpointPropose(regionId.index(), rrs.generation(), index));
+            }
+        }
+        if (proposals.contains(index)) {
+            signCheckpoint(index);
+        }
+    }
+
+    private void onCheckpointPropose(NodeId from, Message.CheckpointPropose p) {
+        // deterministic criterion: only at the fixed flush interval, only from our primary
+        if (!from.equals(rrs.primary()) || p.region() != regionId.index() || p.generation() != rrs.generation()
+                || (p.throughIndex() + 1) % CHECKPOINT_EVERY != 0 || p.throughIndex() <= checkpointedIndex) {
+            return;
+        }
+        proposals.add(p.throughIndex());
+        if (snapshotRoots.containsKey(p.throughIndex())) {
+            signCheckpoint(p.throughIndex());
+        }
+    }
+
+    private void signCheckpoint(long index) {
+        Statement.Checkpoint st = new Statement.Checkpoint(regionId, rrs.generation(), index,
+                snapshotSeqs.get(index), snapshotRoots.get(index));
+        Certificate t = Certificate.sign(CertType.TENTATIVE_CHECKPOINT, st, signer);
+        for (NodeId r : rrs.replicas()) {
+            net.send(r, new Message.CheckpointVote(t));
+        }
+    }
+
+    private void onCheckpointVote(Certificate t) {
+        if (t.type() != CertType.TENTATIVE_CHECKPOINT || !t.verify(verifier, rrs.replicaSet())) {
+            return;
+        }
+        Statement.Checkpoint st = t.statement(Statement.Checkpoint.class);
+        if (!st.region().equals(regionId) || st.generation() != rrs.generation()
+                || st.throughIndex() <= checkpointedIndex) {
+            return;
+        }
+        Map<NodeId, Certificate> m = checkpointVotes.computeIfAbsent(st.throughIndex(), k -> new HashMap<>());
+        m.putIfAbsent(t.signatures().get(0).signer(), t);
+        List<Certificate> matching = new ArrayList<>();
+        for (Certificate c : m.values()) {
+            if (c.statement().equals(st)) {
+                matching.add(c);
+            }
+        }
+        if (matching.size() == 3) {
+            coordination.putCheckpoint(Certificate.combine(matching));
+            checkpointedIndex = st.throughIndex();
+            proposals.removeIf(k -> k <= st.throughIndex());
+            checkpointVotes.keySet().removeIf(k -> k <= st.throughIndex());
+            disk.truncateLogPrefix(rrs.generation(), st.throughIndex()); // GC only after the certificate
+        }
+    }
+}

@@ -1,0 +1,49 @@
+package io.salus.core.protocol.replica;
+
+import io.salus.core.merkle.Hash;
+import io.salus.core.protocol.message.SubBatch;
+
+/**
+ * Fault-injection points of a replica, used by the simulator to model commission failures (memory
+ * corruption, signing wrong data, reordering/withholding, corrupt GET replies). {@link #NONE} is the
+ * correct behaviour and the only one production code uses.
+ */
+public interface ReplicaHooks {
+    ReplicaHooks NONE = new ReplicaHooks() {
+    };
+
+    /** Bytes actually written to the DataNode for a log entry. */
+    default byte[] onDiskWrite(byte[] entry) {
+        return entry;
+    }
+
+    /** Digest put in the replica's TENTATIVE_LOG_ENTRY. */
+    default Hash digestToSign(Hash digest) {
+        return digest;
+    }
+
+    /** Whether to forward the sub-batch down the chain now. */
+    default boolean forward(SubBatch sb) {
+        return true;
+    }
+
+    /** Whether to vote YES (a faulty replica may withhold or vote NO). */
+    default boolean voteYes(SubBatch sb) {
+        return true;
+    }
+
+    /** If true the replica votes YES right after logging, without waiting for the 5 store acks. */
+    default boolean earlyVote() {
+        return false;
+    }
+
+    /** Data returned in a GET reply. */
+    default byte[] onGetReply(byte[] data) {
+        return data;
+    }
+
+    /** If true the replica sends TENTATIVE_PUT_SUCCESS as soon as it logs (before the decision). */
+    default boolean earlyPutSuccess() {
+        return false;
+    }
+}
