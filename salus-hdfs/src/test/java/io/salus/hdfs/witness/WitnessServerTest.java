@@ -1,0 +1,210 @@
+package io.salus.hdfs.witness;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.net.Socket;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+
+import io.salus.core.cert.CertType;
+import io.salus.core.cert.Certificate;
+import io.salus.core.cert.RegionId;
+import io.salus.core.cert.Statement;
+import io.salus.core.crypto.KeyDirectory;
+import io.salus.core.crypto.NodeId;
+import io.salus.core.crypto.NodeKeys;
+import io.salus.core.crypto.SignatureScheme;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The witness protocol end to end over loopback TCP, with Ed25519 signatures. */
+class WitnessServerTest {
+  private static final RegionId R = new RegionId("vol", 0);
+  private final Certs certs = new Certs(SignatureScheme.ED25519);
+
+  @TempDir
+  Path dir;
+  private WitnessNode node;
+
+  @BeforeEach
+  void start() throws Exception {
+    node = WitnessDaemon.start(WitnessNode.Settings.of(dir.resolve("w"), 0)
+        .withTrust(certs.trust()).withNodeId("w1").withLimits(4, 8));
+  }
+
+  @AfterEach
+  void stop() throws Exception {
+    node.close();
+  }
+
+  @Test
+  void threeTentativesBecomeADurableLogEntryAndQueriesAnswer() throws Exception {
+    Statement.LogEntry st = Certs.entry(R, 0, 0);
+    try (WitnessClient c = WitnessClient.connect(node.address())) {
+      assertEquals(WitnessClient.OfferResult.PENDING, c.offer(certs.tentative(0, st)));
+      assertEquals(WitnessClient.OfferResult.PENDING, c.offer(certs.tentative(2, st)));
+      assertEquals(WitnessClient.OfferResult.STORED, c.offer(certs.tentative(1, st)));
+      assertEquals(WitnessClient.OfferResult.STORED, c.offer(certs.tentative(1, st)), "repeat");
+
+      Certificate got = c.query(R, 0, 0);
+      assertEquals(CertType.LOG_ENTRY, got.type());
+      assertEquals(st, got.statement());
+      got.verifyOrThrow(certs.trust().keys(), certs.trust().members(R));
+
+      // Index 1 holds nothing: the witness signs NO_NEXT_ENTRY with its own key.
+      WitnessClient.Identity id = c.identity();
+      assertEquals(NodeId.of("w1"), id.id());
+      Certificate none = c.query(R, 0, 1);
+      assertEquals(CertType.NO_NEXT_ENTRY, none.type());
+      assertEquals(new Statement.NoNextEntry(R, 0, 1), none.statement());
+      KeyDirectory witnessKeys = new KeyDirectory(SignatureScheme.ED25519)
+          .register(id.id(), id.verificationKey());
+      none.verifyOrThrow(witnessKeys, Set.of(id.id()));
+    }
+    // The entry is durable: it is still there after the witness restarts.
+    node.close();
+    node = WitnessDaemon.start(WitnessNode.Settings.of(dir.resolve("w"), 0)
+        .withTrust(certs.trust()).withNodeId("w1"));
+    try (WitnessClient c = WitnessClient.connect(node.address())) {
+      assertEquals(st, c.query(R, 0, 0).statement());
+    }
+  }
+
+  @Test
+  void badCertificatesAreRejectedWithAReason() throws Exception {
+    Statement.LogEntry st = Certs.entry(R, 0, 5);
+    NodeKeys stranger = NodeKeys.deterministic(SignatureScheme.ED25519, NodeId.of("rs9"), 1);
+    try (WitnessClient c = WitnessClient.connect(node.address())) {
+      WitnessClient.WitnessException e = assertThrows(WitnessClient.WitnessException.class,
+          () -> c.offer(Certificate.sign(CertType.TENTATIVE_LOG_ENTRY, st, stranger.signer())));
+      assertTrue(e.rejected() && e.getMessage().contains("rs9"), e.getMessage());
+
+      // A forged signature: rs0's name, someone else's key.
+      NodeKeys forger = NodeKeys.deterministic(SignatureScheme.ED25519, NodeId.of("rs0"), 999);
+      e = assertThrows(WitnessClient.WitnessException.class,
+          () -> c.offer(Certificate.sign(CertType.TENTATIVE_LOG_ENTRY, st, forger.signer())));
+      assertTrue(e.getMessage().contains("bad signature"), e.getMessage());
+
+      byte[] garbage = certs.tentative(0, st).encode();
+      garbage[1] = 99; // unknown certificate type
+      e = assertThrows(WitnessClient.WitnessException.class, () -> c.offerBytes(garbage));
+      assertEquals(WitnessProtocol.ST_BAD_REQUEST, e.status());
+      assertTrue(e.getMessage().contains("unknown certificate type"), e.getMessage());
+
+      // A different LOG_ENTRY for a taken slot is refused; the first one stays.
+      assertEquals(WitnessClient.OfferResult.STORED, c.offer(certs.logEntry(st)));
+      Statement.LogEntry other = new Statement.LogEntry(R, 0, 5, st.digest(), st.length() + 1);
+      e = assertThrows(WitnessClient.WitnessException.class, () -> c.offer(certs.logEntry(other)));
+      assertTrue(e.getMessage().contains("already holds"), e.getMessage());
+      assertEquals(st, c.query(R, 0, 5).statement());
+      // The connection is still usable after errors.
+      assertEquals(CertType.NO_NEXT_ENTRY, c.query(R, 0, 6).type());
+    }
+  }
+
+  @Test
+  void checkpointCertificateTruncatesThePrefix() throws Exception {
+    try (WitnessClient c = WitnessClient.connect(node.address())) {
+      for (long i = 0; i < 10; i++) {
+        c.offer(certs.logEntry(Certs.entry(R, 0, i)));
+      }
+      c.truncate(certs.checkpoint(R, 0, 6));
+      assertEquals(CertType.NO_NEXT_ENTRY, c.query(R, 0, 6).type());
+      assertEquals(CertType.LOG_ENTRY, c.query(R, 0, 7).type());
+      // A checkpoint with only a tentative signature is not enough.
+      Statement.Checkpoint cp = new Statement.Checkpoint(R, 0, 9, 0,
+          io.salus.core.merkle.Hash.of(new byte[32]));
+      Certificate weak = Certificate.sign(CertType.TENTATIVE_CHECKPOINT, cp,
+          certs.replicas.get(0).signer());
+      assertThrows(WitnessClient.WitnessException.class, () -> c.truncate(weak));
+      assertEquals(CertType.LOG_ENTRY, c.query(R, 0, 9).type());
+    }
+  }
+
+  @Test
+  void manyLogsInParallelWithBoundedConnections() throws Exception {
+    ExecutorService pool = Executors.newFixedThreadPool(4);
+    try {
+      List<Future<Integer>> fs = new ArrayList<>();
+      for (int t = 0; t < 4; t++) {
+        RegionId r = new RegionId("par", t);
+        fs.add(pool.submit(() -> {
+          int stored = 0;
+          try (WitnessClient c = WitnessClient.connect(node.address())) {
+            for (long i = 0; i < 50; i++) {
+              if (c.offer(certs.logEntry(Certs.entry(r, 0, i)))
+                  == WitnessClient.OfferResult.STORED) {
+                stored++;
+              }
+            }
+          }
+          return stored;
+        }));
+      }
+      for (Future<Integer> f : fs) {
+        assertEquals(50, f.get());
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+    WitnessStoreStats st = node.store().stats();
+    assertEquals(200, st.records());
+    assertTrue(st.fsyncs() >= 1 && st.fsyncs() <= 200, "fsyncs " + st.fsyncs());
+    assertTrue(st.bytes() > 200 * 100);
+    // Connection limit (4): with 4 idle connections open, the 5th is told BUSY.
+    List<WitnessClient> open = new ArrayList<>();
+    try {
+      for (int i = 0; i < 4; i++) {
+        // Threads of the connections closed above may take a moment to return to the pool.
+        for (int attempt = 0; ; attempt++) {
+          WitnessClient c = WitnessClient.connect(node.address());
+          try {
+            c.identity(); // make sure it is being served
+            open.add(c);
+            break;
+          } catch (WitnessClient.WitnessException busy) {
+            c.close();
+            assertTrue(attempt < 100, "connection slots never freed up");
+            Thread.sleep(50);
+          }
+        }
+      }
+      try (Socket s = new Socket(node.address().getAddress(), node.address().getPort())) {
+        s.setSoTimeout(10_000);
+        WitnessProtocol.Frame f = WitnessProtocol.read(new DataInputStream(s.getInputStream()),
+            1 << 20);
+        assertEquals(WitnessProtocol.ST_BUSY, f.code());
+        assertTrue(WitnessClient.readMessage(f.body()).contains("max-connections"));
+      }
+    } finally {
+      for (WitnessClient c : open) {
+        c.close();
+      }
+    }
+  }
+
+  @Test
+  void malformedFramesGetBadRequest() throws Exception {
+    try (Socket s = new Socket(node.address().getAddress(), node.address().getPort())) {
+      s.setSoTimeout(10_000);
+      DataOutputStream out = new DataOutputStream(s.getOutputStream());
+      out.writeInt(Integer.MAX_VALUE); // absurd frame length
+      out.flush();
+      WitnessProtocol.Frame f = WitnessProtocol.read(new DataInputStream(s.getInputStream()),
+          1 << 20);
+      assertEquals(WitnessProtocol.ST_BAD_REQUEST, f.code());
+      assertTrue(WitnessClient.readMessage(f.body()).contains("frame length"));
+    }
+  }
+}
