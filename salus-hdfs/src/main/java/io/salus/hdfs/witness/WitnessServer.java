@@ -230,7 +230,7 @@ public final class WitnessServer implements Closeable {
       }
     } catch (IllegalArgumentException e) { // includes CertificateFormatException
       WitnessProtocol.write(out, WitnessProtocol.ST_BAD_REQUEST, id, message(e.getMessage()));
-    } catch (RuntimeException e) {
+    } catch (RuntimeException | LinkageError e) {
       LOG.error("witness request {} op {} failed", id, f.code(), e);
       WitnessProtocol.write(out, WitnessProtocol.ST_ERROR, id, message(String.valueOf(e)));
     }

@@ -96,7 +96,8 @@ public final class WitnessService {
 
   private WitnessLog log(RegionId region) {
     return logs.computeIfAbsent(region,
-        r -> new WitnessLog(keys.signer(), trust.keys(), deferred, trust::members));
+        r -> new WitnessLog(keys.signer(), trust.keys(), deferred,
+            (reg, generation) -> trust.members(reg)));
   }
 
   /** Handles an OFFER of encoded TENTATIVE_LOG_ENTRY / LOG_ENTRY certificate bytes. */
