@@ -52,6 +52,24 @@ public final class ByteRangeIo {
     });
   }
 
+  /** Reads into {@code dst} (advancing its position by {@code length}). */
+  public CompletableFuture<Void> readInto(long offset, int length, java.nio.ByteBuffer dst) {
+    if (offset % bs == 0 && length % bs == 0) {
+      return volume.readInto(offset / bs, length / bs, dst);
+    }
+    return read(offset, length).thenAccept(dst::put);
+  }
+
+  /** Writes {@code data} (position to limit); the buffer is consumed before this returns. */
+  public CompletableFuture<Void> write(long offset, java.nio.ByteBuffer data, boolean fua) {
+    if (offset % bs == 0 && data.remaining() % bs == 0) {
+      return volume.write(offset / bs, data, fua);
+    }
+    byte[] b = new byte[data.remaining()];
+    data.get(b);
+    return write(offset, b, fua);
+  }
+
   public CompletableFuture<Void> write(long offset, byte[] data, boolean fua) {
     if (offset % bs == 0 && data.length % bs == 0) {
       return volume.write(offset / bs, data, fua);

@@ -6,14 +6,14 @@ import io.salus.blockdriver.metrics.BlockDriverMetrics;
 import io.salus.blockdriver.volume.BlockCorruptedException;
 import io.salus.blockdriver.volume.Volume;
 import io.salus.blockdriver.volume.VolumeException;
-import java.io.BufferedInputStream;
-import java.io.BufferedOutputStream;
-import java.io.DataInputStream;
-import java.io.DataOutputStream;
 import java.io.EOFException;
 import java.io.IOException;
-import java.net.Socket;
-import java.net.SocketTimeoutException;
+import java.net.SocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -39,14 +39,23 @@ final class NbdConnection implements Runnable {
   private static final int MAX_IN_FLIGHT_BYTES = 128 << 20;
   private static final int HANDSHAKE_TIMEOUT_MS = 30_000;
 
-  private final Socket socket;
+  private static final ScheduledExecutorService TIMERS =
+      Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "nbd-handshake-timer");
+        t.setDaemon(true);
+        return t;
+      });
+
+  private final SocketChannel channel;
+  private final SocketAddress remote;
+  private final BufferPool pool;
   private final NbdExports exports;
   private final ExecutorService rmwExecutor;
   private final BlockDriverMetrics metrics;
   private final Runnable onClose;
 
-  private DataInputStream in;
-  private DataOutputStream out;
+  private ChannelIn in;
+  private ChannelOut out;
   private final Object writeLock = new Object();
   private volatile boolean outputBroken;
   private boolean structured;
@@ -59,9 +68,17 @@ final class NbdConnection implements Runnable {
   private final Semaphore inFlightBytes = new Semaphore(MAX_IN_FLIGHT_BYTES);
   private final AtomicInteger outstanding = new AtomicInteger();
 
-  NbdConnection(Socket socket, NbdExports exports, ExecutorService rmwExecutor,
-      BlockDriverMetrics metrics, Runnable onClose) {
-    this.socket = socket;
+  NbdConnection(SocketChannel channel, NbdExports exports, ExecutorService rmwExecutor,
+      BufferPool pool, BlockDriverMetrics metrics, Runnable onClose) {
+    this.channel = channel;
+    SocketAddress r = null;
+    try {
+      r = channel.getRemoteAddress();
+    } catch (IOException ignored) {
+      // unknown
+    }
+    this.remote = r;
+    this.pool = pool;
     this.exports = exports;
     this.rmwExecutor = rmwExecutor;
     this.metrics = metrics;
@@ -79,24 +96,31 @@ final class NbdConnection implements Runnable {
   public void run() {
     readerThread = Thread.currentThread();
     try {
-      socket.setTcpNoDelay(true);
-      socket.setSoTimeout(HANDSHAKE_TIMEOUT_MS);
-      in = new DataInputStream(new BufferedInputStream(socket.getInputStream(), 256 * 1024));
-      out = new DataOutputStream(new BufferedOutputStream(socket.getOutputStream(), 256 * 1024));
-      Volume volume = handshake();
+      channel.socket().setTcpNoDelay(true);
+      in = new ChannelIn(channel, 256 * 1024);
+      out = new ChannelOut(channel, 256 * 1024);
+      ScheduledFuture<?> timeout = TIMERS.schedule(() -> {
+        metrics.handshakeFailures.increment();
+        closeQuietly();
+      }, HANDSHAKE_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+      Volume volume;
+      try {
+        volume = handshake();
+      } finally {
+        timeout.cancel(false);
+      }
       if (volume == null) {
         return;
       }
-      socket.setSoTimeout(0);
       transmission(new ByteRangeIo(volume, rmwExecutor, metrics));
     } catch (Disconnect d) {
-      LOG.debug("NBD connection {} closed: {}", socket.getRemoteSocketAddress(), d.getMessage());
-    } catch (EOFException | SocketTimeoutException e) {
-      LOG.debug("NBD client {} went away: {}", socket.getRemoteSocketAddress(), e.toString());
+      LOG.debug("NBD connection {} closed: {}", remote, d.getMessage());
+    } catch (EOFException e) {
+      LOG.debug("NBD client {} went away: {}", remote, e.toString());
     } catch (IOException e) {
-      LOG.debug("NBD connection {} I/O error: {}", socket.getRemoteSocketAddress(), e.toString());
+      LOG.debug("NBD connection {} I/O error: {}", remote, e.toString());
     } catch (RuntimeException e) {
-      LOG.warn("NBD connection {} failed", socket.getRemoteSocketAddress(), e);
+      LOG.warn("NBD connection {} failed", remote, e);
     } finally {
       drain();
       closeQuietly();
@@ -106,7 +130,7 @@ final class NbdConnection implements Runnable {
 
   void closeQuietly() {
     try {
-      socket.close();
+      channel.close();
     } catch (IOException ignored) {
       // closing
     }
@@ -297,16 +321,7 @@ final class NbdConnection implements Runnable {
   }
 
   private void skip(long n) throws IOException {
-    while (n > 0) {
-      long s = in.skip(n);
-      if (s <= 0) {
-        if (in.read() < 0) {
-          throw new EOFException();
-        }
-        s = 1;
-      }
-      n -= s;
-    }
+    in.skip(n);
   }
 
   // ---------------------------------------------------------------- transmission
@@ -315,7 +330,7 @@ final class NbdConnection implements Runnable {
     Volume volume = io.volume();
     long size = volume.sizeInBytes();
     while (true) {
-      if (in.available() == 0) {
+      if (in.buffered() == 0) {
         flushPendingReplies();
       }
       int magic = in.readInt();
@@ -336,16 +351,31 @@ final class NbdConnection implements Runnable {
           flushPendingReplies();
           throw new Disconnect("oversized write payload " + length);
         }
-        byte[] data = new byte[(int) length];
-        in.readFully(data);
+        ByteBuffer data = pool.get((int) length);
+        try {
+          in.readFully(data);
+        } catch (IOException e) {
+          pool.release(data);
+          throw e;
+        }
+        data.flip();
         int err = checkRange(flags, CMD_FLAG_FUA, offset, length, size, ENOSPC);
         if (err != 0) {
+          pool.release(data);
+          metrics.malformedRequests.increment();
           reply(handle, err, "bad WRITE request");
           continue;
         }
         metrics.writes.increment();
         metrics.bytesWritten.add(length);
-        submit(handle, (int) length, io.write(offset, data, (flags & CMD_FLAG_FUA) != 0));
+        CompletableFuture<Void> wf;
+        try {
+          wf = io.write(offset, data, (flags & CMD_FLAG_FUA) != 0);
+        } catch (RuntimeException e) {
+          wf = CompletableFuture.failedFuture(e);
+        }
+        pool.release(data); // volumes consume the buffer before write() returns
+        submit(handle, (int) length, wf);
         continue;
       }
       switch (type) {
@@ -361,20 +391,23 @@ final class NbdConnection implements Runnable {
           metrics.bytesRead.add(length);
           acquire((int) length);
           final long off = offset;
-          CompletableFuture<byte[]> f;
+          ByteBuffer buf = pool.get((int) length);
+          CompletableFuture<Void> f;
           try {
-            f = io.read(offset, (int) length);
+            f = io.readInto(offset, (int) length, buf);
           } catch (RuntimeException e) {
             f = CompletableFuture.failedFuture(e);
           }
-          f.whenComplete((data, t) -> {
+          f.whenComplete((v, t) -> {
             try {
               if (t == null) {
-                readReply(handle, off, data);
+                buf.flip();
+                readReply(handle, off, buf);
               } else {
                 reply(handle, errno(t), message(t));
               }
             } finally {
+              pool.release(buf);
               release((int) length);
             }
           });
@@ -505,7 +538,7 @@ final class NbdConnection implements Runnable {
 
   // ---------------------------------------------------------------- replies
 
-  private void readReply(long handle, long offset, byte[] data) {
+  private void readReply(long handle, long offset, ByteBuffer data) {
     synchronized (writeLock) {
       if (outputBroken) {
         return;
@@ -516,7 +549,7 @@ final class NbdConnection implements Runnable {
           out.writeShort(REPLY_FLAG_DONE);
           out.writeShort(REPLY_TYPE_OFFSET_DATA);
           out.writeLong(handle);
-          out.writeInt(8 + data.length);
+          out.writeInt(8 + data.remaining());
           out.writeLong(offset);
         } else {
           out.writeInt(SIMPLE_REPLY_MAGIC);
@@ -575,7 +608,7 @@ final class NbdConnection implements Runnable {
 
   /** Replies produced on the reader thread are batched until it is about to block. */
   private void afterReply() throws IOException {
-    if (Thread.currentThread() == readerThread) {
+    if (Thread.currentThread() == readerThread && in.buffered() > 0) {
       pendingFlush = true;
     } else {
       out.flush();
@@ -597,7 +630,7 @@ final class NbdConnection implements Runnable {
 
   private void broken(IOException e) {
     outputBroken = true;
-    LOG.debug("NBD reply to {} failed: {}", socket.getRemoteSocketAddress(), e.toString());
+    LOG.debug("NBD reply to {} failed: {}", remote, e.toString());
     closeQuietly();
   }
 }

@@ -4,8 +4,8 @@ import io.salus.blockdriver.metrics.BlockDriverMetrics;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
@@ -39,7 +39,8 @@ public final class NbdServer implements AutoCloseable {
   private final Set<NbdConnection> connections = ConcurrentHashMap.newKeySet();
   private final AtomicInteger connectionIds = new AtomicInteger();
   private final ExecutorService rmwExecutor;
-  private ServerSocket serverSocket;
+  private final BufferPool pool = new BufferPool();
+  private ServerSocketChannel serverSocket;
   private Thread acceptor;
   private volatile boolean closed;
 
@@ -66,20 +67,20 @@ public final class NbdServer implements AutoCloseable {
     if (serverSocket != null) {
       return this;
     }
-    ServerSocket ss = new ServerSocket();
-    ss.setReuseAddress(true);
+    ServerSocketChannel ss = ServerSocketChannel.open();
+    ss.socket().setReuseAddress(true);
     ss.bind(new InetSocketAddress(bindAddress, requestedPort), 64);
     serverSocket = ss;
-    acceptor = new Thread(this::acceptLoop, "nbd-accept-" + ss.getLocalPort());
+    acceptor = new Thread(this::acceptLoop, "nbd-accept-" + port());
     acceptor.setDaemon(true);
     acceptor.start();
-    LOG.info("NBD server listening on {}:{}", bindAddress.getHostAddress(), ss.getLocalPort());
+    LOG.info("NBD server listening on {}:{}", bindAddress.getHostAddress(), port());
     return this;
   }
 
   /** The bound port (after {@link #start()}). */
   public int port() {
-    return serverSocket.getLocalPort();
+    return serverSocket.socket().getLocalPort();
   }
 
   public InetAddress bindAddress() {
@@ -101,12 +102,17 @@ public final class NbdServer implements AutoCloseable {
 
   private void acceptLoop() {
     while (!closed) {
-      Socket s;
+      SocketChannel s;
       try {
         s = serverSocket.accept();
       } catch (IOException e) {
         if (!closed) {
           LOG.warn("NBD accept failed", e);
+          try {
+            Thread.sleep(10);
+          } catch (InterruptedException ie) {
+            return;
+          }
         }
         continue;
       }
@@ -121,7 +127,7 @@ public final class NbdServer implements AutoCloseable {
       }
       metrics.connectionsAccepted.increment();
       NbdConnection[] holder = new NbdConnection[1];
-      NbdConnection c = new NbdConnection(s, exports, rmwExecutor, metrics,
+      NbdConnection c = new NbdConnection(s, exports, rmwExecutor, pool, metrics,
           () -> connections.remove(holder[0]));
       holder[0] = c;
       connections.add(c);

@@ -76,6 +76,60 @@ public final class MemoryVolume implements Volume {
     return CompletableFuture.completedFuture(out);
   }
 
+  private static final byte[] ZEROS = new byte[CHUNK_BYTES];
+
+  @Override
+  public CompletableFuture<Void> readInto(long firstBlock, int count, java.nio.ByteBuffer dst) {
+    VolumeException e = check(firstBlock, count);
+    if (e != null) {
+      return CompletableFuture.failedFuture(e);
+    }
+    long pos = firstBlock * blockSize;
+    long end = pos + (long) count * blockSize;
+    while (pos < end) {
+      int ci = (int) (pos / CHUNK_BYTES);
+      int co = (int) (pos % CHUNK_BYTES);
+      int n = (int) Math.min(end - pos, CHUNK_BYTES - co);
+      byte[] chunk = chunks.get(ci);
+      dst.put(chunk != null ? chunk : ZEROS, chunk != null ? co : 0, n);
+      pos += n;
+    }
+    return CompletableFuture.completedFuture(null);
+  }
+
+  @Override
+  public CompletableFuture<Void> write(long firstBlock, java.nio.ByteBuffer src, boolean fua) {
+    int len = src.remaining();
+    if (len % blockSize != 0) {
+      return CompletableFuture.failedFuture(new VolumeException.OutOfRange(
+          "write of " + len + " bytes is not a multiple of block size " + blockSize));
+    }
+    VolumeException e = check(firstBlock, len / blockSize);
+    if (e != null) {
+      return CompletableFuture.failedFuture(e);
+    }
+    long pos = firstBlock * blockSize;
+    while (src.hasRemaining()) {
+      int ci = (int) (pos / CHUNK_BYTES);
+      int co = (int) (pos % CHUNK_BYTES);
+      int n = Math.min(src.remaining(), CHUNK_BYTES - co);
+      src.get(chunk(ci), co, n);
+      pos += n;
+    }
+    return CompletableFuture.completedFuture(null);
+  }
+
+  private byte[] chunk(int ci) {
+    byte[] chunk = chunks.get(ci);
+    if (chunk == null) {
+      chunk = new byte[CHUNK_BYTES];
+      if (!chunks.compareAndSet(ci, null, chunk)) {
+        chunk = chunks.get(ci);
+      }
+    }
+    return chunk;
+  }
+
   @Override
   public CompletableFuture<Void> write(long firstBlock, byte[] data, boolean fua) {
     if (data.length % blockSize != 0) {

@@ -29,6 +29,24 @@ public interface Volume extends AutoCloseable {
   CompletableFuture<byte[]> read(long firstBlock, int count);
 
   /**
+   * Reads {@code count} blocks into {@code dst} at its position (advancing it). The default
+   * copies from {@link #read(long, int)}; volumes that can fill the buffer directly override it.
+   */
+  default CompletableFuture<Void> readInto(long firstBlock, int count, java.nio.ByteBuffer dst) {
+    return read(firstBlock, count).thenAccept(dst::put);
+  }
+
+  /**
+   * Writes the blocks in {@code src} (position to limit). The volume consumes the buffer before
+   * this method returns, so the caller may reuse it once the call returns.
+   */
+  default CompletableFuture<Void> write(long firstBlock, java.nio.ByteBuffer src, boolean fua) {
+    byte[] b = new byte[src.remaining()];
+    src.get(b);
+    return write(firstBlock, b, fua);
+  }
+
+  /**
    * Writes {@code data.length / blockSize()} blocks at {@code firstBlock}. With {@code fua} the
    * future completes only once the data is durable. The caller must not modify {@code data}
    * until the future completes.
