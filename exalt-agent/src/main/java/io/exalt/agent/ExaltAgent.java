@@ -98,8 +98,8 @@ public final class ExaltAgent {
                 });
         b = fileHooks(b);
         if (!o.ports.isEmpty()) {
-            throw new IllegalArgumentException("Exalt: socket compression (ports=) is not implemented in this build;"
-                    + " remove the ports option (file compression under prefix= works without it)");
+            io.exalt.agent.boot.SocketHooks.init();
+            b = SocketAdvice.hooks(b);
         }
         b.installOn(inst);
         Set<String> expected = new LinkedHashSet<>(FILE_TYPES);

@@ -53,7 +53,7 @@ final class SelfCheck {
         }
     }
 
-    static void run(boolean sockets) throws IOException {
+    static void run(boolean sockets) throws Exception {
         Path dir = Files.createTempDirectory("exalt-selfcheck");
         ExaltRuntime.addPrefix(dir.toString());
         try {
@@ -102,6 +102,9 @@ final class SelfCheck {
                 check(Arrays.equals(Arrays.copyOfRange(phys, 60_000, 60_100), Arrays.copyOfRange(d, 60_000, 60_100)),
                         "metadata of " + f.getName() + " stored in place");
                 verifyReads(f, d);
+            }
+            if (sockets) {
+                SocketSelfCheck.run(d);
             }
         } finally {
             ExaltRuntime.removePrefix(dir.toString());

@@ -95,6 +95,18 @@ class AgentFilesIT {
     }
 
     @Test
+    void socketSelfCheckPassesWithPortsConfigured(@TempDir Path tmp) throws Exception {
+        // the start-up self-check sends the probe over SocketChannel and Socket streams on a compressed port
+        Object[] r = child("prefix=" + tmp + ",ports=40000-40010", "noop");
+        String out = (String) r[1];
+        assertEquals(0, r[0], out);
+        assertTrue(out.contains("ports [40000-40010]") && out.contains("self-check passed"), out);
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("logical=(\\d+) wire=(\\d+)").matcher(out);
+        assertTrue(m.find(), out);
+        assertTrue(Long.parseLong(m.group(1)) > 100_000 && Long.parseLong(m.group(2)) * 50 < Long.parseLong(m.group(1)), out);
+    }
+
+    @Test
     void badOptionsStopTheJvmWithAClearMessage(@TempDir Path tmp) throws Exception {
         Object[] r = child("prefix=" + tmp + ",flag=0x12", "read", tmp.toString(), "1");
         assertNotEquals(0, r[0]);

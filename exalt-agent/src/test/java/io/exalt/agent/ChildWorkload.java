@@ -40,6 +40,11 @@ public final class ChildWorkload {
     }
 
     public static void main(String[] a) throws Exception {
+        if (a[0].equals("noop")) {
+            System.out.println("NOOP net sent logical=" + io.exalt.agent.boot.ExaltRuntime.NET_LOGICAL_BYTES_SENT.get()
+                    + " wire=" + io.exalt.agent.boot.ExaltRuntime.NET_WIRE_BYTES_SENT.get());
+            return;
+        }
         if (a[0].equals("write")) {
             File dir = new File(a[1]);
             File outside = new File(a[2]);

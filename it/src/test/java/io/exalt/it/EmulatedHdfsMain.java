@@ -20,6 +20,7 @@ public final class EmulatedHdfsMain {
     public static void main(String[] a) throws Exception {
         File base = new File(a[0]);
         long len = Long.parseLong(a[1]);
+        int basePort = Integer.parseInt(a[2]); // DataNode transfer ports basePort..basePort+2 (compressed by the agent)
         Configuration conf = new Configuration();
         conf.set(MiniDFSCluster.HDFS_MINIDFS_BASEDIR, base.getAbsolutePath());
         conf.set(DFSConfigKeys.DFS_NAMENODE_HTTP_ADDRESS_KEY, "127.0.0.1:0");
@@ -30,15 +31,22 @@ public final class EmulatedHdfsMain {
         // checksums of Tardis data are not Tardis data: with 512-byte chunks the .meta files are 1/128 of the
         // data and incompressible, so emulation uses 64 KiB checksum chunks (see docs/exalt.md)
         conf.setInt(DFSConfigKeys.DFS_BYTES_PER_CHECKSUM_KEY, 64 * 1024);
-        MiniDFSCluster cluster = new MiniDFSCluster.Builder(conf).numDataNodes(3).build();
+        MiniDFSCluster cluster = new MiniDFSCluster.Builder(conf).numDataNodes(0).build();
         try {
+            for (int i = 0; i < 3; i++) {
+                Configuration dn = new Configuration(conf);
+                dn.set(DFSConfigKeys.DFS_DATANODE_ADDRESS_KEY, "127.0.0.1:" + (basePort + i));
+                dn.set(DFSConfigKeys.DFS_DATANODE_IPC_ADDRESS_KEY, "127.0.0.1:0");
+                cluster.startDataNodes(dn, 1, true, null, null, null, null, false, true);
+            }
             cluster.waitActive();
             FileSystem fs = cluster.getFileSystem();
             Path p = new Path("/exalt/client0/file0");
             TardisGenerator g = new TardisGenerator(len);
             byte[] buf = new byte[1 << 20];
             long t0 = System.nanoTime();
-            try (FSDataOutputStream out = fs.create(p, true)) {
+            // MiniDFSCluster built with 0 DataNodes lowered the default replication to 0: ask for 3 explicitly
+            try (FSDataOutputStream out = fs.create(p, true, 64 << 10, (short) 3, 128L << 20)) {
                 for (long pos = 0; pos < len; pos += buf.length) {
                     int n = (int) Math.min(buf.length, len - pos);
                     g.fill(pos, buf, 0, n);
@@ -76,6 +84,8 @@ public final class EmulatedHdfsMain {
                 minReplicas = Math.min(minReplicas, l.getNames().length);
             }
             System.out.println("RESULT replicas=" + minReplicas);
+            System.out.println("RESULT netLogical=" + io.exalt.agent.boot.ExaltRuntime.NET_LOGICAL_BYTES_SENT.get()
+                    + " netWire=" + io.exalt.agent.boot.ExaltRuntime.NET_WIRE_BYTES_SENT.get());
         } finally {
             cluster.shutdown();
         }

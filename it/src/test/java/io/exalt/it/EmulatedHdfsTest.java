@@ -21,8 +21,9 @@ class EmulatedHdfsTest {
         File base = tmp.resolve("dfs").toFile();
         File data = new File(base, "data");
         assertTrue(data.mkdirs());
-        Object[] r = ExaltChildJvm.run("prefix=" + data.getAbsolutePath(), "1g", 420, EmulatedHdfsMain.class,
-                base.getAbsolutePath(), "" + GIB);
+        int port = ExaltChildJvm.freePortRange(3);
+        Object[] r = ExaltChildJvm.run("prefix=" + data.getAbsolutePath() + ",ports=" + port + "-" + (port + 2), "1g", 420,
+                EmulatedHdfsMain.class, base.getAbsolutePath(), "" + GIB, "" + port);
         String out = (String) r[1];
         assertEquals(0, r[0], out);
         assertTrue(out.contains("self-check passed"), out);
@@ -30,6 +31,12 @@ class EmulatedHdfsTest {
         assertTrue(out.contains("RESULT verified=" + GIB), out);
         assertTrue(out.contains("RESULT pread=true"), out);
         assertTrue(out.contains("RESULT replicas=3"), out);
+        java.util.regex.Matcher net = java.util.regex.Pattern.compile("netLogical=(\\d+) netWire=(\\d+)").matcher(out);
+        assertTrue(net.find(), out);
+        long logical = Long.parseLong(net.group(1));
+        long wire = Long.parseLong(net.group(2));
+        assertTrue(logical >= 3 * GIB, "block data crossed the compressed DataNode ports: " + logical);
+        assertTrue(wire * 50 < logical, "wire bytes " + wire + " for " + logical + " logical bytes");
         long disk = ExaltChildJvm.diskUsage(data);
         long total = ExaltChildJvm.diskUsage(base);
         System.out.println(out.lines().filter(l -> l.startsWith("RESULT")).reduce("", (x, y) -> x + y + "\n")

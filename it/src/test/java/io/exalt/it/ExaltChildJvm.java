@@ -67,6 +67,26 @@ final class ExaltChildJvm {
         return new Object[] {p.exitValue(), out.toString()};
     }
 
+    /** A base port such that base..base+n-1 are free on 127.0.0.1 right now. */
+    static int freePortRange(int n) throws Exception {
+        java.util.Random r = new java.util.Random();
+        for (int attempt = 0; attempt < 100; attempt++) {
+            int base = 20_000 + r.nextInt(10_000);
+            boolean ok = true;
+            for (int i = 0; i < n && ok; i++) {
+                try (java.net.ServerSocket s = new java.net.ServerSocket(base + i, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
+                    s.setReuseAddress(true);
+                } catch (java.io.IOException e) {
+                    ok = false;
+                }
+            }
+            if (ok) {
+                return base;
+            }
+        }
+        throw new IllegalStateException("no free port range of " + n + " found in 20000-30000");
+    }
+
     static long diskUsage(File dir) throws Exception {
         Process p = new ProcessBuilder("du", "-s", "-B1", dir.getPath()).start();
         String s = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();

@@ -51,6 +51,23 @@ public final class ExaltRuntime {
         prefixes = n;
     }
 
+    /** Adds/removes a compressed port at run time (used by the start-up self-check). */
+    public static synchronized void addPort(int port) {
+        int[][] n = java.util.Arrays.copyOf(portRanges, portRanges.length + 1);
+        n[portRanges.length] = new int[] {port, port};
+        portRanges = n;
+    }
+
+    public static synchronized void removePort(int port) {
+        List<int[]> keep = new ArrayList<>();
+        for (int[] r : portRanges) {
+            if (!(r[0] == port && r[1] == port)) {
+                keep.add(r);
+            }
+        }
+        portRanges = keep.toArray(new int[0][]);
+    }
+
     public static synchronized void removePrefix(String p) {
         String np = normalise(p);
         List<String> keep = new ArrayList<>();

@@ -307,8 +307,8 @@ public final class FileHooks {
     /** FileChannel.transferTo: handled if the source or the target is emulated. */
     public static Long transferTo(FileChannel self, FileDescriptor fd, long position, long count, WritableByteChannel target)
             throws IOException {
-        if (open == 0 || (lookup(fd) == null && lookup(JdkAccess.fdOf(target)) == null)) {
-            return null;
+        if ((open == 0 || (lookup(fd) == null && lookup(JdkAccess.fdOf(target)) == null)) && !SocketHooks.isCompressed(target)) {
+            return null; // sendfile to a compressed socket would put raw bytes on the wire
         }
         if (position < 0 || count < 0) {
             throw new IllegalArgumentException("negative position or count");
