@@ -109,6 +109,55 @@ public final class TardisCompressor {
         return -1;
     }
 
+    /** Upper bound of the encoded size of a chunk of {@code len} bytes (all metadata: 5 bytes overhead). */
+    public static int maxEncodedLength(int len) {
+        // worst case: alternating single units and metadata; a unit costs 9 bytes for 12, metadata 5 + n
+        return len + 5 + (len / TardisFormat.UNIT + 1) * 5;
+    }
+
+    /**
+     * Compresses one chunk into {@code dst} starting at {@code dstOff} (allocation-free apart from one small
+     * sink object); returns the encoded length. {@code dst} must hold {@link #maxEncodedLength(int)} bytes.
+     */
+    public int compressTo(byte[] data, int off, int len, byte[] dst, int dstOff) {
+        ArraySink sink = new ArraySink(dst, dstOff);
+        compress(data, off, len, sink);
+        return sink.p - dstOff;
+    }
+
+    private static final class ArraySink implements SegmentSink {
+        final byte[] dst;
+        int p;
+
+        ArraySink(byte[] dst, int p) {
+            this.dst = dst;
+            this.p = p;
+        }
+
+        private void putInt(int v) {
+            dst[p] = (byte) (v >>> 24);
+            dst[p + 1] = (byte) (v >>> 16);
+            dst[p + 2] = (byte) (v >>> 8);
+            dst[p + 3] = (byte) v;
+            p += 4;
+        }
+
+        @Override
+        public void meta(byte[] d, int o, int l) {
+            dst[p++] = META;
+            putInt(l);
+            System.arraycopy(d, o, dst, p, l);
+            p += l;
+        }
+
+        @Override
+        public void tardis(int o, long marker, long l) {
+            dst[p++] = TARDIS;
+            putInt((int) marker);
+            putInt((int) l);
+        }
+    }
+
     /** Compresses one chunk into the §4.2.2 byte encoding. */
     public byte[] compress(byte[] data, int off, int len) {
         ByteArrayOutputStream out = new ByteArrayOutputStream(64);

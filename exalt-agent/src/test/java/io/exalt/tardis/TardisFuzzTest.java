@@ -18,6 +18,9 @@ class TardisFuzzTest {
         while (p < d.length) {
             int n = Math.min(d.length - p, 1 + r.nextInt(r.nextBoolean() ? 64 : 20_000));
             byte[] c = comp.compress(d, p, n);
+            byte[] viaArray = new byte[TardisCompressor.maxEncodedLength(n)];
+            int cl = comp.compressTo(d, p, n, viaArray, 0);
+            assertArrayEquals(c, java.util.Arrays.copyOf(viaArray, cl), "compressTo matches compress");
             byte[] back = dec.decompress(c);
             byte[] orig = new byte[n];
             System.arraycopy(d, p, orig, 0, n);
