@@ -15,6 +15,11 @@ import org.apache.hadoop.hbase.ServerName;
 import org.apache.hadoop.hbase.client.Admin;
 import org.apache.hadoop.hbase.client.Connection;
 import org.apache.hadoop.hbase.client.ConnectionFactory;
+import org.apache.hadoop.hbase.client.Hbck;
+import org.apache.hadoop.hbase.client.RegionInfo;
+import org.apache.hadoop.hbase.client.TableState;
+import org.apache.hadoop.hbase.master.RegionState;
+import java.util.List;
 import org.apache.hadoop.hbase.master.HMaster;
 import org.apache.hadoop.hbase.zookeeper.MiniZooKeeperCluster;
 import org.apache.hadoop.hdfs.DFSConfigKeys;
@@ -148,11 +153,13 @@ public final class EmbeddedCluster implements AutoCloseable {
     c.setInt(DFSConfigKeys.DFS_NAMENODE_SAFEMODE_EXTENSION_KEY, 0);
     c.setInt(DFSConfigKeys.DFS_HEARTBEAT_INTERVAL_KEY, 1);
     SalusPlugins.configureHdfs(c, layout);
+    // Format only a new data directory: reformatting would silently drop HBase's state.
+    boolean format = !new File(base, "name-0-1/current/VERSION").exists();
     dfs =
         new MiniDFSCluster.Builder(c, base)
             .numDataNodes(options.dataNodes())
             .nameNodePort(nameNodePort)
-            .format(layout.isFresh() || !new File(base, "name1").exists())
+            .format(format)
             .manageNameDfsDirs(true)
             .manageDataDfsDirs(true)
             .checkExitOnShutdown(false)
@@ -179,8 +186,12 @@ public final class EmbeddedCluster implements AutoCloseable {
     c.setInt("hbase.regionserver.handler.count", 10);
     c.setBoolean("hbase.unsafe.stream.capability.enforce", false);
     SalusPlugins.configureHBase(c);
-    hbase = new MiniHBaseCluster(c, 1, 0, options.regionServers(), regionServerPorts,
-        HMaster.class, MiniHBaseCluster.MiniHBaseClusterRegionServer.class);
+    try (StaleMetaRecovery metaRecovery = new StaleMetaRecovery(c, options.regionServers())) {
+      metaRecovery.start();
+      // Returns once the master is initialised, which needs hbase:meta online.
+      hbase = new MiniHBaseCluster(c, 1, 0, options.regionServers(), regionServerPorts,
+          HMaster.class, MiniHBaseCluster.MiniHBaseClusterRegionServer.class);
+    }
     conf = hbase.getConfiguration();
     waitForHBase(Duration.ofMinutes(3));
     connection = ConnectionFactory.createConnection(conf);
@@ -198,19 +209,49 @@ public final class EmbeddedCluster implements AutoCloseable {
     }
   }
 
+  /**
+   * Waits until the master is initialised and every region of an enabled table is open on a live
+   * server. User regions recorded on region servers of the previous run are reassigned through
+   * {@link Hbck#scheduleSCPsForUnknownServers()} (see {@link StaleMetaRecovery} for why).
+   */
   private void waitForHBase(Duration timeout) throws Exception {
     long deadline = System.nanoTime() + timeout.toNanos();
-    while (true) {
-      HMaster master = hbase.getMaster();
-      if (master != null && master.isInitialized()) {
-        return;
-      }
-      if (System.nanoTime() > deadline) {
-        throw new LauncherException("HBase master did not initialise within " + timeout.toSeconds()
-            + " s; see " + layout.root().resolve("logs/salus.log"));
-      }
+    while (hbase.getMaster() == null || !hbase.getMaster().isInitialized()) {
+      checkDeadline(deadline, timeout, "HBase master did not initialise");
       Thread.sleep(100);
     }
+    try (Connection c = ConnectionFactory.createConnection(hbase.getConfiguration());
+        Hbck hbck = c.getHbck()) {
+      hbck.scheduleSCPsForUnknownServers();
+    }
+    while (!allRegionsOnline(hbase.getMaster())) {
+      checkDeadline(deadline, timeout, "HBase regions were not all online");
+      Thread.sleep(100);
+    }
+  }
+
+  private void checkDeadline(long deadline, Duration timeout, String what) throws LauncherException {
+    if (System.nanoTime() > deadline) {
+      throw new LauncherException(what + " within " + timeout.toSeconds() + " s; see "
+          + layout.root().resolve("logs/salus.log"));
+    }
+  }
+
+  private static boolean allRegionsOnline(HMaster master) throws IOException {
+    var states = master.getAssignmentManager().getRegionStates();
+    for (RegionState rs : states.getRegionStates()) {
+      RegionInfo ri = rs.getRegion();
+      if (ri.isSplit() || ri.isOffline() || rs.isSplit() || rs.isMerged()) {
+        continue;
+      }
+      if (!master.getTableStateManager().isTableState(ri.getTable(), TableState.State.ENABLED)) {
+        continue;
+      }
+      if (!rs.isOpened() || !master.getServerManager().isServerOnline(rs.getServerName())) {
+        return false;
+      }
+    }
+    return true;
   }
 
   public Configuration hbaseConfiguration() {
@@ -269,9 +310,13 @@ public final class EmbeddedCluster implements AutoCloseable {
       hbase = null;
     }
     if (dfs != null) {
+      // Not dfs.shutdown(): MiniDFSCluster.shutdown() schedules its base directory for deletion
+      // at JVM exit, which would wipe the persistent HDFS state of the data directory.
       try {
-        dfs.shutdown();
-      } catch (RuntimeException e) {
+        FileSystem.closeAll();
+        dfs.shutdownDataNodes();
+        dfs.shutdownNameNodes();
+      } catch (IOException | RuntimeException e) {
         progress.println("warning: HDFS did not shut down cleanly: " + e);
       }
       dfs = null;
