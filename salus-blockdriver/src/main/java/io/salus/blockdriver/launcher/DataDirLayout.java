@@ -89,6 +89,9 @@ public final class DataDirLayout implements AutoCloseable {
       }
       DataDirLayout layout = new DataDirLayout(root, props, fresh);
       layout.lock();
+      if (fresh) {
+        layout.save(); // claim the directory at once, so a failed first start can be retried
+      }
       return layout;
     } catch (IOException e) {
       throw new LauncherException(

@@ -1,0 +1,141 @@
+package io.salus.it.launcher;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Runs {@code salus ...} as a child JVM, the way the {@code ./salus} script does, on the test
+ * class path, and collects its output lines.
+ */
+final class LauncherProcess implements AutoCloseable {
+  static final String READY = "SALUS READY";
+
+  private final Process process;
+  private final List<String> lines = Collections.synchronizedList(new ArrayList<>());
+  private final Thread pump;
+
+  private LauncherProcess(Process process) {
+    this.process = process;
+    this.pump = new Thread(() -> {
+      try (BufferedReader r = new BufferedReader(
+          new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+        String line;
+        while ((line = r.readLine()) != null) {
+          lines.add(line);
+        }
+      } catch (IOException e) {
+        lines.add("<<output closed: " + e + ">>");
+      }
+    }, "launcher-output");
+    pump.setDaemon(true);
+    pump.start();
+  }
+
+  static LauncherProcess start(String heap, String... args) throws IOException {
+    List<String> cmd = new ArrayList<>();
+    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    cmd.add("-Xmx" + heap);
+    for (String opt : new String[] {"java.lang", "java.lang.reflect", "java.nio", "sun.nio.ch",
+        "java.util", "java.util.concurrent", "jdk.internal.ref"}) {
+      cmd.add("--add-opens");
+      cmd.add("java.base/" + opt + "=ALL-UNNAMED");
+    }
+    cmd.add("--add-exports");
+    cmd.add("java.base/jdk.internal.misc=ALL-UNNAMED");
+    cmd.add("-XX:TieredStopAtLevel=1");
+    cmd.add("-Djava.net.preferIPv4Stack=true");
+    cmd.add("-cp");
+    String cp = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
+    cmd.add(cp);
+    cmd.add("io.salus.blockdriver.cli.SalusCli");
+    cmd.addAll(List.of(args));
+    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+    return new LauncherProcess(pb.start());
+  }
+
+  /** Waits for a line starting with {@code prefix}; fails with the output so far. */
+  String awaitLine(String prefix, long timeout, TimeUnit unit) throws InterruptedException {
+    long deadline = System.nanoTime() + unit.toNanos(timeout);
+    while (System.nanoTime() < deadline) {
+      synchronized (lines) {
+        for (String l : lines) {
+          if (l.startsWith(prefix)) {
+            return l;
+          }
+        }
+      }
+      if (!process.isAlive()) {
+        pump.join(2000);
+        synchronized (lines) {
+          for (String l : lines) {
+            if (l.startsWith(prefix)) {
+              return l;
+            }
+          }
+        }
+        throw new AssertionError("launcher exited with " + process.exitValue() + " before '"
+            + prefix + "'; output:\n" + output());
+      }
+      Thread.sleep(100);
+    }
+    throw new AssertionError("no '" + prefix + "' within " + timeout + " " + unit + "; output:\n" + output());
+  }
+
+  /** Sends SIGTERM (Process.destroy on Linux) and waits for the exit code. */
+  int terminate(long timeout, TimeUnit unit) throws InterruptedException {
+    process.destroy();
+    if (!process.waitFor(timeout, unit)) {
+      process.destroyForcibly();
+      throw new AssertionError("launcher did not stop within " + timeout + " " + unit
+          + " of SIGTERM; output:\n" + output());
+    }
+    pump.join(2000);
+    return process.exitValue();
+  }
+
+  int waitForExit(long timeout, TimeUnit unit) throws InterruptedException {
+    if (!process.waitFor(timeout, unit)) {
+      process.destroyForcibly();
+      throw new AssertionError("launcher still running after " + timeout + " " + unit + "; output:\n" + output());
+    }
+    pump.join(2000);
+    return process.exitValue();
+  }
+
+  String output() {
+    synchronized (lines) {
+      return String.join("\n", lines);
+    }
+  }
+
+  static int freePort() throws IOException {
+    try (ServerSocket s = new ServerSocket(0)) {
+      return s.getLocalPort();
+    }
+  }
+
+  /** Extracts {@code key=value} from the readiness line. */
+  static String field(String readyLine, String key) {
+    for (String tok : readyLine.split("\\s+")) {
+      if (tok.startsWith(key + "=")) {
+        return tok.substring(key.length() + 1);
+      }
+    }
+    throw new AssertionError("readiness line has no " + key + ": " + readyLine);
+  }
+
+  @Override
+  public void close() {
+    if (process.isAlive()) {
+      process.destroyForcibly();
+    }
+  }
+}

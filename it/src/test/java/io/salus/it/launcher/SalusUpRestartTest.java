@@ -1,0 +1,153 @@
+package io.salus.it.launcher;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.hbase.HBaseConfiguration;
+import org.apache.hadoop.hbase.HConstants;
+import org.apache.hadoop.hbase.TableName;
+import org.apache.hadoop.hbase.client.Admin;
+import org.apache.hadoop.hbase.client.ColumnFamilyDescriptorBuilder;
+import org.apache.hadoop.hbase.client.Connection;
+import org.apache.hadoop.hbase.client.ConnectionFactory;
+import org.apache.hadoop.hbase.client.Get;
+import org.apache.hadoop.hbase.client.Put;
+import org.apache.hadoop.hbase.client.Result;
+import org.apache.hadoop.hbase.client.Table;
+import org.apache.hadoop.hbase.client.TableDescriptorBuilder;
+import org.apache.hadoop.hbase.util.Bytes;
+import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.Watcher;
+import org.apache.zookeeper.ZooDefs;
+import org.apache.zookeeper.ZooKeeper;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The README's run command end to end: {@code salus up} as a child process, real clients of
+ * ZooKeeper, HDFS and HBase against it, SIGTERM, a second {@code salus up} on the same data
+ * directory, and the state written before the restart read back after it.
+ */
+class SalusUpRestartTest {
+  private static final byte[] CF = Bytes.toBytes("f");
+  private static final TableName TABLE = TableName.valueOf("launcher_it");
+
+  @TempDir Path tmp;
+
+  @Test
+  void stateSurvivesSigtermAndRestart() throws Exception {
+    Path data = tmp.resolve("salus-data");
+    int zkPort = LauncherProcess.freePort();
+    int nnPort = LauncherProcess.freePort();
+    int nbdPort = LauncherProcess.freePort();
+    byte[] hdfsPayload = ("written before restart " + System.nanoTime()).getBytes(StandardCharsets.UTF_8);
+
+    String ready;
+    try (LauncherProcess up = LauncherProcess.start("3g", "up", "--data", data.toString(),
+        "--zk-port", Integer.toString(zkPort), "--namenode-port", Integer.toString(nnPort),
+        "--nbd-port", Integer.toString(nbdPort))) {
+      ready = up.awaitLine(LauncherProcess.READY, 240, TimeUnit.SECONDS);
+      String zk = LauncherProcess.field(ready, "zookeeper");
+      String nn = LauncherProcess.field(ready, "namenode");
+      assertEquals("127.0.0.1:" + zkPort, zk);
+      assertEquals("hdfs://127.0.0.1:" + nnPort, nn);
+
+      // ZooKeeper answers and keeps a persistent znode.
+      try (ZooKeeper client = connect(zk)) {
+        client.create("/launcher-it", "zk-state".getBytes(StandardCharsets.UTF_8),
+            ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.PERSISTENT);
+      }
+      // HDFS answers and stores a file with 3 replicas.
+      try (FileSystem fs = hdfs(nn)) {
+        try (FSDataOutputStream out = fs.create(new org.apache.hadoop.fs.Path("/launcher-it/file"))) {
+          out.write(hdfsPayload);
+          out.hsync();
+        }
+        assertEquals(3, fs.getFileStatus(new org.apache.hadoop.fs.Path("/launcher-it/file")).getReplication());
+      }
+      // HBase answers: a table with a row.
+      try (Connection conn = ConnectionFactory.createConnection(hbase(zk)); Admin admin = conn.getAdmin()) {
+        assertTrue(admin.getClusterMetrics().getLiveServerMetrics().size() >= 3,
+            "at least 3 region servers");
+        admin.createTable(TableDescriptorBuilder.newBuilder(TABLE)
+            .setColumnFamily(ColumnFamilyDescriptorBuilder.of(CF)).build());
+        try (Table t = conn.getTable(TABLE)) {
+          t.put(new Put(Bytes.toBytes("row")).addColumn(CF, Bytes.toBytes("q"), Bytes.toBytes("hbase-state")));
+        }
+      }
+      // 'salus status' reports every component healthy.
+      try (LauncherProcess status = LauncherProcess.start("512m", "status", "--data", data.toString())) {
+        assertEquals(0, status.waitForExit(120, TimeUnit.SECONDS), status.output());
+        assertTrue(status.output().contains("overall: HEALTHY"), status.output());
+      }
+
+      assertEquals(0, up.terminate(180, TimeUnit.SECONDS), up.output());
+      assertTrue(up.output().contains("salus: stopped"), up.output());
+    }
+
+    // 'salus status' now says nothing runs, and exits non-zero.
+    try (LauncherProcess status = LauncherProcess.start("512m", "status", "--data", data.toString())) {
+      assertEquals(1, status.waitForExit(120, TimeUnit.SECONDS), status.output());
+    }
+
+    // Second start on the same directory, without port options: recorded ports are reused.
+    try (LauncherProcess up = LauncherProcess.start("3g", "up", "--data", data.toString(),
+        "--nbd-port", Integer.toString(nbdPort))) {
+      String again = up.awaitLine(LauncherProcess.READY, 240, TimeUnit.SECONDS);
+      assertTrue(up.output().contains("reopening data directory"), up.output());
+      String zk = LauncherProcess.field(again, "zookeeper");
+      String nn = LauncherProcess.field(again, "namenode");
+      assertEquals(LauncherProcess.field(ready, "zookeeper"), zk);
+      assertEquals(LauncherProcess.field(ready, "namenode"), nn);
+
+      try (ZooKeeper client = connect(zk)) {
+        assertArrayEquals("zk-state".getBytes(StandardCharsets.UTF_8), client.getData("/launcher-it", false, null));
+      }
+      try (FileSystem fs = hdfs(nn);
+          FSDataInputStream in = fs.open(new org.apache.hadoop.fs.Path("/launcher-it/file"))) {
+        byte[] back = in.readAllBytes();
+        assertArrayEquals(hdfsPayload, back);
+      }
+      try (Connection conn = ConnectionFactory.createConnection(hbase(zk)); Table t = conn.getTable(TABLE)) {
+        Result r = t.get(new Get(Bytes.toBytes("row")));
+        assertEquals("hbase-state", Bytes.toString(r.getValue(CF, Bytes.toBytes("q"))));
+      }
+      assertEquals(0, up.terminate(180, TimeUnit.SECONDS), up.output());
+    }
+  }
+
+  private static ZooKeeper connect(String quorum) throws Exception {
+    CountDownLatch connected = new CountDownLatch(1);
+    ZooKeeper zk = new ZooKeeper(quorum, 30000, e -> {
+      if (e.getState() == Watcher.Event.KeeperState.SyncConnected) {
+        connected.countDown();
+      }
+    });
+    assertTrue(connected.await(30, TimeUnit.SECONDS), "ZooKeeper at " + quorum + " answers");
+    return zk;
+  }
+
+  private static FileSystem hdfs(String nameNode) throws Exception {
+    Configuration c = new Configuration();
+    c.setBoolean("fs.hdfs.impl.disable.cache", true);
+    return FileSystem.get(URI.create(nameNode), c);
+  }
+
+  private static Configuration hbase(String quorum) {
+    Configuration c = HBaseConfiguration.create();
+    int colon = quorum.lastIndexOf(':');
+    c.set(HConstants.ZOOKEEPER_QUORUM, quorum.substring(0, colon));
+    c.set(HConstants.ZOOKEEPER_CLIENT_PORT, quorum.substring(colon + 1));
+    return c;
+  }
+}
