@@ -101,6 +101,10 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
   private final FileLock lock;
   private final Map<LogKey, LogIndex> logs = new ConcurrentHashMap<>();
   private final Map<Integer, Segment> segments = new ConcurrentHashMap<>();
+  /** Live (not truncated) certificates per segment; a prefix of empty segments is deleted. */
+  private final Map<Integer, java.util.concurrent.atomic.AtomicInteger> live =
+      new ConcurrentHashMap<>();
+  private long reclaimedSegments;
   private final ReentrantLock writeLock = new ReentrantLock();
   private final ReentrantLock syncLock = new ReentrantLock();
   private Segment current;
@@ -307,12 +311,70 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
     LogIndex li = logs.computeIfAbsent(new LogKey(rec.region(), rec.generation()), k -> new LogIndex());
     if (rec.type() == JournalRecord.PUT) {
       if (rec.index() > li.truncatedThrough) {
-        li.entries.putIfAbsent(rec.index(), new Loc(segment, offset, length));
+        Loc loc = new Loc(segment, offset, length);
+        if (li.entries.putIfAbsent(rec.index(), loc) == null) {
+          liveCount(segment).incrementAndGet();
+        }
       }
     } else {
       li.truncatedThrough = Math.max(li.truncatedThrough, rec.index());
-      li.entries.headMap(rec.index(), true).clear();
+      dropPrefix(li, rec.index());
     }
+  }
+
+  private java.util.concurrent.atomic.AtomicInteger liveCount(int segment) {
+    return live.computeIfAbsent(segment, k -> new java.util.concurrent.atomic.AtomicInteger());
+  }
+
+  private void dropPrefix(LogIndex li, long through) {
+    NavigableMap<Long, Loc> head = li.entries.headMap(through, true);
+    for (Loc loc : head.values()) {
+      liveCount(loc.segment).decrementAndGet();
+    }
+    head.clear();
+  }
+
+  /**
+   * Deletes the oldest segments that hold no live certificate (all truncated by checkpoints).
+   * Truncation markers are first re-written into the current segment and fsynced, so that the
+   * truncation points survive the deletion. Called under the write lock, right after a roll.
+   */
+  private void reclaim() throws IOException {
+    List<Integer> numbers = new ArrayList<>(segments.keySet());
+    java.util.Collections.sort(numbers);
+    List<Segment> dead = new ArrayList<>();
+    for (int n : numbers) {
+      if (n == current.number || liveCount(n).get() > 0) {
+        break;
+      }
+      dead.add(segments.get(n));
+    }
+    if (dead.isEmpty()) {
+      return;
+    }
+    for (Map.Entry<LogKey, LogIndex> e : logs.entrySet()) {
+      if (e.getValue().truncatedThrough >= 0) {
+        byte[] rec = new JournalRecord(JournalRecord.TRUNCATE, e.getKey().region(),
+            e.getKey().generation(), e.getValue().truncatedThrough, null).encode();
+        writeAt(rec);
+      }
+    }
+    current.channel.force(false);
+    for (Segment d : dead) {
+      segments.remove(d.number);
+      live.remove(d.number);
+      d.channel.close();
+      Files.deleteIfExists(d.path);
+      reclaimedSegments++;
+      LOG.info("Witness journal {}: deleted {} (all its certificates truncated by checkpoints)",
+          dir, d.path.getFileName());
+    }
+    fsyncDirectory();
+  }
+
+  /** Segments deleted by {@link #reclaim} since open. */
+  public long reclaimedSegments() {
+    return reclaimedSegments;
   }
 
   private static int segmentNumber(Path p) {
@@ -374,6 +436,7 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
       byte[] rec = new JournalRecord(JournalRecord.PUT, region, generation, index, certBytes).encode();
       Loc loc = append(rec);
       li.entries.put(index, loc);
+      liveCount(loc.segment).incrementAndGet();
       stats.appended(certBytes.length);
       return written;
     } catch (IOException e) {
@@ -387,7 +450,12 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
     if (current.size > 0 && current.size + rec.length > options.segmentBytes) {
       current.channel.force(false);
       current = createSegment(current.number + 1);
+      reclaim();
     }
+    return writeAt(rec);
+  }
+
+  private Loc writeAt(byte[] rec) throws IOException {
     ByteBuffer b = ByteBuffer.wrap(rec);
     long off = current.size;
     while (b.hasRemaining()) {
@@ -457,7 +525,7 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
       append(new JournalRecord(JournalRecord.TRUNCATE, region, generation, throughIndex, null)
           .encode());
       li.truncatedThrough = throughIndex;
-      li.entries.headMap(throughIndex, true).clear();
+      dropPrefix(li, throughIndex);
       pos = written;
     } catch (IOException e) {
       throw new UncheckedIOException("witness journal write failed in " + dir, e);
@@ -490,6 +558,9 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
       return Optional.empty();
     }
     Segment seg = segments.get(loc.segment);
+    if (seg == null) {
+      return Optional.empty(); // truncated and reclaimed concurrently
+    }
     try {
       ByteBuffer buf = ByteBuffer.allocate(loc.length);
       readFully(seg.channel, buf, loc.offset);
@@ -502,6 +573,11 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
       }
       byte[] body = java.util.Arrays.copyOfRange(r, JournalRecord.HEADER, JournalRecord.HEADER + bodyLen);
       return Optional.of(JournalRecord.parseBody(JournalRecord.PUT, body).cert());
+    } catch (java.nio.channels.ClosedChannelException e) {
+      if (closed) {
+        throw new UncheckedIOException(e);
+      }
+      return Optional.empty(); // truncated and reclaimed concurrently
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }

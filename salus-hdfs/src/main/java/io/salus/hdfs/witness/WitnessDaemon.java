@@ -87,7 +87,6 @@ public final class WitnessDaemon implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
-    DefaultMetricsSystem.initialize("SalusWitness");
     WitnessNode node;
     try {
       node = WitnessNode.start(settings());
@@ -98,6 +97,8 @@ public final class WitnessDaemon implements Callable<Integer> {
       System.err.println("error: " + e.getMessage());
       return 2;
     }
+    // Sources registered before initialisation are picked up when the metrics system starts.
+    DefaultMetricsSystem.initialize("SalusWitness");
     DurableCertificateStore.RecoveryReport r = node.store().recoveryReport();
     System.out.println("witness " + node.service().id() + " listening on "
         + node.address().getAddress().getHostAddress() + ":" + node.address().getPort()

@@ -64,6 +64,43 @@ class DurableCertificateStoreTest {
   }
 
   @Test
+  void segmentsWhollyTruncatedByCheckpointsAreDeletedInOrder() throws Exception {
+    RegionId other = new RegionId("vol", 4);
+    DurableCertificateStore.Options small = DurableCertificateStore.Options.defaults()
+        .withSegmentBytes(4096);
+    try (DurableCertificateStore s = DurableCertificateStore.open(dir, small)) {
+      s.putIfAbsent(other, 1, 0, certs.logEntry(Certs.entry(other, 1, 0))); // pins segment 1
+      for (long i = 0; i < 200; i++) {
+        s.putIfAbsent(R, 1, i, cert(i));
+      }
+      int before = segments(dir).size();
+      s.truncatePrefix(R, 1, 150);
+      for (long i = 200; i < 260; i++) {
+        s.putIfAbsent(R, 1, i, cert(i));
+      }
+      assertEquals(0, s.reclaimedSegments(), "a live entry in the oldest segment blocks reclaim");
+      assertTrue(segments(dir).size() > before);
+      s.truncatePrefix(other, 1, 0);
+      for (long i = 260; i < 320; i++) {
+        s.putIfAbsent(R, 1, i, cert(i));
+      }
+      assertTrue(s.reclaimedSegments() >= 3, "reclaimed " + s.reclaimedSegments());
+    }
+    try (DurableCertificateStore s = DurableCertificateStore.open(dir, small)) {
+      assertEquals(0, s.recoveryReport().tornBytesTruncated());
+      for (long i = 151; i < 320; i++) {
+        assertEquals(cert(i), s.get(R, 1, i).orElseThrow(), "entry " + i);
+      }
+      assertEquals(169, s.entryCount());
+      // The truncation points survived the deletion of the segments that recorded them.
+      s.putIfAbsent(R, 1, 20, cert(20));
+      s.putIfAbsent(other, 1, 0, certs.logEntry(Certs.entry(other, 1, 0)));
+      assertFalse(s.get(R, 1, 20).isPresent());
+      assertFalse(s.get(other, 1, 0).isPresent());
+    }
+  }
+
+  @Test
   void tornTailIsTruncatedAndAcknowledgedEntriesKept() throws Exception {
     try (DurableCertificateStore s = DurableCertificateStore.open(dir)) {
       for (long i = 0; i < 20; i++) {
