@@ -89,9 +89,15 @@ final class LauncherProcess implements AutoCloseable {
     throw new AssertionError("no '" + prefix + "' within " + timeout + " " + unit + "; output:\n" + output());
   }
 
-  /** Sends SIGTERM (Process.destroy on Linux) and waits for the exit code. */
-  int terminate(long timeout, TimeUnit unit) throws InterruptedException {
-    process.destroy();
+  /**
+   * Sends SIGTERM with kill(1), as an operator or init system would, and waits for the exit code.
+   * (Process.destroy() also sends SIGTERM but closes our end of the output pipe first.)
+   */
+  int terminate(long timeout, TimeUnit unit) throws InterruptedException, IOException {
+    Process kill = new ProcessBuilder("kill", "-TERM", Long.toString(process.pid())).inheritIO().start();
+    if (kill.waitFor() != 0) {
+      throw new AssertionError("kill -TERM " + process.pid() + " failed");
+    }
     if (!process.waitFor(timeout, unit)) {
       process.destroyForcibly();
       throw new AssertionError("launcher did not stop within " + timeout + " " + unit
