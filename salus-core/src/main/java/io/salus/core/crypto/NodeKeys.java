@@ -3,8 +3,9 @@ package io.salus.core.crypto;
 import java.security.SecureRandom;
 import java.util.Random;
 import java.util.zip.CRC32C;
-import javax.crypto.Mac;
-import javax.crypto.spec.SecretKeySpec;
+import org.bouncycastle.crypto.digests.SHA256Digest;
+import org.bouncycastle.crypto.macs.HMac;
+import org.bouncycastle.crypto.params.KeyParameter;
 import org.bouncycastle.crypto.params.Ed25519PrivateKeyParameters;
 import org.bouncycastle.crypto.params.Ed25519PublicKeyParameters;
 import org.bouncycastle.crypto.signers.Ed25519Signer;
@@ -86,14 +87,12 @@ public final class NodeKeys {
     }
 
     static byte[] hmac(byte[] key, byte[] msg, int off, int len) {
-        try {
-            Mac mac = Mac.getInstance("HmacSHA256");
-            mac.init(new SecretKeySpec(key, "HmacSHA256"));
-            mac.update(msg, off, len);
-            return mac.doFinal();
-        } catch (java.security.GeneralSecurityException e) {
-            throw new IllegalStateException("JDK without HmacSHA256", e);
-        }
+        HMac mac = new HMac(new SHA256Digest());
+        mac.init(new KeyParameter(key));
+        mac.update(msg, off, len);
+        byte[] out = new byte[32];
+        mac.doFinal(out, 0);
+        return out;
     }
 
     static boolean edVerify(byte[] publicKey, byte[] msg, int off, int len, byte[] sig) {

@@ -24,8 +24,16 @@ public sealed interface Message {
     record LogCertMsg(Certificate tentative) implements Message {
     }
 
-    /** Metadata holder → replica: the LOG_ENTRY for (region, generation, index) is durably stored. */
-    record StoreAck(int region, long generation, long index) implements Message {
+    /**
+     * Metadata holder → replica: the LOG_ENTRY for (region, generation, index) with this digest is
+     * durably stored; signed by the holder over {@link #signedBytes}.
+     */
+    record StoreAck(int region, long generation, long index, io.salus.core.merkle.Hash digest, byte[] signature)
+            implements Message {
+        public static byte[] signedBytes(int region, long generation, long index, io.salus.core.merkle.Hash digest) {
+            return new io.salus.core.cert.Wire.Out().u8(0x41).i32(region).i64(generation).i64(index).hash(digest)
+                    .toByteArray();
+        }
     }
 
     /** Participant replica → each replica of the batch leader region: YES/NO for its sub-batch, signed. */

@@ -47,6 +47,9 @@ import java.util.TreeMap;
 public final class RegionReplica {
     /** Committed entries between flush/compaction checkpoints. */
     public static final int CHECKPOINT_EVERY = 4;
+    /** Retransmit unresolved work every this many ticks. */
+    public static final int RETRANSMIT_TICKS = 4;
+    private long ticks;
 
     private final ProtocolConfig cfg;
     private final RrsConfig rrs;
@@ -246,6 +249,9 @@ public final class RegionReplica {
 
     /** Periodic retransmission (lost messages, restarted peers). Idempotent for every receiver. */
     public void tick() {
+        if (++ticks % RETRANSMIT_TICKS != 0) {
+            return;
+        }
         for (Entry e : entries.values()) {
             if (e.resolved) {
                 continue;
@@ -390,7 +396,8 @@ public final class RegionReplica {
             return;
         }
         Entry e = entries.get(a.index());
-        if (e == null) {
+        if (e == null || !a.digest().equals(e.digest) || !verifier.verify(from,
+                Message.StoreAck.signedBytes(a.region(), a.generation(), a.index(), a.digest()), a.signature())) {
             return;
         }
         e.acks.add(from);

@@ -1,0 +1,31 @@
+package io.salus.core.sim;
+
+/** What a faulty machine does. Commission faults model §3.4.1's fault-injection list. */
+enum Fault {
+    /** Correct (may still crash and restart: a transient omission is not a failure). */
+    NONE,
+    /** Permanent omission: stops at a random time and never comes back. */
+    CRASH_STOP,
+    /** Its disk silently corrupts log entries as they are written. */
+    CORRUPT_DISK,
+    /** Its region server signs a wrong digest in TENTATIVE_LOG_ENTRY (same wrong digest on every faulty node). */
+    SIGN_WRONG,
+    /** Its region server never forwards sub-batches down the chain. */
+    WITHHOLD_FORWARD,
+    /** Its region server votes YES and sends TENTATIVE_PUT_SUCCESS right after logging, before consent. */
+    LIAR,
+    /** Its region server returns corrupted data for GETs. */
+    CORRUPT_GET,
+    /** Its metadata store answers every recovery query with a signed "no next entry". */
+    LIES_NO_NEXT,
+    /** Its metadata store answers a recovery query with the LOG_ENTRY of the next position. */
+    WRONG_POSITION,
+    /** Its region server asks the NameNode to delete its files at a random time. */
+    DELETE_FILES,
+    /** Its metadata store acknowledges tentative certificates without storing anything. */
+    ACK_WITHOUT_STORE;
+
+    boolean storeFault() {
+        return this == LIES_NO_NEXT || this == WRONG_POSITION || this == ACK_WITHOUT_STORE;
+    }
+}

@@ -1,0 +1,69 @@
+package io.salus.core.sim;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.salus.core.protocol.Mutation;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Runs many seeded scenarios of the whole protocol (default 10,000; {@code -Dsalus.sim.scenarios=N},
+ * {@code -Dsalus.sim.firstSeed=S}). A failing seed prints a one-line reproduction command;
+ * {@code -Dsalus.sim.seed=N} runs exactly that seed.
+ */
+class SalusSimulationTest {
+    static String repro(long seed, Mutation m) {
+        return "mvn -B -o -pl salus-core test -Dtest=SalusSimulationTest#seededScenarios -Dsalus.sim.seed=" + seed
+                + (m == null ? "" : " -Dsalus.sim.mutation=" + m);
+    }
+
+    @Test
+    void seededScenarios() {
+        String one = System.getProperty("salus.sim.seed");
+        String mut = System.getProperty("salus.sim.mutation");
+        Mutation mutation = mut == null || mut.isEmpty() ? null : Mutation.valueOf(mut);
+        long first = one != null ? Long.parseLong(one) : Long.getLong("salus.sim.firstSeed", 1);
+        int n = one != null ? 1 : Integer.getInteger("salus.sim.scenarios", 10_000);
+        long start = System.nanoTime();
+        List<String> failures = new ArrayList<>();
+        long recoveries = 0;
+        long messages = 0;
+        long acked = 0;
+        int threads = Integer.getInteger("salus.sim.threads", 2);
+        final Mutation mm = mutation;
+        List<SalusSimulation.Result> results;
+        java.util.concurrent.ForkJoinPool pool = new java.util.concurrent.ForkJoinPool(threads);
+        try {
+            results = pool.submit(() -> java.util.stream.LongStream.range(first, first + n).parallel()
+                    .mapToObj(seed -> new SalusSimulation(seed, mm == null ? Set.of() : Set.of(mm)).run())
+                    .collect(java.util.stream.Collectors.toList())).join();
+        } finally {
+            pool.shutdown();
+        }
+        for (SalusSimulation.Result r : results) {
+            long seed = r.seed();
+            recoveries += r.recoveries();
+            messages += r.messages();
+            acked += r.ackedBatches();
+            if (r.violation() != null) {
+                String line = "seed " + seed + " VIOLATION " + r.violation().getMessage() + " [" + r.description()
+                        + "]\n  reproduce: " + repro(seed, mutation);
+                failures.add(line);
+                System.out.println(line);
+                if (one != null && r.violation().getCause() != null) {
+                    r.violation().getCause().printStackTrace(System.out);
+                }
+            } else if (one != null) {
+                System.out.println("seed " + seed + " OK [" + r.description() + "] recoveries=" + r.recoveries()
+                        + " messages=" + r.messages());
+            }
+        }
+        double secs = (System.nanoTime() - start) / 1e9;
+        System.out.printf("salus simulation: %d scenarios, %d violations, %d recoveries, %d batches acked, %d messages,"
+                + " %.1f s%n", n, failures.size(), recoveries, acked, messages, secs);
+        assertTrue(failures.isEmpty(), failures.size() + " violations, first: " + (failures.isEmpty() ? ""
+                : failures.get(0)));
+    }
+}
