@@ -67,6 +67,8 @@ public final class HBaseVolume implements Volume {
   private final BlockDriverMetrics metrics = new BlockDriverMetrics();
   private final int bs;
   private long recordedSeq = -1;
+  /** Last in-flight batch per block (for ordering overlapping writes). */
+  private final Map<Long, CompletableFuture<Void>> inflight = new HashMap<>();
   private final byte[] mountRoot;
   private final boolean mountRootMatches;
   private volatile boolean closed;
@@ -261,27 +263,61 @@ public final class HBaseVolume implements Volume {
     });
   }
 
+  /**
+   * Stores a batch and updates the tree. Overlapping batches are serialized: a batch waits for
+   * the in-flight batches touching any of its blocks, so HBase never holds two unordered
+   * mutations of one block and the tree's commit order matches the stored state (otherwise two
+   * concurrent writes of a block could land in HBase in the opposite order of their
+   * acknowledgements, and a correct block would later fail verification).
+   */
   private CompletableFuture<Void> apply(long firstBlock, byte[][] leaves, List<Row> batch) {
-    for (int i = 0; i < leaves.length; i++) {
-      if (leaves[i] != null) {
-        tree.beginUpdate(firstBlock + i, leaves[i]);
-      }
-    }
-    return table.batchAll(batch).handle((r, t) -> {
+    CompletableFuture<Void> mine = new CompletableFuture<>();
+    List<CompletableFuture<Void>> before = new ArrayList<>();
+    synchronized (inflight) {
       for (int i = 0; i < leaves.length; i++) {
         if (leaves[i] != null) {
-          if (t == null) {
-            tree.commitUpdate(firstBlock + i, leaves[i]);
-          } else {
-            tree.abortUpdate(firstBlock + i, leaves[i]);
+          CompletableFuture<Void> prev = inflight.put(firstBlock + i, mine);
+          if (prev != null) {
+            before.add(prev);
           }
         }
       }
-      if (t != null) {
-        throw new CompletionException(translate(t));
+    }
+    CompletableFuture<Void> start = before.isEmpty() ? CompletableFuture.completedFuture(null)
+        : CompletableFuture.allOf(before.toArray(new CompletableFuture[0]));
+    CompletableFuture<Void> result = start.thenCompose(v -> {
+      for (int i = 0; i < leaves.length; i++) {
+        if (leaves[i] != null) {
+          tree.beginUpdate(firstBlock + i, leaves[i]);
+        }
       }
-      return null;
+      return table.batchAll(batch).handle((r, t) -> {
+        for (int i = 0; i < leaves.length; i++) {
+          if (leaves[i] != null) {
+            if (t == null) {
+              tree.commitUpdate(firstBlock + i, leaves[i]);
+            } else {
+              tree.abortUpdate(firstBlock + i, leaves[i]);
+            }
+          }
+        }
+        if (t != null) {
+          throw new CompletionException(translate(t));
+        }
+        return null;
+      });
     });
+    result.whenComplete((r, t) -> {
+      synchronized (inflight) {
+        for (int i = 0; i < leaves.length; i++) {
+          if (leaves[i] != null) {
+            inflight.remove(firstBlock + i, mine);
+          }
+        }
+      }
+      mine.complete(null); // successors run even if this batch failed
+    });
+    return result;
   }
 
   @Override
