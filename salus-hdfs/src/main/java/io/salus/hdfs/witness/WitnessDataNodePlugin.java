@@ -41,8 +41,18 @@ public final class WitnessDataNodePlugin implements ServicePlugin {
   /** Running plugins of this JVM by DataNode transfer address ("host:port"). */
   private static final Map<String, WitnessNode> RUNNING = new ConcurrentHashMap<>();
 
+  private static volatile WitnessTrust trustOverride;
+
   private WitnessNode node;
   private String key;
+
+  /**
+   * For processes that embed DataNodes (launcher, tests): plugins started from now on in this JVM
+   * use this trust instead of {@value #TRUST_FILE_KEY}. Null restores the file.
+   */
+  public static void setTrustOverride(WitnessTrust trust) {
+    trustOverride = trust;
+  }
 
   @Override
   public void start(Object service) {
@@ -54,6 +64,10 @@ public final class WitnessDataNodePlugin implements ServicePlugin {
     InetSocketAddress xfer = dn.getXferAddress();
     key = xfer.getAddress().getHostAddress() + ":" + xfer.getPort();
     WitnessNode.Settings s = settings(conf, key);
+    WitnessTrust t = trustOverride;
+    if (t != null) {
+      s = s.withTrust(t);
+    }
     try {
       node = WitnessNode.start(s, "SalusWitness-" + xfer.getPort());
     } catch (IOException e) {

@@ -97,7 +97,7 @@ public final class WitnessService {
   private WitnessLog log(RegionId region) {
     return logs.computeIfAbsent(region,
         r -> new WitnessLog(keys.signer(), trust.keys(), deferred,
-            (reg, generation) -> trust.members(reg)));
+            trust::members));
   }
 
   /** Handles an OFFER of encoded TENTATIVE_LOG_ENTRY / LOG_ENTRY certificate bytes. */
@@ -140,7 +140,7 @@ public final class WitnessService {
   }
 
   private String explainRejection(Certificate c, Statement.LogEntry st) {
-    Set<NodeId> members = trust.members(st.region());
+    Set<NodeId> members = trust.members(st.region(), st.generation());
     if (members == null) {
       return "no RRS membership known for region " + st.region()
           + "; add an `rrs` line to the witness trust file";
@@ -175,7 +175,7 @@ public final class WitnessService {
       return Outcome.rejected("truncation needs a CHECKPOINT certificate, got " + c.type());
     }
     Statement.Checkpoint st = c.statement(Statement.Checkpoint.class);
-    Set<NodeId> members = trust.members(st.region());
+    Set<NodeId> members = trust.members(st.region(), st.generation());
     if (members == null) {
       return Outcome.rejected("no RRS membership known for region " + st.region());
     }

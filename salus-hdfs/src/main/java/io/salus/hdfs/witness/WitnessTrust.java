@@ -36,6 +36,7 @@ import io.salus.core.crypto.SignatureScheme;
 public final class WitnessTrust {
   private final KeyDirectory keys;
   private final Map<String, Set<NodeId>> rules = new ConcurrentHashMap<>();
+  private volatile java.util.function.BiFunction<RegionId, Long, Set<NodeId>> membership;
 
   public WitnessTrust(SignatureScheme scheme) {
     this.keys = new KeyDirectory(scheme);
@@ -64,7 +65,28 @@ public final class WitnessTrust {
     return this;
   }
 
-  /** The RRS members of {@code region}, or null if unknown (offers for it are rejected). */
+  /**
+   * Installs a generation-aware membership source (e.g. salus-core's {@code Membership}:
+   * {@code (r, g) -> config(r, g).replicaSet()}), consulted before the static rules.
+   */
+  public WitnessTrust useMembership(java.util.function.BiFunction<RegionId, Long, Set<NodeId>> m) {
+    this.membership = m;
+    return this;
+  }
+
+  /** The RRS members of {@code region} in log generation {@code generation}, or null if unknown. */
+  public Set<NodeId> members(RegionId region, long generation) {
+    java.util.function.BiFunction<RegionId, Long, Set<NodeId>> m = membership;
+    if (m != null) {
+      Set<NodeId> s = m.apply(region, generation);
+      if (s != null) {
+        return s;
+      }
+    }
+    return members(region);
+  }
+
+  /** The RRS members of {@code region} from the static rules, or null if unknown. */
   public Set<NodeId> members(RegionId region) {
     Set<NodeId> m = rules.get(region.volume() + "#" + region.index());
     if (m == null) {
