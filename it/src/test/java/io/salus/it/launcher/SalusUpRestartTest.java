@@ -35,8 +35,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The README's run command end to end: {@code salus up} as a child process, real clients of
- * ZooKeeper, HDFS and HBase against it, SIGTERM, a second {@code salus up} on the same data
- * directory, and the state written before the restart read back after it.
+ * ZooKeeper, HDFS, HBase and NBD (qemu-io) against it, SIGTERM, a second {@code salus up} on the
+ * same data directory, and the state written before the restart read back after it.
  */
 class SalusUpRestartTest {
   private static final byte[] CF = Bytes.toBytes("f");
@@ -85,6 +85,14 @@ class SalusUpRestartTest {
           t.put(new Put(Bytes.toBytes("row")).addColumn(CF, Bytes.toBytes("q"), Bytes.toBytes("hbase-state")));
         }
       }
+      // The demo volume is exported over NBD: write a pattern with qemu-io (a real NBD client).
+      String nbd = LauncherProcess.field(ready, "nbd");
+      assertEquals("nbd://127.0.0.1:" + nbdPort + "/demo", nbd);
+      String written = qemuIo(nbd, "write -P 0x5a 1M 1M", "write -P 0xa5 100M 64k", "flush");
+      assertTrue(written.contains("wrote 1048576/1048576") && written.contains("wrote 65536/65536"), written);
+      // Five witnesses: one per DataNode plus two standalone ones.
+      assertEquals(5, LauncherProcess.field(ready, "witnesses").split(",").length, ready);
+
       // 'salus status' reports every component healthy.
       try (LauncherProcess status = LauncherProcess.start("512m", "status", "--data", data.toString())) {
         assertEquals(0, status.waitForExit(120, TimeUnit.SECONDS), status.output());
@@ -122,8 +130,31 @@ class SalusUpRestartTest {
         Result r = t.get(new Get(Bytes.toBytes("row")));
         assertEquals("hbase-state", Bytes.toString(r.getValue(CF, Bytes.toBytes("q"))));
       }
+      // The volume contents written through NBD before the restart read back (qemu-io -P
+      // verifies every byte), and blocks never written read as zeros.
+      String read = qemuIo(LauncherProcess.field(again, "nbd"),
+          "read -P 0x5a 1M 1M", "read -P 0xa5 100M 64k", "read -P 0 0 1M");
+      assertTrue(read.contains("read 1048576/1048576 bytes at offset 1048576")
+          && read.contains("read 65536/65536 bytes at offset 104857600")
+          && read.contains("read 1048576/1048576 bytes at offset 0")
+          && !read.contains("Pattern verification failed"), read);
       assertEquals(0, up.terminate(180, TimeUnit.SECONDS), up.output());
     }
+  }
+
+  /** Runs qemu-io's commands against an NBD URI and returns its output; fails on non-zero exit. */
+  private static String qemuIo(String uri, String... commands) throws Exception {
+    java.util.List<String> cmd = new java.util.ArrayList<>(java.util.List.of("qemu-io", "-f", "raw"));
+    for (String c : commands) {
+      cmd.add("-c");
+      cmd.add(c);
+    }
+    cmd.add(uri);
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    assertTrue(p.waitFor(120, TimeUnit.SECONDS), "qemu-io finished");
+    assertEquals(0, p.exitValue(), "qemu-io " + cmd + ":\n" + out);
+    return out;
   }
 
   private static ZooKeeper connect(String quorum) throws Exception {

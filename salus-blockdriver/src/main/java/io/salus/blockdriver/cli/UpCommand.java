@@ -6,6 +6,7 @@ import io.salus.blockdriver.launcher.LauncherException;
 import io.salus.blockdriver.launcher.LauncherLogging;
 import io.salus.blockdriver.launcher.LauncherOptions;
 import io.salus.blockdriver.launcher.ReadinessLine;
+import io.salus.blockdriver.volume.VolumeCatalog;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.util.Properties;
@@ -67,6 +68,17 @@ public final class UpCommand implements Callable<Integer> {
           regionServers, volume, size, skipMemoryCheck);
     } catch (IllegalArgumentException e) {
       System.err.println("salus up: " + e.getMessage());
+      return 2;
+    }
+    if (size % 4096 != 0) {
+      System.err.println("salus up: --size " + size + " is not a multiple of the 4096-byte block"
+          + " size; use e.g. 1G or 512M");
+      return 2;
+    }
+    try {
+      VolumeCatalog.checkName(volume);
+    } catch (IllegalArgumentException e) {
+      System.err.println("salus up: --volume: " + e.getMessage());
       return 2;
     }
     DataDirLayout layout;

@@ -19,7 +19,18 @@ import org.apache.hadoop.hbase.client.Hbck;
 import org.apache.hadoop.hbase.client.RegionInfo;
 import org.apache.hadoop.hbase.client.TableState;
 import org.apache.hadoop.hbase.master.RegionState;
+import io.salus.blockdriver.nbd.NbdServer;
+import io.salus.blockdriver.volume.HBaseExports;
+import io.salus.blockdriver.volume.VolumeCatalog;
+import io.salus.blockdriver.volume.VolumeInfo;
+import io.salus.hdfs.witness.WitnessDaemon;
+import io.salus.hdfs.witness.WitnessDataNodePlugin;
+import io.salus.hdfs.witness.WitnessNode;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.stream.Collectors;
 import org.apache.hadoop.hbase.master.HMaster;
 import org.apache.hadoop.hbase.zookeeper.MiniZooKeeperCluster;
 import org.apache.hadoop.hdfs.DFSConfigKeys;
@@ -41,11 +52,20 @@ public final class EmbeddedCluster implements AutoCloseable {
   private MiniZooKeeperCluster zk;
   private MiniDFSCluster dfs;
   private MiniHBaseCluster hbase;
+  private final List<WitnessNode> witnesses = new ArrayList<>();
+  private HBaseExports exports;
+  private NbdServer nbd;
+  private VolumeInfo volume;
   private Connection connection;
   private Configuration conf;
   private int zkPort;
   private int nameNodePort;
   private int masterPort;
+  /** Standalone witness nodes beside the DataNodes' own: 3 data + 5 metadata copies (§3.3.2). */
+  static final int WITNESSES = 2;
+  /** Block size of the demo volume. */
+  static final int VOLUME_BLOCK_SIZE = 4096;
+  private final List<Integer> witnessPorts = new ArrayList<>();
   private final java.util.List<Integer> regionServerPorts = new java.util.ArrayList<>();
 
   public EmbeddedCluster(LauncherOptions options, DataDirLayout layout, PrintStream progress) {
@@ -72,6 +92,11 @@ public final class EmbeddedCluster implements AutoCloseable {
       int p = resolvePort("hbase.regionserver." + i, LauncherOptions.UNSET, 0);
       Preflight.checkPortFree(options.host(), p, "HBase region server " + i, "another --data directory");
       regionServerPorts.add(p);
+    }
+    for (int i = 1; i <= WITNESSES; i++) {
+      int p = resolvePort("witness." + i, LauncherOptions.UNSET, 0);
+      Preflight.checkPortFree(options.host(), p, "standalone witness " + i, "another --data directory");
+      witnessPorts.add(p);
     }
     if (options.nbdPort() != 0) {
       Preflight.checkPortFree(options.host(), options.nbdPort(), "NBD server", "--nbd-port");
@@ -108,12 +133,17 @@ public final class EmbeddedCluster implements AutoCloseable {
     long t0 = System.nanoTime();
     step("ZooKeeper", this::startZooKeeper);
     step("HDFS (NameNode + " + options.dataNodes() + " DataNodes)", this::startDfs);
+    step(WITNESSES + " standalone witnesses", this::startWitnesses);
     step("HBase (master + " + options.regionServers() + " region servers)", this::startHBase);
+    step("NBD export of volume '" + options.volumeName() + "'", this::startNbd);
     layout.recordPort("zookeeper", zkPort);
     layout.recordPort("namenode", nameNodePort);
     layout.recordPort("hbase.master", masterPort);
     for (int i = 0; i < regionServerPorts.size(); i++) {
       layout.recordPort("hbase.regionserver." + i, regionServerPorts.get(i));
+    }
+    for (int i = 0; i < witnessPorts.size(); i++) {
+      layout.recordPort("witness." + (i + 1), witnessPorts.get(i));
     }
     layout.save();
     progress.printf("cluster started in %.1f s%n", (System.nanoTime() - t0) / 1e9);
@@ -152,7 +182,7 @@ public final class EmbeddedCluster implements AutoCloseable {
     c.set(DFSConfigKeys.DFS_DATANODE_HTTP_ADDRESS_KEY, options.host() + ":0");
     c.setInt(DFSConfigKeys.DFS_NAMENODE_SAFEMODE_EXTENSION_KEY, 0);
     c.setInt(DFSConfigKeys.DFS_HEARTBEAT_INTERVAL_KEY, 1);
-    SalusPlugins.configureHdfs(c, layout);
+    SalusPlugins.configureHdfs(c);
     // Format only a new data directory: reformatting would silently drop HBase's state.
     boolean format = !new File(base, "name-0-1/current/VERSION").exists();
     dfs =
@@ -166,6 +196,36 @@ public final class EmbeddedCluster implements AutoCloseable {
             .build();
     dfs.waitActive();
     dfs.waitClusterUp();
+  }
+
+  private void startWitnesses() throws Exception {
+    for (int i = 0; i < WITNESSES; i++) {
+      String id = "witness-" + (i + 1);
+      witnesses.add(WitnessDaemon.start(
+          WitnessNode.Settings.of(layout.dir(id).toPath(), witnessPorts.get(i))
+              .withBindHost(options.host())
+              .withNodeId(id)));
+    }
+  }
+
+  /** Creates the demo volume on first start (a plain-HBase volume for now) and exports it. */
+  private void startNbd() throws Exception {
+    VolumeCatalog catalog = new VolumeCatalog(connection);
+    String name = options.volumeName();
+    volume = catalog.describe(name).orElse(null);
+    if (volume == null) {
+      long blocks = options.volumeSizeBytes() / VOLUME_BLOCK_SIZE;
+      volume = catalog.create(name, blocks, VOLUME_BLOCK_SIZE);
+    }
+    exports = HBaseExports.single(connection, name);
+    exports.volume(name);
+    try {
+      nbd = new NbdServer(InetAddress.getByName(options.host()), options.nbdPort(), exports).start();
+    } catch (java.net.BindException e) {
+      throw new LauncherException("port " + options.nbdPort() + " on " + options.host()
+          + " (NBD server) is already in use by another process; stop that process or pass"
+          + " --nbd-port with a free port");
+    }
   }
 
   private void startHBase() throws Exception {
@@ -274,6 +334,26 @@ public final class EmbeddedCluster implements AutoCloseable {
     return "hdfs://" + options.host() + ":" + nameNodePort;
   }
 
+  public String nbdUri() {
+    return nbd.uri(options.volumeName());
+  }
+
+  public VolumeInfo volume() {
+    return volume;
+  }
+
+  /** Witness addresses: the one inside each DataNode, then the standalone ones. */
+  public List<InetSocketAddress> witnessAddresses() {
+    List<InetSocketAddress> all = new ArrayList<>();
+    for (var dn : dfs.getDataNodes()) {
+      all.add(WitnessDataNodePlugin.running(dn).address());
+    }
+    for (WitnessNode w : witnesses) {
+      all.add(w.address());
+    }
+    return all;
+  }
+
   public String masterAddress() {
     ServerName sn = hbase.getMaster().getServerName();
     return sn.getHostname() + ":" + sn.getPort();
@@ -287,11 +367,24 @@ public final class EmbeddedCluster implements AutoCloseable {
     p.setProperty("hbase.master", masterAddress());
     p.setProperty("hbase.rootdir", conf.get(HConstants.HBASE_DIR));
     p.setProperty("pid", Long.toString(ProcessHandle.current().pid()));
+    p.setProperty("nbd.uri", nbdUri());
+    p.setProperty("volume", volume.name() + " " + volume.sizeInBytes() + " bytes, block size "
+        + volume.blockSize());
+    p.setProperty("witnesses", witnessAddresses().stream()
+        .map(a -> a.getHostString() + ":" + a.getPort()).collect(Collectors.joining(",")));
     return p;
   }
 
   @Override
   public void close() {
+    if (nbd != null) {
+      nbd.close();
+      nbd = null;
+    }
+    if (exports != null) {
+      exports.close(); // records each volume's tree root
+      exports = null;
+    }
     if (connection != null) {
       try {
         connection.close();
@@ -321,6 +414,14 @@ public final class EmbeddedCluster implements AutoCloseable {
       }
       dfs = null;
     }
+    for (WitnessNode w : witnesses) {
+      try {
+        w.close();
+      } catch (IOException e) {
+        progress.println("warning: witness did not shut down cleanly: " + e);
+      }
+    }
+    witnesses.clear();
     if (zk != null) {
       try {
         zk.shutdown();

@@ -41,6 +41,10 @@ public final class HealthCheck {
     if (nbd != null) {
       results.add(nbd(nbd));
     }
+    String witnesses = e.getProperty("witnesses");
+    if (witnesses != null && !witnesses.isEmpty()) {
+      results.add(witnesses(witnesses.split(",")));
+    }
     return results;
   }
 
@@ -114,6 +118,23 @@ public final class HealthCheck {
     } catch (IOException | RuntimeException ex) {
       return new Result("hbase", false, ex.getMessage());
     }
+  }
+
+  /** Every witness (DataNode plugins and standalone) accepts a TCP connection. */
+  static Result witnesses(String[] addresses) {
+    int up = 0;
+    StringBuilder down = new StringBuilder();
+    for (String a : addresses) {
+      int colon = a.lastIndexOf(':');
+      try (Socket s = new Socket()) {
+        s.connect(new InetSocketAddress(a.substring(0, colon), Integer.parseInt(a.substring(colon + 1))), 3000);
+        up++;
+      } catch (IOException | RuntimeException ex) {
+        down.append(' ').append(a);
+      }
+    }
+    return new Result("witnesses", up == addresses.length,
+        up + "/" + addresses.length + " listening" + (down.length() > 0 ? ", down:" + down : ""));
   }
 
   static Result nbd(String uri) {

@@ -1,5 +1,7 @@
 package io.salus.blockdriver.launcher;
 
+import io.salus.hdfs.placement.LocationHintPlacementPolicy;
+import io.salus.hdfs.witness.WitnessDataNodePlugin;
 import org.apache.hadoop.conf.Configuration;
 
 /**
@@ -9,13 +11,20 @@ import org.apache.hadoop.conf.Configuration;
 final class SalusPlugins {
   private SalusPlugins() {}
 
-  /** HDFS side: placement policy and DataNode witness plugin (salus-hdfs). */
-  static void configureHdfs(Configuration conf, DataDirLayout layout) {
-    // filled in as salus-hdfs plugins land
+  /**
+   * HDFS side (salus-hdfs): the location-hint placement policy on the NameNode, and a witness
+   * certificate store inside every DataNode. Each DataNode's witness keeps its journal next to
+   * that DataNode's data directories and listens on an ephemeral loopback port.
+   */
+  static void configureHdfs(Configuration conf) {
+    conf.set("dfs.block.replicator.classname", LocationHintPlacementPolicy.class.getName());
+    conf.set("dfs.datanode.plugins", WitnessDataNodePlugin.class.getName());
+    conf.setInt(WitnessDataNodePlugin.PORT_KEY, 0);
+    conf.set(WitnessDataNodePlugin.BIND_HOST_KEY, "127.0.0.1");
   }
 
-  /** HBase side: coprocessors and balancer (salus-core's HBase adapters). */
+  /** HBase side: coprocessors and balancer (salus-core's HBase adapters, not built yet). */
   static void configureHBase(Configuration conf) {
-    // filled in as salus-core's HBase adapters land
+    // Nothing yet: the Salus region-server coprocessors are a later issue.
   }
 }
