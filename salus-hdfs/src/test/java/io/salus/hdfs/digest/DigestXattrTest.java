@@ -142,5 +142,26 @@ class DigestXattrTest {
         "flush-garbage", DigestXattr.Status.MALFORMED,
         "flush-forged", DigestXattr.Status.BAD_CERTIFICATE));
     assertEquals(expected, invalid);
+
+    // The operator command reports the same files and exits 1.
+    java.nio.file.Path trustFile = java.nio.file.Files.createTempFile("digest-trust", ".conf");
+    StringBuilder t = new StringBuilder("scheme ed25519\n");
+    for (NodeKeys k : RS) {
+      t.append("node ").append(k.id()).append(' ')
+          .append(java.util.HexFormat.of().formatHex(k.verificationKey())).append('\n');
+    }
+    t.append("rrs vol#* rs0 rs1 rs2\n");
+    java.nio.file.Files.writeString(trustFile, t);
+    java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+    int code = DigestCheck.run(cluster.getConfiguration(0), new java.io.PrintStream(bytes, true),
+        "--fs", fs.getUri().toString(), "--dir", "/salus/vol/region-0", "--trust",
+        trustFile.toString(), "--region", "vol#0");
+    String report = bytes.toString();
+    assertEquals(1, code, report);
+    for (Map.Entry<String, DigestXattr.Status> e : expected.entrySet()) {
+      assertTrue(report.contains(e.getValue() + " /salus/vol/region-0/" + e.getKey() + ":"),
+          report);
+    }
+    assertTrue(!report.contains("flush-good") && report.contains("8 file(s)"), report);
   }
 }
