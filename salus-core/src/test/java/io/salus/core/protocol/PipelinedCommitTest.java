@@ -1,0 +1,202 @@
+package io.salus.core.protocol;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+import io.salus.core.cert.CertType;
+import io.salus.core.cert.Certificate;
+import io.salus.core.cert.RegionId;
+import io.salus.core.cert.Statement;
+import io.salus.core.crypto.KeyDirectory;
+import io.salus.core.crypto.NodeId;
+import io.salus.core.crypto.NodeKeys;
+import io.salus.core.crypto.SignatureScheme;
+import io.salus.core.crypto.Signer;
+import io.salus.core.merkle.HashAlgorithm;
+import io.salus.core.merkle.RegionLayout;
+import io.salus.core.protocol.client.BlockWrite;
+import io.salus.core.protocol.client.ClientListener;
+import io.salus.core.protocol.client.VolumeClient;
+import io.salus.core.protocol.message.Message;
+import io.salus.core.protocol.recovery.InMemoryCoordination;
+import io.salus.core.protocol.recovery.RegionLogRecovery;
+import io.salus.core.protocol.replica.InMemoryReplicaDisk;
+import io.salus.core.protocol.replica.RegionReplica;
+import io.salus.core.protocol.replica.RegionSnapshot;
+import io.salus.core.protocol.replica.ReplicaHooks;
+import io.salus.core.protocol.witness.InMemoryCertificateStore;
+import io.salus.core.protocol.witness.WitnessLog;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Predicate;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Pipelined commit and active storage wired together over an in-memory FIFO network that the test
+ * can hold messages in (to reorder them). The faulty-network cases are in the simulator.
+ */
+class PipelinedCommitTest {
+    record Envelope(NodeId from, NodeId to, Message m) {
+    }
+
+    final ProtocolConfig cfg = ProtocolConfig.of("v", 16, HashAlgorithm.SHA256, RegionLayout.ofRegionSize(16, 8));
+    final KeyDirectory dir = new KeyDirectory(SignatureScheme.WEAK_CRC32C);
+    final Map<NodeId, Signer> signers = new HashMap<>();
+    final Deque<Envelope> net = new ArrayDeque<>();
+    final List<Envelope> held = new ArrayList<>();
+    Predicate<Envelope> hold = e -> false;
+    final Map<NodeId, RegionReplica> replicas = new HashMap<>();
+    final Map<NodeId, WitnessLog> stores = new HashMap<>();
+    final Map<Integer, RrsConfig> configs = new HashMap<>();
+    final List<long[]> acked = new ArrayList<>();
+    final Map<Long, byte[]> got = new HashMap<>();
+    final NodeId clientId = id("client");
+    VolumeClient client;
+
+    NodeId id(String n) {
+        NodeKeys k = NodeKeys.deterministic(SignatureScheme.WEAK_CRC32C, NodeId.of(n), 5);
+        dir.register(k);
+        signers.put(k.id(), k.signer());
+        return k.id();
+    }
+
+    PipelinedCommitTest() {
+        Membership membership = new Membership() {
+            public RrsConfig current(int region) {
+                return configs.get(region);
+            }
+
+            public RrsConfig config(RegionId region, long generation) {
+                return configs.get(region.index());
+            }
+        };
+        InMemoryCoordination coord = new InMemoryCoordination();
+        for (int r = 0; r < 2; r++) {
+            List<NodeId> reps = List.of(id("rs" + r + "a"), id("rs" + r + "b"), id("rs" + r + "c"));
+            List<NodeId> dns = List.of(id("dn" + r + "a"), id("dn" + r + "b"), id("dn" + r + "c"));
+            List<NodeId> ws = List.of(id("w" + r + "a"), id("w" + r + "b"));
+            configs.put(r, new RrsConfig(new RegionId("v", r), 0, reps, dns, ws));
+        }
+        for (RrsConfig c : configs.values()) {
+            for (NodeId rep : c.replicas()) {
+                replicas.put(rep, new RegionReplica(cfg, c, rep, clientId, signers.get(rep), dir, membership,
+                        (to, m) -> net.add(new Envelope(rep, to, m)), new InMemoryReplicaDisk(), coord,
+                        ReplicaHooks.NONE, RegionSnapshot.empty(0, RegionLogRecovery.emptyVolumeRoot(cfg))));
+            }
+            for (NodeId h : c.metadataHolders()) {
+                stores.put(h, new WitnessLog(signers.get(h), dir, new InMemoryCertificateStore(),
+                        (r, g) -> configs.get(r.index()).replicaSet()));
+            }
+        }
+        client = new VolumeClient(cfg, clientId, signers.get(clientId), dir, membership,
+                (to, m) -> net.add(new Envelope(clientId, to, m)), new ClientListener() {
+                    public void putSucceeded(long b, long f, long l, List<Certificate> certs) {
+                        certs.forEach(c -> assertEquals(CertType.PUT_SUCCESS, c.type()));
+                        acked.add(new long[] {b, f, l});
+                    }
+
+                    public void putFailed(long b) {
+                        fail("batch " + b + " aborted");
+                    }
+
+                    public void getSucceeded(long id, long block, byte[] data) {
+                        got.put(block, data);
+                    }
+                }, 4, 1000);
+    }
+
+    void drain() {
+        Envelope e;
+        while ((e = net.poll()) != null) {
+            if (hold.test(e)) {
+                held.add(e);
+                continue;
+            }
+            deliver(e);
+        }
+    }
+
+    void deliver(Envelope e) {
+        if (e.to().equals(clientId)) {
+            client.receive(e.from(), e.m());
+        } else if (replicas.containsKey(e.to())) {
+            replicas.get(e.to()).receive(e.from(), e.m());
+        } else if (e.m() instanceof Message.LogCertMsg l && stores.get(e.to()).offer(l.tentative())
+                == WitnessLog.Offer.STORED) {
+            Statement.LogEntry st = l.tentative().statement(Statement.LogEntry.class);
+            Certificate c = stores.get(e.to()).query(st.region(), st.generation(), st.index());
+            var digest = c.statement(Statement.LogEntry.class).digest();
+            byte[] sig = signers.get(e.to()).sign(Message.StoreAck.signedBytes(st.region().index(), st.generation(),
+                    st.index(), digest));
+            for (NodeId r : configs.get(st.region().index()).replicas()) {
+                net.add(new Envelope(e.to(), r, new Message.StoreAck(st.region().index(), st.generation(),
+                        st.index(), digest, sig)));
+            }
+        }
+    }
+
+    static byte[] data(int v) {
+        byte[] d = new byte[16];
+        d[0] = (byte) v;
+        return d;
+    }
+
+    @Test
+    void batchesAcrossRegionsCommitInOrderAndGetsVerify() {
+        assertTrue(client.submit(List.of(new BlockWrite(1, data(1)), new BlockWrite(9, data(2)))) > 0);
+        assertTrue(client.submit(List.of(new BlockWrite(10, data(3)))) > 0);
+        drain();
+        assertEquals(2, acked.size());
+        assertArrayEquals(new long[] {1, 1, 2}, acked.get(0));
+        assertArrayEquals(new long[] {2, 3, 3}, acked.get(1));
+        client.get(9);
+        client.get(3);
+        drain();
+        assertArrayEquals(data(2), got.get(9L));
+        assertArrayEquals(new byte[16], got.get(3L), "unwritten block reads as zeros");
+        for (RegionReplica r : replicas.values()) {
+            assertEquals(r.config().region().index() == 0 ? 1 : 3, r.appliedSeq());
+        }
+    }
+
+    @Test
+    void laterBatchWaitsForEarlierSubBatchAndItsCommitConfirmation() {
+        // batch 1 writes only region 1 and is held; batch 2 writes only region 0, so region 0 could
+        // prepare and vote on its own: only the COMMIT-CONFIRMATION chain keeps it from committing
+        hold = e -> e.m() instanceof Message.SubBatchMsg s && s.subBatch().batchId() == 1;
+        client.submit(List.of(new BlockWrite(12, data(2))));
+        client.submit(List.of(new BlockWrite(2, data(1))));
+        drain();
+        assertTrue(acked.isEmpty(), "batch 2 may not commit while batch 1 is not committed");
+        for (RegionReplica r : replicas.values()) {
+            assertEquals(0, r.appliedSeq());
+        }
+        hold = e -> false;
+        held.forEach(net::add);
+        held.clear();
+        drain();
+        assertEquals(2, acked.size());
+        assertEquals(1, acked.get(0)[0]);
+        assertEquals(2, acked.get(1)[0]);
+    }
+
+    @Test
+    void putToABlockWithOutstandingGetIsRefused() {
+        hold = e -> e.m() instanceof Message.GetRequest;
+        client.get(4);
+        drain();
+        assertEquals(-1, client.submit(List.of(new BlockWrite(4, data(9)))));
+        assertTrue(client.submit(List.of(new BlockWrite(5, data(9)))) > 0);
+        hold = e -> false;
+        held.forEach(net::add);
+        held.clear();
+        drain();
+        assertArrayEquals(new byte[16], got.get(4L));
+        assertTrue(client.submit(List.of(new BlockWrite(4, data(9)))) > 0);
+        assertThrows(IllegalArgumentException.class, () -> client.submit(List.of(new BlockWrite(4, new byte[3]))));
+        assertThrows(IndexOutOfBoundsException.class, () -> client.submit(List.of(new BlockWrite(99, data(1)))));
+    }
+}
