@@ -4,8 +4,9 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
 /**
- * Entry point of the {@code salus} command line. Each sub-command is its own class in this
- * package; register new ones in {@code subcommands} below.
+ * Entry point of the {@code salus} command line. Each sub-command is its own class (in this
+ * package, or the module that owns the concept, like salus-hdfs's standalone witness daemon);
+ * register new ones in {@code subcommands} below.
  */
 @Command(
     name = "salus",
@@ -18,6 +19,7 @@ import picocli.CommandLine.Command;
       StatusCommand.class,
       VolumeCommand.class,
       NbdCommand.class,
+      io.salus.hdfs.witness.WitnessDaemon.class,
     })
 public final class SalusCli implements Runnable {
 
