@@ -14,6 +14,10 @@ enum Fault {
     WITHHOLD_FORWARD,
     /** Its region server votes YES and sends TENTATIVE_PUT_SUCCESS right after logging, before consent. */
     LIAR,
+    /** Its region server forwards every odd-numbered batch late (only on retransmission): reordering. */
+    REORDER_FORWARD,
+    /** Its region server's memory corrupts block contents as it applies PUTs. */
+    MEMORY_CORRUPT,
     /** Its region server returns corrupted data for GETs. */
     CORRUPT_GET,
     /** Its metadata store answers every recovery query with a signed "no next entry". */

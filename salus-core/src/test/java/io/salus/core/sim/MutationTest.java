@@ -47,7 +47,7 @@ class MutationTest {
         }
         assertNotNull(caught, m + " survived " + MAX_SEEDS + " seeds: the simulator does not detect it");
         System.out.println("mutation " + m + " caught after " + tried + " seed(s): seed " + caught.seed() + " -> "
-                + caught.violation().getMessage());
+                + caught.violation().getMessage() + "\n  reproduce: " + SalusSimulationTest.repro(caught.seed(), m));
     }
 
     @ParameterizedTest

@@ -278,7 +278,7 @@ final class SalusSimulation {
     }
 
     private static final Fault[] RS_FAULTS = {Fault.CRASH_STOP, Fault.CORRUPT_DISK, Fault.SIGN_WRONG,
-        Fault.WITHHOLD_FORWARD, Fault.LIAR, Fault.CORRUPT_GET, Fault.LIES_NO_NEXT, Fault.WRONG_POSITION,
+        Fault.WITHHOLD_FORWARD, Fault.REORDER_FORWARD, Fault.MEMORY_CORRUPT, Fault.LIAR, Fault.CORRUPT_GET, Fault.LIES_NO_NEXT, Fault.WRONG_POSITION,
         Fault.DELETE_FILES, Fault.ACK_WITHOUT_STORE};
     private static final Fault[] WITNESS_FAULTS = {Fault.CRASH_STOP, Fault.LIES_NO_NEXT, Fault.WRONG_POSITION,
         Fault.ACK_WITHOUT_STORE};
@@ -376,6 +376,21 @@ final class SalusSimulation {
                 @Override
                 public boolean earlyPutSuccess() {
                     return true;
+                }
+            };
+            case REORDER_FORWARD -> new ReplicaHooks() {
+                private final Set<Long> delayed = new HashSet<>();
+
+                @Override
+                public boolean forward(SubBatch sb) {
+                    return sb.batchId() % 2 == 0 || !delayed.add(sb.batchId());
+                }
+            };
+            case MEMORY_CORRUPT -> new ReplicaHooks() {
+                @Override
+                public byte[] onApply(byte[] data) {
+                    data[data.length - 1] ^= 0x40;
+                    return data;
                 }
             };
             case CORRUPT_GET -> new ReplicaHooks() {

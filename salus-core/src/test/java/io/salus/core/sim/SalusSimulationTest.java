@@ -11,7 +11,8 @@ import org.junit.jupiter.api.Test;
 /**
  * Runs many seeded scenarios of the whole protocol (default 10,000; {@code -Dsalus.sim.scenarios=N},
  * {@code -Dsalus.sim.firstSeed=S}). A failing seed prints a one-line reproduction command;
- * {@code -Dsalus.sim.seed=N} runs exactly that seed.
+ * {@code -Dsalus.sim.seed=N} runs exactly that seed; {@code -Dsalus.sim.mutation=M} switches a
+ * {@link Mutation} on, with the fault profile {@link MutationTest} uses for it.
  */
 class SalusSimulationTest {
     static String repro(long seed, Mutation m) {
@@ -37,7 +38,9 @@ class SalusSimulationTest {
         java.util.concurrent.ForkJoinPool pool = new java.util.concurrent.ForkJoinPool(threads);
         try {
             results = pool.submit(() -> java.util.stream.LongStream.range(first, first + n).parallel()
-                    .mapToObj(seed -> new SalusSimulation(seed, mm == null ? Set.of() : Set.of(mm)).run())
+                    .mapToObj(seed -> (mm == null ? new SalusSimulation(seed, Set.of())
+                            : new SalusSimulation(seed, Set.of(mm), MutationTest.profile(mm), MutationTest.forced(mm)))
+                            .run())
                     .collect(java.util.stream.Collectors.toList())).join();
         } finally {
             pool.shutdown();

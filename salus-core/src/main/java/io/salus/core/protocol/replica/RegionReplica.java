@@ -608,8 +608,9 @@ public final class RegionReplica {
         long first = cfg.layout().firstBlock(regionId.index());
         for (Put p : e.sb.puts()) {
             long local = p.block() - first;
-            blocks.put(local, p.data().clone());
-            tree.putBlock(local, p.data());
+            byte[] data = hooks.onApply(p.data().clone());
+            blocks.put(local, data);
+            tree.putBlock(local, data);
             rootRecord = rootRecord.newer(new VolumeRootRecord(p.volumeRoot(), p.seq()));
         }
         appliedSeq = e.sb.lastSeq();

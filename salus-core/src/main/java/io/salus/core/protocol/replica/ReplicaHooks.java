@@ -37,6 +37,11 @@ public interface ReplicaHooks {
         return false;
     }
 
+    /** Block content kept in memory (memstore and region tree) when a PUT is applied. */
+    default byte[] onApply(byte[] data) {
+        return data;
+    }
+
     /** Data returned in a GET reply. */
     default byte[] onGetReply(byte[] data) {
         return data;
