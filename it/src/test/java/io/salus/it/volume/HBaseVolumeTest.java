@@ -224,6 +224,12 @@ class HBaseVolumeTest {
     Run del = cli("volume", "delete", "clivol", "--hbase-conf", c);
     assertEquals(0, del.code, del.err);
     assertTrue(catalog.describe("clivol").isEmpty());
+    Run nbdMissing = cli("nbd", "--volume", "nothere", "--port", "0", "--hbase-conf", c);
+    assertEquals(2, nbdMissing.code);
+    assertTrue(nbdMissing.err.contains("no volume named 'nothere'"), nbdMissing.err);
+    Run nbdPort = cli("nbd", "--volume", "clivol", "--port", "70000", "--hbase-conf", c);
+    assertEquals(2, nbdPort.code);
+    assertTrue(nbdPort.err.contains("bad port"), nbdPort.err);
     Run noConf = cli("volume", "list", "--hbase-conf", tmp.resolve("nowhere").toString());
     assertEquals(2, noConf.code);
     assertTrue(noConf.err.contains("hbase-site.xml"), noConf.err);

@@ -42,12 +42,20 @@ public final class NbdCommand implements Callable<Integer> {
       err.println("error: bad port " + port + ": use 0..65535");
       return 2;
     }
+    Connection c = null;
+    HBaseExports exports = null;
     try {
       VolumeCatalog.checkName(volume);
-      Connection c = HBaseConf.connect(hbaseConf);
-      HBaseExports exports = HBaseExports.single(c, volume);
+      c = HBaseConf.connect(hbaseConf);
+      exports = HBaseExports.single(c, volume);
       HBaseVolume v = exports.volume(volume);
-      NbdServer server = new NbdServer(InetAddress.getByName(bind), port, exports).start();
+      NbdServer server;
+      try {
+        server = new NbdServer(InetAddress.getByName(bind), port, exports).start();
+      } catch (java.io.IOException e) {
+        throw new java.net.BindException(e.getMessage());
+      }
+      final Connection conn = c;
       out.println("serving volume " + v.name() + " (" + v.sizeInBytes() + " bytes) at "
           + server.uri(v.name()));
       out.println("attach: nbdfuse DIR " + server.uri(v.name())
@@ -58,7 +66,7 @@ public final class NbdCommand implements Callable<Integer> {
       Runtime.getRuntime().addShutdownHook(new Thread(() -> {
         server.close();
         try {
-          c.close();
+          conn.close();
         } catch (Exception ignored) {
           // exiting
         }
@@ -67,12 +75,33 @@ public final class NbdCommand implements Callable<Integer> {
       done.await();
       return 0;
     } catch (IllegalArgumentException e) {
+      cleanup(exports, c);
       err.println("error: " + e.getMessage());
       return 2;
     } catch (java.net.BindException e) {
+      cleanup(exports, c);
       err.println("error: cannot listen on " + bind + ":" + port + " (" + e.getMessage()
-          + "): pick another --port");
+          + "): pick another --port or --bind address");
       return 2;
+    } catch (Exception e) {
+      cleanup(exports, c);
+      err.println("error: " + e + " (is the cluster up? check --hbase-conf)");
+      return 1;
+    } finally {
+      err.flush();
+    }
+  }
+
+  private static void cleanup(HBaseExports exports, Connection c) {
+    if (exports != null) {
+      exports.close();
+    }
+    if (c != null) {
+      try {
+        c.close();
+      } catch (Exception ignored) {
+        // exiting
+      }
     }
   }
 }

@@ -38,6 +38,8 @@ final class NbdConnection implements Runnable {
   private static final int MAX_IN_FLIGHT = 128;
   private static final int MAX_IN_FLIGHT_BYTES = 128 << 20;
   private static final int HANDSHAKE_TIMEOUT_MS = 30_000;
+  /** Requests at least this large are copied to/from the volume on a worker thread. */
+  private static final int OFFLOAD_BYTES = 128 * 1024;
 
   private static final ScheduledExecutorService TIMERS =
       Executors.newSingleThreadScheduledExecutor(r -> {
@@ -369,12 +371,21 @@ final class NbdConnection implements Runnable {
         metrics.writes.increment();
         metrics.bytesWritten.add(length);
         CompletableFuture<Void> wf;
-        try {
-          wf = io.write(offset, data, (flags & CMD_FLAG_FUA) != 0);
-        } catch (RuntimeException e) {
-          wf = CompletableFuture.failedFuture(e);
+        boolean fua = (flags & CMD_FLAG_FUA) != 0;
+        if (length >= OFFLOAD_BYTES) {
+          // large payload: copy it into the volume on a worker while this thread reads on
+          final long off = offset;
+          wf = CompletableFuture.supplyAsync(() -> io.write(off, data, fua), rmwExecutor)
+              .thenCompose(x -> x);
+          wf.whenComplete((v, t) -> pool.release(data));
+        } else {
+          try {
+            wf = io.write(offset, data, fua);
+          } catch (RuntimeException e) {
+            wf = CompletableFuture.failedFuture(e);
+          }
+          pool.release(data); // volumes consume the buffer before write() returns
         }
-        pool.release(data); // volumes consume the buffer before write() returns
         submit(handle, (int) length, wf);
         continue;
       }
@@ -393,10 +404,17 @@ final class NbdConnection implements Runnable {
           final long off = offset;
           ByteBuffer buf = pool.get((int) length);
           CompletableFuture<Void> f;
-          try {
-            f = io.readInto(offset, (int) length, buf);
-          } catch (RuntimeException e) {
-            f = CompletableFuture.failedFuture(e);
+          if (length >= OFFLOAD_BYTES) {
+            // large read: fill and send it from a worker while this thread reads on
+            final int len = (int) length;
+            f = CompletableFuture.supplyAsync(() -> io.readInto(off, len, buf), rmwExecutor)
+                .thenCompose(x -> x);
+          } else {
+            try {
+              f = io.readInto(offset, (int) length, buf);
+            } catch (RuntimeException e) {
+              f = CompletableFuture.failedFuture(e);
+            }
           }
           f.whenComplete((v, t) -> {
             try {

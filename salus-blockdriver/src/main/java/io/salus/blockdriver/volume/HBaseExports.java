@@ -58,7 +58,8 @@ public final class HBaseExports implements NbdExports {
   public HBaseVolume volume(String name) throws IOException {
     Volume v = resolve(name);
     if (v == null) {
-      throw new IllegalArgumentException("no volume named '" + name + "'");
+      new VolumeCatalog(connection).require(name); // throws the message naming the fix
+      throw new IllegalArgumentException("volume '" + name + "' is not exported here");
     }
     return (HBaseVolume) v;
   }
