@@ -23,6 +23,24 @@ public record RrsConfig(RegionId region, long generation, List<NodeId> replicas,
         witnesses = List.copyOf(witnesses);
     }
 
+    /**
+     * remapRegion (§3.3.4 step 1): the configuration of the next log generation on replacement
+     * machines. The old machines must already be disabled (leases relinquished or expired); their
+     * stores stay readable for recoverRegionLog.
+     *
+     * @throws IllegalArgumentException if a new region server is one of the old ones (the faulty
+     *                                  set must be swapped out)
+     */
+    public RrsConfig remap(List<NodeId> newReplicas, List<NodeId> newStores, List<NodeId> newWitnesses) {
+        for (NodeId n : newReplicas) {
+            if (replicas.contains(n)) {
+                throw new IllegalArgumentException("remap of " + region + " keeps region server " + n
+                        + "; swap out every server of the RRS");
+            }
+        }
+        return new RrsConfig(region, generation + 1, newReplicas, newStores, newWitnesses);
+    }
+
     public NodeId primary() {
         return replicas.get(0);
     }

@@ -322,7 +322,8 @@ final class SalusSimulation {
                 description.append(" r").append(region).append("g").append(gen).append(':').append(f);
             }
         }
-        RrsConfig c = new RrsConfig(new RegionId(VOLUME, region), gen, reps, stores, wits);
+        RrsConfig c = gen == 0 ? new RrsConfig(new RegionId(VOLUME, region), gen, reps, stores, wits)
+                : membership.current(region).remap(reps, stores, wits);
         membership.install(c);
         return c;
     }
@@ -673,6 +674,20 @@ final class SalusSimulation {
             if (agreed.isPresent() && agreed.get().seq() < oracle.ackedMax) {
                 throw new SimulationViolation("no-lost-put-success", "recovery LCP " + agreed.get().seq()
                         + " drops PUTs that got PUT_SUCCESS (acked through " + oracle.ackedMax + "); " + e.getMessage());
+            }
+            if (agreed.isPresent()) {
+                // judge the recovered state independently of the protocol's own root check
+                long l = agreed.get().seq();
+                Map<Long, byte[]> want = oracle.stateAt(Math.min(l, oracle.issuedMax()));
+                for (Map.Entry<Integer, RegionLogRecovery.RecoveredLog> le : logs.entrySet()) {
+                    RegionSnapshot s = VolumeRecovery.rebuildRegion(cfg, le.getValue(), l, 0);
+                    if (!s.regionRoot(cfg.hash(), cfg.blockSize(), cfg.layout())
+                            .equals(oracle.regionRootOfState(want, le.getKey()))) {
+                        throw new SimulationViolation("ordered-commit", "recovered region " + le.getKey()
+                                + " is not the client-ordered prefix through LCP seq " + l
+                                + " (the protocol's own root check refused it too: " + e.getMessage() + ")");
+                    }
+                }
             }
             throw new SimulationViolation("recovery-root-check", e.getMessage());
         }
