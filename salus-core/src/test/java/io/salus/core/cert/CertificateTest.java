@@ -25,7 +25,7 @@ class CertificateTest {
         return k;
     }
 
-    static List<Statement> samples() {
+    public static List<Statement> samples() {
         var h = HashAlgorithm.SHA256.hash(new byte[5]);
         return List.of(new Statement.LogEntry(R, 1, 17, h, 4096),
                 new Statement.PutOutcome(true, R, 3, 10, 12, 17, h),
@@ -36,7 +36,7 @@ class CertificateTest {
                 new Statement.Decision(false, "vol1", 3, 10, 12, R));
     }
 
-    static CertType tentativeFor(Statement s) {
+    public static CertType tentativeFor(Statement s) {
         return switch (s.kind()) {
             case LOG_ENTRY -> CertType.TENTATIVE_LOG_ENTRY;
             case PUT_SUCCESS -> CertType.TENTATIVE_PUT_SUCCESS;

@@ -162,6 +162,7 @@ public final class VolumeClient {
             SubBatch sb = new SubBatch(cfg.volume(), e.getKey(), batchId, leader, e.getValue(), null);
             ob.subs.put(e.getKey(), sb.withSignature(signer.sign(sb.signedBytes())));
             regionRootHistory.get(e.getKey()).put(sb.lastSeq(), tree.node(layout.regionLevel(), e.getKey()));
+            pruneHistory(e.getKey());
         }
         BatchInfo info = new BatchInfo(cfg.volume(), batchId, firstSeq, nextSeq - 1, new ArrayList<>(byRegion.keySet()),
                 prevBatchId, prevLeader, null);
@@ -281,7 +282,31 @@ public final class VolumeClient {
             return;
         }
         gets.remove(r.requestId());
+        pruneHistory((int) layout.regionOf(g.block));
         listener.getSucceeded(r.requestId(), r.block(), r.data().clone());
+    }
+
+    /**
+     * Drops region roots no GET can need any more: a future GET's prevNum is at least the region's
+     * last issued seq, and an outstanding GET accepts only replies at or after its prevNum.
+     */
+    private void pruneHistory(int region) {
+        long keepFrom = lastSeqOfRegion[region];
+        for (OutGet og : gets.values()) {
+            if (layout.regionOf(og.block) == region) {
+                keepFrom = Math.min(keepFrom, og.prevNum);
+            }
+        }
+        regionRootHistory.get(region).headMap(keepFrom, false).clear();
+    }
+
+    /** Number of region roots kept for GET verification (bounded by the outstanding work). */
+    public int regionRootHistorySize() {
+        int n = 0;
+        for (TreeMap<Long, Hash> h : regionRootHistory.values()) {
+            n += h.size();
+        }
+        return n;
     }
 
     private boolean verifyGet(OutGet g, Message.GetReply r) {
