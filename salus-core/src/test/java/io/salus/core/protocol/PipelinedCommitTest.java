@@ -199,4 +199,38 @@ class PipelinedCommitTest {
         assertThrows(IllegalArgumentException.class, () -> client.submit(List.of(new BlockWrite(4, new byte[3]))));
         assertThrows(IndexOutOfBoundsException.class, () -> client.submit(List.of(new BlockWrite(99, data(1)))));
     }
+
+    @Test
+    void aNoVoteForAFaultyClientsSubBatchAbortsTheWholeBatch() {
+        Signer cs = signers.get(clientId);
+        var alg = cfg.hash();
+        byte[] d = data(7);
+        var h = alg.leafHash(d);
+        var root = alg.hash(new byte[] {1});
+        io.salus.core.protocol.message.SubBatch good = new io.salus.core.protocol.message.SubBatch("v", 0, 1, 0,
+                List.of(new io.salus.core.protocol.message.Put(1, 0, 3, d, h, root)), null);
+        // region 1's sub-batch is signed but its prevNum chain is broken (seq 3 claims prevNum 0)
+        io.salus.core.protocol.message.SubBatch bad = new io.salus.core.protocol.message.SubBatch("v", 1, 1, 0,
+                List.of(new io.salus.core.protocol.message.Put(2, 0, 9, d, h, root),
+                        new io.salus.core.protocol.message.Put(3, 0, 10, d, h, root)), null);
+        good = good.withSignature(cs.sign(good.signedBytes()));
+        bad = bad.withSignature(cs.sign(bad.signedBytes()));
+        io.salus.core.protocol.message.BatchInfo info = new io.salus.core.protocol.message.BatchInfo("v", 1, 1, 3,
+                List.of(0, 1), -1, -1, null);
+        info = info.withSignature(cs.sign(info.signedBytes()));
+        for (NodeId l : configs.get(0).replicas()) {
+            net.add(new Envelope(clientId, l, new Message.BatchInfoMsg(info)));
+        }
+        net.add(new Envelope(clientId, configs.get(0).primary(), new Message.SubBatchMsg(good)));
+        net.add(new Envelope(clientId, configs.get(1).primary(), new Message.SubBatchMsg(bad)));
+        drain();
+        for (NodeId r : configs.get(0).replicas()) {
+            Certificate dcert = replicas.get(r).decisionCertificate(1);
+            assertEquals(CertType.ABORT, dcert.type(), "participant " + r + " must hold the ABORT certificate");
+            assertEquals(0, replicas.get(r).appliedSeq(), "an aborted PUT is never applied");
+        }
+        for (NodeId r : configs.get(1).replicas()) {
+            assertEquals(0, replicas.get(r).appliedSeq());
+        }
+    }
 }
