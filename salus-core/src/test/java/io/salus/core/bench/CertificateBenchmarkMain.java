@@ -88,7 +88,7 @@ public final class CertificateBenchmarkMain {
                 Integer.parseInt(f[8])});
         }
         CategoryChart cost = new CategoryChartBuilder().width(900).height(500)
-                .title("Salus certificate cost, JMH (shared, heavily loaded 2-core box)")
+                .title("Salus certificate cost, JMH (shared noisy 2-core box)")
                 .xAxisTitle("signature scheme").yAxisTitle("log10(ns per operation)").build();
         for (Map.Entry<String, Map<String, Double>> e : byOp.entrySet()) {
             List<Double> ys = new ArrayList<>();
