@@ -221,18 +221,25 @@ class HBaseVolumeTest {
     Run missing = cli("volume", "describe", "nothere", "--hbase-conf", c);
     assertEquals(2, missing.code);
     assertTrue(missing.err.contains("no volume named 'nothere'"), missing.err);
-    Run del = cli("volume", "delete", "clivol", "--hbase-conf", c);
-    assertEquals(0, del.code, del.err);
-    assertTrue(catalog.describe("clivol").isEmpty());
     Run nbdMissing = cli("nbd", "--volume", "nothere", "--port", "0", "--hbase-conf", c);
     assertEquals(2, nbdMissing.code);
     assertTrue(nbdMissing.err.contains("no volume named 'nothere'"), nbdMissing.err);
     Run nbdPort = cli("nbd", "--volume", "clivol", "--port", "70000", "--hbase-conf", c);
     assertEquals(2, nbdPort.code);
     assertTrue(nbdPort.err.contains("bad port"), nbdPort.err);
+    // the server behind 'salus nbd' (the command itself blocks until Ctrl-C)
+    try (io.salus.blockdriver.cli.NbdCommand.Running r =
+        io.salus.blockdriver.cli.NbdCommand.serve("clivol", "127.0.0.1", 0, conf)) {
+      String info = io.salus.it.nbd.Tools.run(60, "nbdinfo", r.server.uri("clivol"))
+          .requireSuccess("nbdinfo").output();
+      assertTrue(info.contains("export-size: 67108864"), info);
+    }
     Run noConf = cli("volume", "list", "--hbase-conf", tmp.resolve("nowhere").toString());
     assertEquals(2, noConf.code);
     assertTrue(noConf.err.contains("hbase-site.xml"), noConf.err);
+    Run del = cli("volume", "delete", "clivol", "--hbase-conf", c);
+    assertEquals(0, del.code, del.err);
+    assertTrue(catalog.describe("clivol").isEmpty());
   }
 
   record Run(int code, String out, String err) {}

@@ -5,7 +5,9 @@ import io.salus.blockdriver.volume.HBaseExports;
 import io.salus.blockdriver.volume.HBaseVolume;
 import io.salus.blockdriver.volume.VolumeCatalog;
 import java.io.File;
+import java.io.IOException;
 import java.io.PrintWriter;
+import java.net.BindException;
 import java.net.InetAddress;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
@@ -21,7 +23,8 @@ public final class NbdCommand implements Callable<Integer> {
   @Option(names = "--volume", required = true, paramLabel = "NAME", description = "Volume.")
   String volume;
 
-  @Option(names = "--port", defaultValue = "10809", description = "TCP port (default ${DEFAULT-VALUE}).")
+  @Option(names = "--port", defaultValue = "10809",
+      description = "TCP port (default ${DEFAULT-VALUE}; 0 = any free port).")
   int port;
 
   @Option(names = "--bind", defaultValue = "127.0.0.1",
@@ -34,74 +37,90 @@ public final class NbdCommand implements Callable<Integer> {
 
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
-  @Override
-  public Integer call() throws Exception {
-    PrintWriter out = spec.commandLine().getOut();
-    PrintWriter err = spec.commandLine().getErr();
-    if (port < 0 || port > 65535) {
-      err.println("error: bad port " + port + ": use 0..65535");
-      return 2;
+  /** A running export: the server, the volume it serves and the HBase connection. */
+  public static final class Running implements AutoCloseable {
+    public final NbdServer server;
+    public final HBaseVolume volume;
+    private final Connection connection;
+
+    Running(NbdServer server, HBaseVolume volume, Connection connection) {
+      this.server = server;
+      this.volume = volume;
+      this.connection = connection;
     }
-    Connection c = null;
+
+    @Override
+    public void close() {
+      server.close(); // also closes the exported volume (records its root)
+      try {
+        connection.close();
+      } catch (IOException ignored) {
+        // closing
+      }
+    }
+  }
+
+  /**
+   * Connects to the cluster, mounts the volume and starts the NBD server. Throws
+   * IllegalArgumentException (bad name, unknown volume, bad port, missing hbase-site.xml) or
+   * BindException (address in use) with messages naming the fix.
+   */
+  public static Running serve(String volume, String bind, int port, File hbaseConf)
+      throws IOException {
+    if (port < 0 || port > 65535) {
+      throw new IllegalArgumentException("bad port " + port + ": use 0..65535");
+    }
+    VolumeCatalog.checkName(volume);
+    Connection c = HBaseConf.connect(hbaseConf);
     HBaseExports exports = null;
     try {
-      VolumeCatalog.checkName(volume);
-      c = HBaseConf.connect(hbaseConf);
       exports = HBaseExports.single(c, volume);
       HBaseVolume v = exports.volume(volume);
       NbdServer server;
       try {
         server = new NbdServer(InetAddress.getByName(bind), port, exports).start();
-      } catch (java.io.IOException e) {
-        throw new java.net.BindException(e.getMessage());
+      } catch (IOException e) {
+        throw new BindException("cannot listen on " + bind + ":" + port + " (" + e.getMessage()
+            + "): pick another --port or --bind address");
       }
-      final Connection conn = c;
-      out.println("serving volume " + v.name() + " (" + v.sizeInBytes() + " bytes) at "
-          + server.uri(v.name()));
-      out.println("attach: nbdfuse DIR " + server.uri(v.name())
-          + "   or   nbd-client -N " + v.name() + " " + bind + " " + server.port()
-          + " /dev/nbd0");
-      out.flush();
-      CountDownLatch done = new CountDownLatch(1);
-      Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-        server.close();
-        try {
-          conn.close();
-        } catch (Exception ignored) {
-          // exiting
-        }
-        done.countDown();
-      }));
-      done.await();
-      return 0;
-    } catch (IllegalArgumentException e) {
-      cleanup(exports, c);
-      err.println("error: " + e.getMessage());
-      return 2;
-    } catch (java.net.BindException e) {
-      cleanup(exports, c);
-      err.println("error: cannot listen on " + bind + ":" + port + " (" + e.getMessage()
-          + "): pick another --port or --bind address");
-      return 2;
-    } catch (Exception e) {
-      cleanup(exports, c);
-      err.println("error: " + e + " (is the cluster up? check --hbase-conf)");
-      return 1;
-    } finally {
-      err.flush();
+      return new Running(server, v, c);
+    } catch (IOException | RuntimeException e) {
+      if (exports != null) {
+        exports.close();
+      }
+      c.close();
+      throw e;
     }
   }
 
-  private static void cleanup(HBaseExports exports, Connection c) {
-    if (exports != null) {
-      exports.close();
+  @Override
+  public Integer call() throws Exception {
+    PrintWriter out = spec.commandLine().getOut();
+    PrintWriter err = spec.commandLine().getErr();
+    Running r;
+    try {
+      r = serve(volume, bind, port, hbaseConf);
+    } catch (IllegalArgumentException | BindException e) {
+      err.println("error: " + e.getMessage());
+      err.flush();
+      return 2;
+    } catch (Exception e) {
+      err.println("error: " + e + " (is the cluster up? check --hbase-conf)");
+      err.flush();
+      return 1;
     }
-    if (c != null) {
-      try {
-        c.close();
-      } catch (Exception ignored) {
-        // exiting
-      }
-    }
+    String uri = r.server.uri(r.volume.name());
+    out.println("serving volume " + r.volume.name() + " (" + r.volume.sizeInBytes()
+        + " bytes) at " + uri);
+    out.println("attach: nbdfuse DIR " + uri + "   or   nbd-client -N " + r.volume.name() + " "
+        + bind + " " + r.server.port() + " /dev/nbd0");
+    out.flush();
+    CountDownLatch done = new CountDownLatch(1);
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      r.close();
+      done.countDown();
+    }, "salus-nbd-shutdown"));
+    done.await();
+    return 0;
   }
 }
