@@ -108,6 +108,11 @@ public final class NbdBenchmark {
       // warm up the JVM and allocate both memory disks fully (fill)
       fio(ours, new Workload("fill", "write", "1M", 8, false), fioSize, 0);
       fio(theirs, new Workload("fill", "write", "1M", 8, false), fioSize, 0);
+      // warm-up (discarded): let the JIT compile every path before measuring
+      for (Workload w : MEMORY_WORKLOADS) {
+        fio(ours, w, fioSize, 4);
+        fio(theirs, w, fioSize, 4);
+      }
       for (Workload w : MEMORY_WORKLOADS) {
         Fio bo = null;
         Fio bt = null;
@@ -138,7 +143,7 @@ public final class NbdBenchmark {
       File csv = new File(out, "nbd-memory-vs-nbdkit.csv");
       try (PrintWriter pw = new PrintWriter(csv, StandardCharsets.UTF_8)) {
         pw.println("# fio --ioengine=nbd, size " + fioSize + ", runtime " + runtime + " s, "
-            + reps + " back-to-back pairs (order alternating); throughput columns = best run,"
+            + reps + " back-to-back pairs (order alternating) after a discarded warm-up; throughput columns = best run,"
             + " ratio = median of the per-pair ratios ours/nbdkit, ratio_best = best/best; "
             + version + "; " + Instant.now() + "; shared noisy 2-core machine");
         pw.println("workload,salus_mibps,salus_iops,salus_lat_usec,nbdkit_mibps,nbdkit_iops,"

@@ -39,7 +39,7 @@ final class NbdConnection implements Runnable {
   private static final int MAX_IN_FLIGHT_BYTES = 128 << 20;
   private static final int HANDSHAKE_TIMEOUT_MS = 30_000;
   /** Requests at least this large are copied to/from the volume on a worker thread. */
-  private static final int OFFLOAD_BYTES = 128 * 1024;
+  private static final int OFFLOAD_BYTES = Integer.getInteger("salus.nbd.offloadBytes", 128 * 1024);
 
   private static final ScheduledExecutorService TIMERS =
       Executors.newSingleThreadScheduledExecutor(r -> {
