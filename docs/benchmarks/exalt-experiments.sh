@@ -16,4 +16,4 @@ $X hdfs --workload own-dir --datanodes 20 --clients 16 --file-size 64k --block-s
 # 4. growing-file workload: 4 clients each append to one file forever, 1 MB blocks
 $X hdfs --workload growing-file --datanodes 20 --clients 4 --block-size 1m --duration 120 --warmup 5 --name exalt-hdfs-growing
 # 5. DataNode block scan vs blocks per DataNode
-$X blockscan --steps 1000,5000,10000,20000
+$X blockscan --steps 1000,2000,4000,8000

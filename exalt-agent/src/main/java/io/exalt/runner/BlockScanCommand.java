@@ -56,43 +56,73 @@ public final class BlockScanCommand implements Callable<Integer> {
             }
             byte[] block = new byte[1 << 20];
             new io.exalt.tardis.TardisGenerator(block.length).fill(0, block, 0, block.length);
+            // setup only: 16 parallel writers, and a short completeFile retry delay (default 400 ms) so that
+            // thousands of one-block files can be created quickly
+            org.apache.hadoop.conf.Configuration cc = new org.apache.hadoop.conf.Configuration(hdfs.conf);
+            cc.setInt("dfs.client.block.write.locateFollowingBlock.initial.delay.ms", 20);
+            FileSystem writer = FileSystem.newInstance(fs.getUri(), cc);
+            java.util.concurrent.atomic.AtomicInteger next = new java.util.concurrent.atomic.AtomicInteger();
             int have = 0;
             for (int target : steps) {
                 try (ProgressBar pb = new ProgressBarBuilder().setTaskName("blocks").setInitialMax(target).setStyle(ProgressBarStyle.ASCII)
                         .setUpdateIntervalMillis(1000).build()) {
                     pb.stepTo(have);
-                    while (have < target) {
-                        try (FSDataOutputStream o = fs.create(new org.apache.hadoop.fs.Path("/scan/d" + (have / 1000) + "/b" + have),
-                                (short) 1)) {
-                            o.write(block);
-                        }
-                        have++;
-                        pb.step();
+                    final int goal = target;
+                    Thread[] ws = new Thread[16];
+                    java.util.concurrent.atomic.AtomicReference<Exception> err = new java.util.concurrent.atomic.AtomicReference<>();
+                    for (int i = 0; i < ws.length; i++) {
+                        ws[i] = new Thread(() -> {
+                            int k;
+                            while ((k = next.getAndIncrement()) < goal && err.get() == null) {
+                                try (FSDataOutputStream o = writer.create(new org.apache.hadoop.fs.Path("/scan/d" + (k / 1000) + "/b" + k),
+                                        (short) 1)) {
+                                    o.write(block);
+                                } catch (Exception e) {
+                                    err.set(e);
+                                }
+                                pb.step();
+                            }
+                        });
+                        ws[i].start();
                     }
+                    for (Thread w : ws) {
+                        w.join();
+                    }
+                    next.set(goal);
+                    if (err.get() != null) {
+                        throw err.get();
+                    }
+                    have = goal;
                 }
                 // probe writer: small files written while the scan runs
                 List<Long> lat = new ArrayList<>();
+                java.util.concurrent.atomic.AtomicBoolean stopProbe = new java.util.concurrent.atomic.AtomicBoolean();
+                java.util.concurrent.atomic.AtomicBoolean measuring = new java.util.concurrent.atomic.AtomicBoolean();
                 Thread probe = new Thread(() -> {
                     int k = 0;
-                    while (!Thread.currentThread().isInterrupted()) {
+                    while (!stopProbe.get()) {
                         long t0 = System.nanoTime();
                         try (FSDataOutputStream o = fs.create(new org.apache.hadoop.fs.Path("/probe/p" + k++), (short) 1)) {
                             o.write(block, 0, 4096);
                         } catch (Exception e) {
                             return;
                         }
-                        synchronized (lat) {
-                            lat.add(System.nanoTime() - t0);
+                        if (measuring.get()) {
+                            synchronized (lat) {
+                                lat.add(System.nanoTime() - t0);
+                            }
                         }
                     }
                 });
                 probe.start();
                 Thread.sleep(500);
+                measuring.set(true); // only writes that complete while the scan runs are counted
                 long t0 = System.nanoTime();
                 scanner.reconcile();
                 double scanMs = (System.nanoTime() - t0) / 1e6;
-                probe.interrupt();
-                probe.join(10_000);
+                measuring.set(false);
+                stopProbe.set(true); // no interrupt: an interrupted DFSOutputStream.close() can wedge shutdown
+                probe.join(30_000);
                 long max;
                 double avg;
                 synchronized (lat) {
@@ -104,6 +134,7 @@ public final class BlockScanCommand implements Callable<Integer> {
                 rows.add(String.format(Locale.ROOT, "%d,%.1f,%d,%.2f,%.2f", have, scanMs, lat.size(), avg / 1e6, max / 1e6));
                 Plots.csv(out.resolve("exalt-blockscan.csv"), "blocks_per_datanode,scan_ms,probe_writes,probe_avg_ms,probe_max_ms", rows);
             }
+            writer.close();
         }
         XYChart ch = Plots.xy("DataNode block scan time vs blocks (Hadoop 3.4.2, emulated DataNode)", "blocks on the DataNode",
                 "scan time (ms)", false);
