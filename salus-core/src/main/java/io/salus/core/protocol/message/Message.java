@@ -1,9 +1,7 @@
 package io.salus.core.protocol.message;
 
 import io.salus.core.cert.Certificate;
-import io.salus.core.crypto.NodeId;
 import io.salus.core.merkle.MerkleProof;
-import java.util.List;
 
 /**
  * The messages of pipelined commit (§3.3.1) and active storage (§3.3.2). The sender is known from
@@ -69,12 +67,5 @@ public sealed interface Message {
 
     /** Replica → replicas: TENTATIVE_CHECKPOINT over (region, k, root). */
     record CheckpointVote(Certificate tentative) implements Message {
-    }
-
-    /** Helper for senders that address all members of a set. */
-    static void sendAll(io.salus.core.protocol.Transport t, List<NodeId> to, Message m) {
-        for (NodeId n : to) {
-            t.send(n, m);
-        }
     }
 }
