@@ -1,0 +1,99 @@
+package io.exalt.agent.boot;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.exalt.tardis.TardisGenerator;
+import java.io.ByteArrayOutputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.nio.file.attribute.UserDefinedFileAttributeView;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@link CompressedFile} used directly (no agent needed: it does its own raw I/O): index overflow falls back
+ * to writing runs out, read-write materialisation, and re-opening from the xattr as another JVM would.
+ */
+class CompressedFileTest {
+    static CompressedFile open(Path p) throws Exception {
+        Object key = Files.readAttributes(p, BasicFileAttributes.class).fileKey();
+        return new CompressedFile(key, p, true);
+    }
+
+    static byte[] readAll(CompressedFile cf, int n) throws Exception {
+        byte[] b = new byte[n];
+        int done = 0;
+        while (done < n) {
+            int r = cf.read(done, b, done, n - done);
+            assertTrue(r > 0);
+            done += r;
+        }
+        return b;
+    }
+
+    @Test
+    void manyRunsOverflowTheIndexAndAreWrittenOutLosslessly(@TempDir Path dir) throws Exception {
+        Path p = Files.createFile(dir.resolve("f"));
+        ByteArrayOutputStream model = new ByteArrayOutputStream();
+        byte[] t = new byte[1_000_000];
+        new TardisGenerator(t.length).fill(0, t, 0, t.length);
+        long mat0 = ExaltRuntime.MATERIALISED_BYTES.get();
+        CompressedFile cf = open(p);
+        long pos = 0;
+        for (int i = 0; i < 600; i++) { // 600 runs separated by metadata: far more extents than fit the xattr
+            cf.write(pos, t, i * 1200, 1200);
+            model.write(t, i * 1200, 1200);
+            byte[] meta = {(byte) i, 1, 2, 3, 4, 5, 6};
+            cf.write(pos + 1200, meta, 0, meta.length);
+            model.write(meta, 0, meta.length);
+            pos += 1207;
+        }
+        byte[] expect = model.toByteArray();
+        assertEquals(expect.length, Files.size(p), "physical size is the logical size");
+        assertArrayEquals(expect, readAll(cf, expect.length));
+        assertTrue(ExaltRuntime.MATERIALISED_BYTES.get() > mat0, "overflow wrote runs out");
+        UserDefinedFileAttributeView v = Files.getFileAttributeView(p, UserDefinedFileAttributeView.class);
+        assertTrue(v.size(CompressedFile.XATTR) <= 3000, "index stays within the limit");
+        cf.close();
+        // a fresh instance (as another JVM) sees the same bytes
+        CompressedFile again = open(p);
+        assertArrayEquals(expect, readAll(again, expect.length));
+        // read-write mmap path: materialise everything, the index disappears, the disk holds the logical bytes
+        again.materialise(0, expect.length);
+        assertEquals(0, again.extentCount());
+        assertArrayEquals(expect, Files.readAllBytes(p));
+        assertTrue(v.list().isEmpty(), "empty index removes the xattr");
+        again.close();
+    }
+
+    @Test
+    void sequentialAppendsKeepOneRunAndTruncationDropsIt(@TempDir Path dir) throws Exception {
+        Path p = Files.createFile(dir.resolve("g"));
+        int len = 5_000_003;
+        byte[] t = new byte[len];
+        new TardisGenerator(len).fill(0, t, 0, len);
+        CompressedFile cf = open(p);
+        int pos = 0;
+        int step = 1;
+        while (pos < len) { // odd-sized appends: partial units are re-joined by the next write
+            int n = Math.min(step, len - pos);
+            cf.write(pos, t, pos, n);
+            pos += n;
+            step = step * 3 + 1;
+        }
+        assertTrue(cf.extentCount() <= 3, "extents: " + cf.extentCount());
+        assertArrayEquals(t, readAll(cf, len));
+        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(p, java.nio.file.StandardOpenOption.WRITE)) {
+            ch.truncate(1000); // an unhooked truncation; the next size() drops the index tail
+        }
+        assertEquals(1000, cf.size());
+        byte[] head = new byte[1000];
+        assertEquals(1000, cf.read(0, head, 0, 1000));
+        assertArrayEquals(java.util.Arrays.copyOf(t, 1000), head);
+        assertEquals(-1, cf.read(1000, head, 0, 10));
+        cf.close();
+    }
+}
