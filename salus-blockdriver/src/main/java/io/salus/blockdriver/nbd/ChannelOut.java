@@ -69,6 +69,25 @@ final class ChannelOut {
     }
   }
 
+  /** Writes the pending bytes and then all of {@code data} with gathering writes. */
+  void write(ByteBuffer[] data) throws IOException {
+    ByteBuffer[] all = new ByteBuffer[data.length + 1];
+    buf.flip();
+    all[0] = buf;
+    System.arraycopy(data, 0, all, 1, data.length);
+    long total = 0;
+    for (ByteBuffer b : all) {
+      total += b.remaining();
+    }
+    try {
+      while (total > 0) {
+        total -= ch.write(all);
+      }
+    } finally {
+      buf.clear();
+    }
+  }
+
   boolean hasPending() {
     return buf.position() > 0;
   }

@@ -402,6 +402,17 @@ final class NbdConnection implements Runnable {
           metrics.bytesRead.add(length);
           acquire((int) length);
           final long off = offset;
+          int bsz = volume.blockSize();
+          if (length >= OFFLOAD_BYTES && offset % bsz == 0 && length % bsz == 0) {
+            ByteBuffer[] views = volume.readViews(offset / bsz, (int) (length / bsz));
+            if (views != null) {
+              // zero-copy: send straight from the volume's memory, from a worker thread
+              // (permits were acquired above)
+              CompletableFuture.runAsync(() -> viewReply(handle, off, (int) length, views),
+                  rmwExecutor).whenComplete((v, t) -> release((int) length));
+              break;
+            }
+          }
           ByteBuffer buf = pool.get((int) length);
           CompletableFuture<Void> f;
           if (length >= OFFLOAD_BYTES) {
@@ -555,6 +566,35 @@ final class NbdConnection implements Runnable {
   }
 
   // ---------------------------------------------------------------- replies
+
+  private void viewReply(long handle, long offset, int length, ByteBuffer[] views) {
+    synchronized (writeLock) {
+      if (outputBroken) {
+        return;
+      }
+      try {
+        writeReadHeader(handle, offset, length);
+        out.write(views);
+      } catch (IOException e) {
+        broken(e);
+      }
+    }
+  }
+
+  private void writeReadHeader(long handle, long offset, int length) throws IOException {
+    if (structured) {
+      out.writeInt(STRUCTURED_REPLY_MAGIC);
+      out.writeShort(REPLY_FLAG_DONE);
+      out.writeShort(REPLY_TYPE_OFFSET_DATA);
+      out.writeLong(handle);
+      out.writeInt(8 + length);
+      out.writeLong(offset);
+    } else {
+      out.writeInt(SIMPLE_REPLY_MAGIC);
+      out.writeInt(0);
+      out.writeLong(handle);
+    }
+  }
 
   private void readReply(long handle, long offset, ByteBuffer data) {
     synchronized (writeLock) {

@@ -1,21 +1,25 @@
 package io.salus.blockdriver.volume;
 
-import java.util.Arrays;
+import java.nio.ByteBuffer;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 
 /**
  * A sparse in-memory volume used to measure the NBD layer alone. Storage is allocated lazily in
- * 1 MiB chunks; trimming or zeroing a whole chunk frees it. Operations complete synchronously.
- * There is nothing to make durable, so flush is a no-op that trivially covers all connections.
+ * 1 MiB off-heap chunks; trimming or zeroing a whole chunk frees it. Operations complete
+ * synchronously. There is nothing to make durable, so flush is a no-op that trivially covers all
+ * connections. Reads can be served as zero-copy views ({@link #readViews}).
  */
 public final class MemoryVolume implements Volume {
   private static final int CHUNK_BYTES = 1 << 20;
+  private static final ByteBuffer ZERO_CHUNK =
+      ByteBuffer.allocateDirect(CHUNK_BYTES).asReadOnlyBuffer();
+  private static final byte[] ZEROS = new byte[CHUNK_BYTES];
 
   private final String name;
   private final int blockSize;
   private final long sizeInBlocks;
-  private final AtomicReferenceArray<byte[]> chunks;
+  private final AtomicReferenceArray<ByteBuffer> chunks;
   private volatile boolean closed;
 
   public MemoryVolume(String name, long sizeInBlocks, int blockSize) {
@@ -53,6 +57,25 @@ public final class MemoryVolume implements Volume {
     return Volume.checkRange(this, firstBlock, count);
   }
 
+  private ByteBuffer chunk(int ci) {
+    ByteBuffer c = chunks.get(ci);
+    if (c == null) {
+      c = ByteBuffer.allocateDirect(CHUNK_BYTES);
+      if (!chunks.compareAndSet(ci, null, c)) {
+        c = chunks.get(ci);
+      }
+    }
+    return c;
+  }
+
+  /** A view of {@code n} bytes of chunk {@code ci} at {@code co} (zeros when unallocated). */
+  private ByteBuffer view(int ci, int co, int n) {
+    ByteBuffer c = chunks.get(ci);
+    ByteBuffer v = (c == null ? ZERO_CHUNK : c).duplicate();
+    v.limit(co + n).position(co);
+    return v;
+  }
+
   @Override
   public CompletableFuture<byte[]> read(long firstBlock, int count) {
     VolumeException e = check(firstBlock, count);
@@ -66,9 +89,8 @@ public final class MemoryVolume implements Volume {
       int ci = (int) (pos / CHUNK_BYTES);
       int co = (int) (pos % CHUNK_BYTES);
       int n = Math.min(out.length - done, CHUNK_BYTES - co);
-      byte[] chunk = chunks.get(ci);
-      if (chunk != null) {
-        System.arraycopy(chunk, co, out, done, n);
+      if (chunks.get(ci) != null) {
+        view(ci, co, n).get(out, done, n);
       }
       done += n;
       pos += n;
@@ -76,29 +98,48 @@ public final class MemoryVolume implements Volume {
     return CompletableFuture.completedFuture(out);
   }
 
-  private static final byte[] ZEROS = new byte[CHUNK_BYTES];
-
   @Override
-  public CompletableFuture<Void> readInto(long firstBlock, int count, java.nio.ByteBuffer dst) {
+  public CompletableFuture<Void> readInto(long firstBlock, int count, ByteBuffer dst) {
     VolumeException e = check(firstBlock, count);
     if (e != null) {
       return CompletableFuture.failedFuture(e);
     }
-    long pos = firstBlock * blockSize;
-    long end = pos + (long) count * blockSize;
-    while (pos < end) {
-      int ci = (int) (pos / CHUNK_BYTES);
-      int co = (int) (pos % CHUNK_BYTES);
-      int n = (int) Math.min(end - pos, CHUNK_BYTES - co);
-      byte[] chunk = chunks.get(ci);
-      dst.put(chunk != null ? chunk : ZEROS, chunk != null ? co : 0, n);
-      pos += n;
+    for (ByteBuffer v : views(firstBlock, count)) {
+      dst.put(v);
     }
     return CompletableFuture.completedFuture(null);
   }
 
+  /**
+   * Zero-copy read: views of the stored bytes (read-only; a concurrent overlapping write may
+   * show through, which NBD allows for overlapping requests in flight).
+   */
   @Override
-  public CompletableFuture<Void> write(long firstBlock, java.nio.ByteBuffer src, boolean fua) {
+  public ByteBuffer[] readViews(long firstBlock, int count) {
+    if (check(firstBlock, count) != null) {
+      return null;
+    }
+    return views(firstBlock, count);
+  }
+
+  private ByteBuffer[] views(long firstBlock, int count) {
+    long pos = firstBlock * blockSize;
+    long end = pos + (long) count * blockSize;
+    int first = (int) (pos / CHUNK_BYTES);
+    int last = (int) ((end - 1) / CHUNK_BYTES);
+    ByteBuffer[] out = new ByteBuffer[last - first + 1];
+    for (int i = 0; i < out.length; i++) {
+      int ci = first + i;
+      int co = (int) (pos % CHUNK_BYTES);
+      int n = (int) Math.min(end - pos, CHUNK_BYTES - co);
+      out[i] = view(ci, co, n);
+      pos += n;
+    }
+    return out;
+  }
+
+  @Override
+  public CompletableFuture<Void> write(long firstBlock, ByteBuffer src, boolean fua) {
     int len = src.remaining();
     if (len % blockSize != 0) {
       return CompletableFuture.failedFuture(new VolumeException.OutOfRange(
@@ -113,51 +154,20 @@ public final class MemoryVolume implements Volume {
       int ci = (int) (pos / CHUNK_BYTES);
       int co = (int) (pos % CHUNK_BYTES);
       int n = Math.min(src.remaining(), CHUNK_BYTES - co);
-      src.get(chunk(ci), co, n);
+      ByteBuffer part = src.duplicate();
+      part.limit(part.position() + n);
+      ByteBuffer c = chunk(ci).duplicate();
+      c.position(co);
+      c.put(part);
+      src.position(src.position() + n);
       pos += n;
     }
     return CompletableFuture.completedFuture(null);
-  }
-
-  private byte[] chunk(int ci) {
-    byte[] chunk = chunks.get(ci);
-    if (chunk == null) {
-      chunk = new byte[CHUNK_BYTES];
-      if (!chunks.compareAndSet(ci, null, chunk)) {
-        chunk = chunks.get(ci);
-      }
-    }
-    return chunk;
   }
 
   @Override
   public CompletableFuture<Void> write(long firstBlock, byte[] data, boolean fua) {
-    if (data.length % blockSize != 0) {
-      return CompletableFuture.failedFuture(new VolumeException.OutOfRange(
-          "write of " + data.length + " bytes is not a multiple of block size " + blockSize));
-    }
-    VolumeException e = check(firstBlock, data.length / blockSize);
-    if (e != null) {
-      return CompletableFuture.failedFuture(e);
-    }
-    long pos = firstBlock * blockSize;
-    int done = 0;
-    while (done < data.length) {
-      int ci = (int) (pos / CHUNK_BYTES);
-      int co = (int) (pos % CHUNK_BYTES);
-      int n = Math.min(data.length - done, CHUNK_BYTES - co);
-      byte[] chunk = chunks.get(ci);
-      if (chunk == null) {
-        chunk = new byte[CHUNK_BYTES];
-        if (!chunks.compareAndSet(ci, null, chunk)) {
-          chunk = chunks.get(ci);
-        }
-      }
-      System.arraycopy(data, done, chunk, co, n);
-      done += n;
-      pos += n;
-    }
-    return CompletableFuture.completedFuture(null);
+    return write(firstBlock, ByteBuffer.wrap(data), fua);
   }
 
   @Override
@@ -187,9 +197,11 @@ public final class MemoryVolume implements Volume {
       if (co == 0 && n == CHUNK_BYTES) {
         chunks.set(ci, null);
       } else {
-        byte[] chunk = chunks.get(ci);
-        if (chunk != null) {
-          Arrays.fill(chunk, co, co + n, (byte) 0);
+        ByteBuffer c = chunks.get(ci);
+        if (c != null) {
+          ByteBuffer d = c.duplicate();
+          d.position(co);
+          d.put(ZEROS, 0, n);
         }
       }
       pos += n;

@@ -37,6 +37,16 @@ public interface Volume extends AutoCloseable {
   }
 
   /**
+   * Zero-copy read for volumes that keep verified-or-unverifiable data in memory (the
+   * {@link MemoryVolume}): read-only views covering {@code count} blocks, or null when the
+   * volume does not offer views (the caller then uses {@link #readInto}). Volumes that verify
+   * data must return null.
+   */
+  default java.nio.ByteBuffer[] readViews(long firstBlock, int count) {
+    return null;
+  }
+
+  /**
    * Writes the blocks in {@code src} (position to limit). The volume consumes the buffer before
    * this method returns, so the caller may reuse it once the call returns.
    */
