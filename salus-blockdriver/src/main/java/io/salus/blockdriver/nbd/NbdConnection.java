@@ -38,8 +38,15 @@ final class NbdConnection implements Runnable {
   private static final int MAX_IN_FLIGHT = 128;
   private static final int MAX_IN_FLIGHT_BYTES = 128 << 20;
   private static final int HANDSHAKE_TIMEOUT_MS = 30_000;
-  /** Requests at least this large are copied to/from the volume on a worker thread. */
-  private static final int OFFLOAD_BYTES = Integer.getInteger("salus.nbd.offloadBytes", 128 * 1024);
+  /** Aligned reads at least this large use the volume's zero-copy views when it has them. */
+  private static final int ZERO_COPY_BYTES = 64 * 1024;
+  /**
+   * Requests at least this large are copied to/from the volume on a worker thread. Off by
+   * default: on the 2-core test machine handing large requests to a worker was slower for
+   * MemoryVolume (fio 1M sequential read 3.1 vs 3.9 GiB/s, write 4.8 vs 5.2 GiB/s).
+   */
+  private static final int OFFLOAD_BYTES =
+      Integer.getInteger("salus.nbd.offloadBytes", Integer.MAX_VALUE);
 
   private static final ScheduledExecutorService TIMERS =
       Executors.newSingleThreadScheduledExecutor(r -> {
@@ -403,13 +410,20 @@ final class NbdConnection implements Runnable {
           acquire((int) length);
           final long off = offset;
           int bsz = volume.blockSize();
-          if (length >= OFFLOAD_BYTES && offset % bsz == 0 && length % bsz == 0) {
+          if (length >= ZERO_COPY_BYTES && offset % bsz == 0 && length % bsz == 0) {
             ByteBuffer[] views = volume.readViews(offset / bsz, (int) (length / bsz));
             if (views != null) {
-              // zero-copy: send straight from the volume's memory, from a worker thread
-              // (permits were acquired above)
-              CompletableFuture.runAsync(() -> viewReply(handle, off, (int) length, views),
-                  rmwExecutor).whenComplete((v, t) -> release((int) length));
+              // zero-copy: send straight from the volume's memory (permits acquired above)
+              if (length >= OFFLOAD_BYTES) {
+                CompletableFuture.runAsync(() -> viewReply(handle, off, (int) length, views),
+                    rmwExecutor).whenComplete((v, t) -> release((int) length));
+              } else {
+                try {
+                  viewReply(handle, off, (int) length, views);
+                } finally {
+                  release((int) length);
+                }
+              }
               break;
             }
           }
