@@ -1,5 +1,8 @@
 package io.exalt.tardis;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 import java.util.Arrays;
 
 /**
@@ -12,6 +15,8 @@ import java.util.Arrays;
  * concatenation of sequences (see {@link TardisGenerator}).
  */
 public final class TardisFormat {
+    private static final VarHandle LONG_BE = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
+    private static final VarHandle INT_BE = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.BIG_ENDIAN);
     public static final int FLAG_SIZE = 8;
     public static final int MARKER_SIZE = 4;
     public static final int UNIT = FLAG_SIZE + MARKER_SIZE;
@@ -103,6 +108,15 @@ public final class TardisFormat {
         int done = 0;
         while (done < len) {
             long marker = firstMarker - unitIndex * UNIT;
+            if (inUnit == 0 && len - done >= UNIT) {
+                // whole unit: two stores instead of a 12-byte arraycopy (profiled hot in decompression/generation)
+                int p = off + done;
+                LONG_BE.set(dst, p, flag);
+                INT_BE.set(dst, p + FLAG_SIZE, (int) marker);
+                done += UNIT;
+                unitIndex++;
+                continue;
+            }
             unit[8] = (byte) (marker >>> 24);
             unit[9] = (byte) (marker >>> 16);
             unit[10] = (byte) (marker >>> 8);
