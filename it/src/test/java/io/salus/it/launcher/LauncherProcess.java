@@ -82,11 +82,38 @@ final class LauncherProcess implements AutoCloseable {
           }
         }
         throw new AssertionError("launcher exited with " + process.exitValue() + " before '"
-            + prefix + "'; output:\n" + output());
+            + prefix + "'; output:\n" + output() + logTail());
       }
       Thread.sleep(100);
     }
-    throw new AssertionError("no '" + prefix + "' within " + timeout + " " + unit + "; output:\n" + output());
+    throw new AssertionError("no '" + prefix + "' within " + timeout + " " + unit + "; output:\n"
+        + output() + logTail());
+  }
+
+  /**
+   * The warnings and errors of the launcher's log file (named on its first output line), so that a
+   * failure seen only in CI can be diagnosed after the temporary data directory is gone.
+   */
+  private String logTail() {
+    java.util.regex.Matcher m =
+        java.util.regex.Pattern.compile("\\(logs: (.+)\\)").matcher(output());
+    if (!m.find()) {
+      return "";
+    }
+    try {
+      List<String> all = java.nio.file.Files.readAllLines(Path.of(m.group(1)));
+      List<String> picked = new ArrayList<>();
+      for (String l : all) {
+        if (l.contains(" ERROR ") || l.contains(" WARN ") || l.contains("Exception")
+            || l.startsWith("\tat ") || l.startsWith("Caused by")) {
+          picked.add(l);
+        }
+      }
+      List<String> tail = picked.subList(Math.max(0, picked.size() - 120), picked.size());
+      return "\n--- last warnings/errors of " + m.group(1) + " ---\n" + String.join("\n", tail);
+    } catch (IOException | RuntimeException e) {
+      return "\n(could not read " + m.group(1) + ": " + e + ")";
+    }
   }
 
   /**

@@ -9,6 +9,15 @@ import io.salus.blockdriver.volume.HBaseVolume;
 import io.salus.blockdriver.volume.VolumeCatalog;
 import io.salus.blockdriver.volume.VolumeException;
 import io.salus.blockdriver.volume.VolumeInfo;
+import io.salus.blockdriver.volume.VolumeLease;
+import java.net.InetAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.TimeUnit;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.hadoop.hbase.zookeeper.ZKConfig;
+import org.apache.zookeeper.ZooKeeper;
 import java.io.File;
 import java.nio.file.Path;
 import java.util.Arrays;
@@ -252,5 +261,59 @@ class HBaseVolumeTest {
     cl.setErr(new java.io.PrintWriter(err));
     int code = cl.execute(args);
     return new Run(code, out.toString(), err.toString());
+  }
+
+  /**
+   * One writer per volume: a second open and a delete are refused naming the holder; when the
+   * holder's ZooKeeper session expires (injected by closing a duplicate of the session) the
+   * volume is fenced and another writer can take it; a stale lease of a dead local process is
+   * removed at open.
+   */
+  @Test
+  void singleWriterLeaseRefusesSecondWriterAndFencesOnSessionLoss() throws Exception {
+    catalog.create("leased", 256, 4096, "SHA-256", 1);
+    String quorum = ZKConfig.getZKQuorumServersString(hbase.conf());
+    try (HBaseVolume first = HBaseVolume.open(hbase.connection(), "leased")) {
+      first.write(0, random(4096, 11), false).join();
+      VolumeException.InUse second = assertThrows(VolumeException.InUse.class,
+          () -> HBaseVolume.open(hbase.connection(), "leased"));
+      assertTrue(second.getMessage().contains("pid=" + ProcessHandle.current().pid()),
+          second.getMessage());
+      assertThrows(VolumeException.InUse.class, () -> catalog.delete("leased"));
+      assertTrue(catalog.describe("leased").isPresent(), "refused delete must not delete");
+
+      ZooKeeper dup = new ZooKeeper(quorum, 20_000, event -> { },
+          first.lease().sessionId(), first.lease().sessionPassword());
+      dup.close(); // ends the holder's session: ZooKeeper drops its ephemeral lease
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+      while (first.lease().isHeld() && System.nanoTime() < deadline) {
+        Thread.sleep(100);
+      }
+      assertFalse(first.lease().isHeld(), "session loss must be noticed");
+      CompletionException fenced = assertThrows(CompletionException.class,
+          () -> first.write(1, random(4096, 12), false).join());
+      assertTrue(fenced.getCause() instanceof VolumeException.Closed, fenced.toString());
+      assertThrows(CompletionException.class, () -> first.read(0, 1).join());
+
+      try (HBaseVolume next = HBaseVolume.open(hbase.connection(), "leased")) {
+        assertArrayEquals(random(4096, 11), next.read(0, 1).join());
+        next.write(1, random(4096, 13), false).join();
+      }
+    }
+    // a lease left behind by a process of this host that no longer runs is taken over
+    Process gone = new ProcessBuilder("true").start();
+    gone.waitFor();
+    try (CuratorFramework zk = CuratorFrameworkFactory.newClient(quorum,
+        new ExponentialBackoffRetry(200, 3))) {
+      zk.start();
+      zk.create().creatingParentContainersIfNeeded().forPath(
+          VolumeLease.ROOT + "/leased/writer",
+          (InetAddress.getLocalHost().getHostName() + " pid=" + gone.pid() + " since=then")
+              .getBytes(StandardCharsets.UTF_8));
+    }
+    try (HBaseVolume again = HBaseVolume.open(hbase.connection(), "leased")) {
+      assertArrayEquals(random(4096, 13), again.read(1, 1).join());
+    }
+    assertTrue(catalog.delete("leased"), "delete works once no writer holds the lease");
   }
 }

@@ -61,12 +61,16 @@ public final class NbdBenchmark {
       new Workload("seq-read-4k-qd32", "read", "4k", 32, true),
       new Workload("rand-read-4k-qd32", "randread", "4k", 32, true));
 
+  /** The workloads of this run ({@code --workloads} selects a subset). */
+  private static List<Workload> memoryWorkloads = MEMORY_WORKLOADS;
+
   public static void main(String[] args) throws Exception {
     File out = new File("docs/benchmarks");
     int runtime = 10;
     int reps = 3;
     boolean hbase = true;
     boolean memory = true;
+    List<String> only = null;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
         case "--out": out = new File(args[++i]); break;
@@ -74,13 +78,18 @@ public final class NbdBenchmark {
         case "--reps": reps = Integer.parseInt(args[++i]); break;
         case "--skip-hbase": hbase = false; break;
         case "--skip-memory": memory = false; break;
+        case "--workloads": only = List.of(args[++i].split(",")); break;
         default:
           System.err.println("usage: NbdBenchmark [--out DIR] [--runtime S] [--reps N]"
-              + " [--skip-hbase] [--skip-memory]");
+              + " [--skip-hbase] [--skip-memory] [--workloads NAME,...]");
           System.exit(2);
       }
     }
     out.mkdirs();
+    if (only != null) {
+      final List<String> names = only;
+      memoryWorkloads = MEMORY_WORKLOADS.stream().filter(w -> names.contains(w.name())).toList();
+    }
     if (memory) {
       memoryVsNbdkit(out, runtime, reps);
     }
@@ -109,11 +118,11 @@ public final class NbdBenchmark {
       fio(ours, new Workload("fill", "write", "1M", 8, false), fioSize, 0);
       fio(theirs, new Workload("fill", "write", "1M", 8, false), fioSize, 0);
       // warm-up (discarded): let the JIT compile every path before measuring
-      for (Workload w : MEMORY_WORKLOADS) {
+      for (Workload w : memoryWorkloads) {
         fio(ours, w, fioSize, 4);
         fio(theirs, w, fioSize, 4);
       }
-      for (Workload w : MEMORY_WORKLOADS) {
+      for (Workload w : memoryWorkloads) {
         Fio bo = null;
         Fio bt = null;
         List<Double> ratios = new ArrayList<>();

@@ -4,6 +4,7 @@ import io.salus.blockdriver.nbd.NbdServer;
 import io.salus.blockdriver.volume.HBaseExports;
 import io.salus.blockdriver.volume.HBaseVolume;
 import io.salus.blockdriver.volume.VolumeCatalog;
+import io.salus.blockdriver.volume.VolumeException;
 import java.io.File;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -100,7 +101,7 @@ public final class NbdCommand implements Callable<Integer> {
     Running r;
     try {
       r = serve(volume, bind, port, hbaseConf);
-    } catch (IllegalArgumentException | BindException e) {
+    } catch (IllegalArgumentException | BindException | VolumeException.InUse e) {
       err.println("error: " + e.getMessage());
       err.flush();
       return 2;

@@ -20,6 +20,7 @@ import picocli.CommandLine.Command;
       VolumeCommand.class,
       NbdCommand.class,
       io.salus.hdfs.witness.WitnessDaemon.class,
+      io.salus.hdfs.digest.DigestCheck.class,
     })
 public final class SalusCli implements Runnable {
 

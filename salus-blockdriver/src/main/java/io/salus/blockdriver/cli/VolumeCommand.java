@@ -2,6 +2,7 @@ package io.salus.blockdriver.cli;
 
 import io.salus.blockdriver.volume.BlockGeometry;
 import io.salus.blockdriver.volume.VolumeCatalog;
+import io.salus.blockdriver.volume.VolumeException;
 import io.salus.blockdriver.volume.VolumeInfo;
 import java.io.File;
 import java.io.PrintWriter;
@@ -44,7 +45,7 @@ public final class VolumeCommand implements Runnable {
         try (Connection c = HBaseConf.connect(hbaseConf)) {
           return run(new VolumeCatalog(c), spec.commandLine().getOut());
         }
-      } catch (IllegalArgumentException | IllegalStateException e) {
+      } catch (IllegalArgumentException | IllegalStateException | VolumeException.InUse e) {
         err.println("error: " + e.getMessage());
         return 2;
       } catch (Exception e) {

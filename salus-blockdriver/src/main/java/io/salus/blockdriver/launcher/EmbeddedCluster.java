@@ -28,6 +28,7 @@ import io.salus.hdfs.witness.WitnessDataNodePlugin;
 import io.salus.hdfs.witness.WitnessNode;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.nio.channels.ServerSocketChannel;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Collectors;
@@ -55,6 +56,8 @@ public final class EmbeddedCluster implements AutoCloseable {
   private final List<WitnessNode> witnesses = new ArrayList<>();
   private HBaseExports exports;
   private NbdServer nbd;
+  /** The NBD listening socket, bound in {@link #preflight()} and handed to the server later. */
+  private ServerSocketChannel nbdSocket;
   private VolumeInfo volume;
   private Connection connection;
   private Configuration conf;
@@ -98,8 +101,14 @@ public final class EmbeddedCluster implements AutoCloseable {
       Preflight.checkPortFree(options.host(), p, "standalone witness " + i, "another --data directory");
       witnessPorts.add(p);
     }
-    if (options.nbdPort() != 0) {
-      Preflight.checkPortFree(options.host(), options.nbdPort(), "NBD server", "--nbd-port");
+    // The NBD port is bound now and held until the export starts: ZooKeeper, HDFS and HBase open
+    // many sockets on ephemeral ports meanwhile, and one of them could otherwise take it.
+    try {
+      nbdSocket = NbdServer.bind(InetAddress.getByName(options.host()), options.nbdPort());
+    } catch (IOException e) {
+      throw new LauncherException("port " + options.nbdPort() + " on " + options.host()
+          + " (NBD server) is already in use by another process; stop that process or pass"
+          + " --nbd-port with a free port", e);
     }
   }
 
@@ -219,13 +228,10 @@ public final class EmbeddedCluster implements AutoCloseable {
     }
     exports = HBaseExports.single(connection, name);
     exports.volume(name);
-    try {
-      nbd = new NbdServer(InetAddress.getByName(options.host()), options.nbdPort(), exports).start();
-    } catch (java.net.BindException e) {
-      throw new LauncherException("port " + options.nbdPort() + " on " + options.host()
-          + " (NBD server) is already in use by another process; stop that process or pass"
-          + " --nbd-port with a free port");
-    }
+    nbd = new NbdServer(InetAddress.getByName(options.host()), options.nbdPort(), exports);
+    ServerSocketChannel bound = nbdSocket;
+    nbdSocket = null;
+    nbd.start(bound);
   }
 
   private void startHBase() throws Exception {
@@ -377,6 +383,14 @@ public final class EmbeddedCluster implements AutoCloseable {
 
   @Override
   public void close() {
+    if (nbdSocket != null) {
+      try {
+        nbdSocket.close();
+      } catch (IOException e) {
+        // shutting down anyway
+      }
+      nbdSocket = null;
+    }
     if (nbd != null) {
       nbd.close();
       nbd = null;

@@ -25,19 +25,31 @@ final class ChannelIn {
     return buf.remaining();
   }
 
+  /**
+   * Makes at least {@code n} bytes available. New bytes are read after the buffered ones; the
+   * buffered bytes are moved to the front only when the space behind them is too small (so a
+   * stream of pipelined requests costs no copying in the common case).
+   */
   private void need(int n) throws IOException {
-    if (buf.remaining() >= n) {
+    int have = buf.remaining();
+    if (have >= n) {
       return;
     }
-    buf.compact();
+    if (have == 0) {
+      buf.clear().limit(0);
+    } else if (buf.capacity() - buf.position() < n) {
+      buf.compact().flip();
+    }
+    int start = buf.position();
+    buf.position(buf.limit()).limit(buf.capacity());
     try {
-      while (buf.position() < n) {
+      while (buf.position() - start < n) {
         if (ch.read(buf) < 0) {
           throw new EOFException("peer closed");
         }
       }
     } finally {
-      buf.flip();
+      buf.limit(buf.position()).position(start);
     }
   }
 
@@ -54,6 +66,23 @@ final class ChannelIn {
   int readUnsignedShort() throws IOException {
     need(2);
     return buf.getShort() & 0xffff;
+  }
+
+  /** Largest payload {@link #view} serves from the receive buffer. */
+  int maxView() {
+    return buf.capacity() / 2;
+  }
+
+  /**
+   * The next {@code n} bytes ({@code n <= maxView()}) as a read-only view of the receive buffer,
+   * filling it from the socket as needed; one {@code read} system call usually brings several
+   * pipelined requests. The view is valid only until the next call on this object.
+   */
+  ByteBuffer view(int n) throws IOException {
+    need(n);
+    ByteBuffer v = buf.slice(buf.position(), n).asReadOnlyBuffer();
+    buf.position(buf.position() + n);
+    return v;
   }
 
   void readFully(byte[] dst) throws IOException {

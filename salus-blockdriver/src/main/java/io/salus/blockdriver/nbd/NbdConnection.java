@@ -360,17 +360,29 @@ final class NbdConnection implements Runnable {
           flushPendingReplies();
           throw new Disconnect("oversized write payload " + length);
         }
-        ByteBuffer data = pool.get((int) length);
-        try {
-          in.readFully(data);
-        } catch (IOException e) {
-          pool.release(data);
-          throw e;
+        // Small payloads are handed to the volume as a view of the receive buffer (volumes
+        // consume the buffer before write() returns): no copy into a pooled buffer, and one
+        // read(2) usually brings several pipelined requests. Large ones go straight from the
+        // socket into a pooled buffer.
+        boolean viewed = length <= in.maxView() && length < OFFLOAD_BYTES;
+        ByteBuffer data;
+        if (viewed) {
+          data = in.view((int) length);
+        } else {
+          data = pool.get((int) length);
+          try {
+            in.readFully(data);
+          } catch (IOException e) {
+            pool.release(data);
+            throw e;
+          }
+          data.flip();
         }
-        data.flip();
         int err = checkRange(flags, CMD_FLAG_FUA, offset, length, size, ENOSPC);
         if (err != 0) {
-          pool.release(data);
+          if (!viewed) {
+            pool.release(data);
+          }
           metrics.malformedRequests.increment();
           reply(handle, err, "bad WRITE request");
           continue;
@@ -391,7 +403,9 @@ final class NbdConnection implements Runnable {
           } catch (RuntimeException e) {
             wf = CompletableFuture.failedFuture(e);
           }
-          pool.release(data); // volumes consume the buffer before write() returns
+          if (!viewed) {
+            pool.release(data); // volumes consume the buffer before write() returns
+          }
         }
         submit(handle, (int) length, wf);
         continue;

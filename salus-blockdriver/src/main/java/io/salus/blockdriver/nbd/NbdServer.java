@@ -67,9 +67,32 @@ public final class NbdServer implements AutoCloseable {
     if (serverSocket != null) {
       return this;
     }
+    return start(bind(bindAddress, requestedPort));
+  }
+
+  /**
+   * Opens the listening socket without serving yet, so that a caller that starts other services
+   * first (the embedded launcher) holds its port and no ephemeral socket of theirs can take it.
+   */
+  public static ServerSocketChannel bind(InetAddress address, int port) throws IOException {
     ServerSocketChannel ss = ServerSocketChannel.open();
-    ss.socket().setReuseAddress(true);
-    ss.bind(new InetSocketAddress(bindAddress, requestedPort), 64);
+    try {
+      ss.socket().setReuseAddress(true);
+      ss.bind(new InetSocketAddress(
+          address == null ? InetAddress.getLoopbackAddress() : address, port), 64);
+      return ss;
+    } catch (IOException e) {
+      ss.close();
+      throw e;
+    }
+  }
+
+  /** Serves on a socket opened earlier with {@link #bind}; the server owns it from now on. */
+  public synchronized NbdServer start(ServerSocketChannel bound) throws IOException {
+    if (serverSocket != null) {
+      throw new IllegalStateException("NBD server already started");
+    }
+    ServerSocketChannel ss = bound;
     serverSocket = ss;
     acceptor = new Thread(this::acceptLoop, "nbd-accept-" + port());
     acceptor.setDaemon(true);

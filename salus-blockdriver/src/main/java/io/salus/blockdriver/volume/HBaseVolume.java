@@ -72,6 +72,9 @@ public final class HBaseVolume implements Volume {
   private final byte[] mountRoot;
   private final boolean mountRootMatches;
   private volatile boolean closed;
+  /** Single-writer lease; when it is lost the volume is fenced (every operation fails). */
+  private final VolumeLease lease;
+  private volatile boolean fenced;
 
   private HBaseVolume(Connection connection, VolumeInfo info) throws IOException {
     this.connection = connection;
@@ -79,6 +82,14 @@ public final class HBaseVolume implements Volume {
     this.bs = info.blockSize();
     this.catalog = new VolumeCatalog(connection);
     this.tableName = TableName.valueOf(info.table());
+    this.lease = VolumeLease.acquire(connection.getConfiguration(), info.name(),
+        () -> fenced = true);
+    try {
+      this.async = ConnectionFactory.createAsyncConnection(connection.getConfiguration()).get();
+    } catch (Exception e) {
+      lease.close();
+      throw new IOException("cannot connect to HBase for volume '" + info.name() + "'", e);
+    }
     AtomicInteger n = new AtomicInteger();
     this.executor = Executors.newFixedThreadPool(
         Math.max(2, Runtime.getRuntime().availableProcessors()), r -> {
@@ -86,18 +97,17 @@ public final class HBaseVolume implements Volume {
           t.setDaemon(true);
           return t;
         });
-    try {
-      this.async = ConnectionFactory.createAsyncConnection(connection.getConfiguration()).get();
-    } catch (Exception e) {
-      executor.shutdownNow();
-      throw new IOException("cannot connect to HBase for volume '" + info.name() + "'", e);
-    }
     this.table = async.getTable(tableName, executor);
     this.tree = new ClientVolumeTree(info.name(), TreeHashes.forName(info.hashAlgorithm(), bs),
         info.sizeInBlocks(), info.subtreeHeight(), new HBaseSubtreeSource(), metrics,
         SUBTREE_CACHE);
     long t0 = System.nanoTime();
-    tree.mount();
+    try {
+      tree.mount();
+    } catch (IOException | RuntimeException e) {
+      releaseResources();
+      throw e;
+    }
     this.mountRoot = tree.root();
     this.mountRootMatches = info.rootHash() == null || Arrays.equals(info.rootHash(), mountRoot);
     if (!mountRootMatches) {
@@ -163,7 +173,15 @@ public final class HBaseVolume implements Volume {
     if (closed) {
       return new VolumeException.Closed("volume '" + info.name() + "' is closed");
     }
+    if (fenced) {
+      return fencedError();
+    }
     return Volume.checkRange(this, first, count);
+  }
+
+  private VolumeException fencedError() {
+    return new VolumeException.Closed("volume '" + info.name() + "' lost its single-writer lease"
+        + " (ZooKeeper session expired); reopen the volume to continue");
   }
 
   /** Runs {@code op} with the subtrees of the range pinned and loaded. */
@@ -326,6 +344,9 @@ public final class HBaseVolume implements Volume {
       return CompletableFuture.failedFuture(
           new VolumeException.Closed("volume '" + info.name() + "' is closed"));
     }
+    if (fenced) {
+      return CompletableFuture.failedFuture(fencedError());
+    }
     // Every acknowledged put is already in the WAL (SYNC_WAL); record the tree root.
     return CompletableFuture.runAsync(() -> recordRoot(false), executor);
   }
@@ -405,11 +426,20 @@ public final class HBaseVolume implements Volume {
       return;
     }
     closed = true;
-    try {
-      recordRoot(true);
-    } catch (RuntimeException e) {
-      LOG.warn("could not record root at close of '{}'", info.name(), e);
+    if (lease.isHeld()) {
+      try {
+        recordRoot(true);
+      } catch (RuntimeException e) {
+        LOG.warn("could not record root at close of '{}'", info.name(), e);
+      }
+    } else {
+      LOG.warn("volume '{}' closed after losing its writer lease; its root is not recorded"
+          + " (another writer may own the volume now)", info.name());
     }
+    releaseResources();
+  }
+
+  private void releaseResources() {
     try {
       async.close();
     } catch (IOException e) {
@@ -421,6 +451,12 @@ public final class HBaseVolume implements Volume {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
+    lease.close();
+  }
+
+  /** The single-writer lease this volume holds while open. */
+  public VolumeLease lease() {
+    return lease;
   }
 
   /** Leaf hashes from the {@code b:h} column. */

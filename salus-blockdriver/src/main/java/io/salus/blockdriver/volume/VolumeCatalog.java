@@ -202,11 +202,19 @@ public final class VolumeCatalog {
     return out;
   }
 
-  /** Deletes the volume's data table and catalog row. Returns false if it did not exist. */
+  /**
+   * Deletes the volume's data table and catalog row. Returns false if it did not exist; refuses
+   * ({@link VolumeException.InUse}) while a writer holds the volume's lease.
+   */
   public boolean delete(String name) throws IOException {
     Optional<VolumeInfo> info = describe(name);
     if (info.isEmpty()) {
       return false;
+    }
+    Optional<String> holder = VolumeLease.holder(connection.getConfiguration(), name);
+    if (holder.isPresent()) {
+      throw new VolumeException.InUse("volume '" + name + "' is open for writing by "
+          + holder.get() + "; stop that 'salus nbd' / 'salus up' before deleting the volume");
     }
     TableName table = TableName.valueOf(info.get().table());
     try (Admin admin = connection.getAdmin()) {

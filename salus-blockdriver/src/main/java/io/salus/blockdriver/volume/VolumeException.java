@@ -23,4 +23,11 @@ public class VolumeException extends RuntimeException {
       super(message);
     }
   }
+
+  /** Another writer holds the volume's single-writer lease ({@link VolumeLease}). */
+  public static final class InUse extends VolumeException {
+    public InUse(String message) {
+      super(message);
+    }
+  }
 }

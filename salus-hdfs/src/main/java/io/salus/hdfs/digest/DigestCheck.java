@@ -39,6 +39,11 @@ public final class DigestCheck implements Callable<Integer> {
   private final Configuration conf;
   private final PrintStream out;
 
+  /** For the {@code salus digests} sub-command: default Hadoop configuration, standard output. */
+  public DigestCheck() {
+    this(new Configuration(), System.out);
+  }
+
   DigestCheck(Configuration conf, PrintStream out) {
     this.conf = conf;
     this.out = out;
