@@ -3,7 +3,6 @@ package io.salus.it.launcher;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -149,11 +148,11 @@ final class LauncherProcess implements AutoCloseable {
     }
   }
 
+  /** A free port below the ephemeral range (see {@link io.salus.blockdriver.launcher.Preflight#freePort}). */
   static int freePort() throws IOException {
-    try (ServerSocket s = new ServerSocket(0)) {
-      return s.getLocalPort();
-    }
+    return io.salus.blockdriver.launcher.Preflight.freePort("127.0.0.1");
   }
+
 
   /** Extracts {@code key=value} from the readiness line. */
   static String field(String readyLine, String key) {

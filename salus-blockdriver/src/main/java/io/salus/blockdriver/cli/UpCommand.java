@@ -114,7 +114,11 @@ public final class UpCommand implements Callable<Integer> {
       layout.close();
       return 2;
     } catch (Exception e) {
-      System.err.println("salus up: start-up failed: " + e + "; see " + logFile);
+      StringBuilder why = new StringBuilder(String.valueOf(e));
+      for (Throwable c = e.getCause(); c != null && c != c.getCause(); c = c.getCause()) {
+        why.append("\n  caused by: ").append(c);
+      }
+      System.err.println("salus up: start-up failed: " + why + "\nsee " + logFile);
       cluster.close();
       layout.close();
       return 1;

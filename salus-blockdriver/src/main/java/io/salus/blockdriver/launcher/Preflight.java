@@ -33,10 +33,48 @@ public final class Preflight {
     }
   }
 
+  /**
+   * A free port for a service whose port is recorded in the data directory and reused on every
+   * start. It is chosen below the kernel's ephemeral range (ip_local_port_range), like HBase's and
+   * HDFS's own defaults, so that no outgoing connection or port-0 listener of the cluster being
+   * started (DataNodes bind several) can take it between the preflight check and the bind.
+   */
   public static int freePort(String host) throws IOException {
+    InetAddress address = InetAddress.getByName(host);
+    int[] ephemeral = ephemeralRange();
+    int lo = FIXED_PORTS_FLOOR;
+    int hi = ephemeral[0] - 1;
+    if (hi - lo >= 1000) {
+      java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
+      for (int attempt = 0; attempt < 200; attempt++) {
+        int port = random.nextInt(lo, hi + 1);
+        try (ServerSocket s = new ServerSocket()) {
+          s.setReuseAddress(true);
+          s.bind(new InetSocketAddress(address, port));
+          return port;
+        } catch (IOException busy) {
+          // try another
+        }
+      }
+    }
+    // no room below the ephemeral range (or all busy): let the kernel choose
     try (ServerSocket s = new ServerSocket()) {
-      s.bind(new InetSocketAddress(InetAddress.getByName(host), 0));
+      s.bind(new InetSocketAddress(address, 0));
       return s.getLocalPort();
+    }
+  }
+
+  /** Lowest port {@link #freePort} hands out: above the common fixed service ports. */
+  static final int FIXED_PORTS_FLOOR = 20000;
+
+  /** The kernel's ephemeral port range, or the Linux default where it cannot be read. */
+  static int[] ephemeralRange() {
+    try {
+      String[] f = Files.readString(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).trim()
+          .split("\\s+");
+      return new int[] {Integer.parseInt(f[0]), Integer.parseInt(f[1])};
+    } catch (IOException | RuntimeException e) {
+      return new int[] {32768, 60999};
     }
   }
 
