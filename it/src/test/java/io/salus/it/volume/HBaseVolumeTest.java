@@ -253,6 +253,37 @@ class HBaseVolumeTest {
 
   record Run(int code, String out, String err) {}
 
+  /**
+   * Ends the lease holder's ZooKeeper session on the server, the way HBase's own tests expire a
+   * session: a second client attaches to the same session and closes it. The holder's client can
+   * take the session back before the close is sent, so this repeats until a separate client sees
+   * the ephemeral lease znode gone.
+   */
+  static void expireSession(String quorum, VolumeLease lease, String leasePath) throws Exception {
+    try (CuratorFramework observer = CuratorFrameworkFactory.newClient(quorum,
+        new ExponentialBackoffRetry(200, 3))) {
+      observer.start();
+      for (int attempt = 0; attempt < 10; attempt++) {
+        java.util.concurrent.CountDownLatch connected = new java.util.concurrent.CountDownLatch(1);
+        ZooKeeper dup = new ZooKeeper(quorum, 20_000, event -> {
+          if (event.getState() == org.apache.zookeeper.Watcher.Event.KeeperState.SyncConnected) {
+            connected.countDown();
+          }
+        }, lease.sessionId(), lease.sessionPassword());
+        connected.await(10, TimeUnit.SECONDS);
+        dup.close();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);
+        while (System.nanoTime() < deadline) {
+          if (observer.checkExists().forPath(leasePath) == null) {
+            return;
+          }
+          Thread.sleep(50);
+        }
+      }
+      fail("could not expire the lease holder's ZooKeeper session");
+    }
+  }
+
   static Run cli(String... args) {
     java.io.StringWriter out = new java.io.StringWriter();
     java.io.StringWriter err = new java.io.StringWriter();
@@ -282,9 +313,7 @@ class HBaseVolumeTest {
       assertThrows(VolumeException.InUse.class, () -> catalog.delete("leased"));
       assertTrue(catalog.describe("leased").isPresent(), "refused delete must not delete");
 
-      ZooKeeper dup = new ZooKeeper(quorum, 20_000, event -> { },
-          first.lease().sessionId(), first.lease().sessionPassword());
-      dup.close(); // ends the holder's session: ZooKeeper drops its ephemeral lease
+      expireSession(quorum, first.lease(), VolumeLease.ROOT + "/leased/writer");
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
       while (first.lease().isHeld() && System.nanoTime() < deadline) {
         Thread.sleep(100);

@@ -72,9 +72,11 @@ public final class HBaseVolume implements Volume {
   private final byte[] mountRoot;
   private final boolean mountRootMatches;
   private volatile boolean closed;
-  /** Single-writer lease; when it is lost the volume is fenced (every operation fails). */
+  /**
+   * Single-writer lease; once it is lost the volume is fenced: every operation fails, read
+   * straight from the lease so that no write is acknowledged after the loss is known.
+   */
   private final VolumeLease lease;
-  private volatile boolean fenced;
 
   private HBaseVolume(Connection connection, VolumeInfo info) throws IOException {
     this.connection = connection;
@@ -83,7 +85,7 @@ public final class HBaseVolume implements Volume {
     this.catalog = new VolumeCatalog(connection);
     this.tableName = TableName.valueOf(info.table());
     this.lease = VolumeLease.acquire(connection.getConfiguration(), info.name(),
-        () -> fenced = true);
+        () -> LOG.error("volume '{}' is fenced: no further reads or writes", info.name()));
     try {
       this.async = ConnectionFactory.createAsyncConnection(connection.getConfiguration()).get();
     } catch (Exception e) {
@@ -173,7 +175,7 @@ public final class HBaseVolume implements Volume {
     if (closed) {
       return new VolumeException.Closed("volume '" + info.name() + "' is closed");
     }
-    if (fenced) {
+    if (!lease.isHeld()) {
       return fencedError();
     }
     return Volume.checkRange(this, first, count);
@@ -344,7 +346,7 @@ public final class HBaseVolume implements Volume {
       return CompletableFuture.failedFuture(
           new VolumeException.Closed("volume '" + info.name() + "' is closed"));
     }
-    if (fenced) {
+    if (!lease.isHeld()) {
       return CompletableFuture.failedFuture(fencedError());
     }
     // Every acknowledged put is already in the WAL (SYNC_WAL); record the tree root.
