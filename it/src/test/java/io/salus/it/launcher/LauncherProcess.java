@@ -153,7 +153,6 @@ final class LauncherProcess implements AutoCloseable {
     return io.salus.blockdriver.launcher.Preflight.freePort("127.0.0.1");
   }
 
-
   /** Extracts {@code key=value} from the readiness line. */
   static String field(String readyLine, String key) {
     for (String tok : readyLine.split("\\s+")) {

@@ -61,9 +61,6 @@ public final class NbdBenchmark {
       new Workload("seq-read-4k-qd32", "read", "4k", 32, true),
       new Workload("rand-read-4k-qd32", "randread", "4k", 32, true));
 
-  /** The workloads of this run ({@code --workloads} selects a subset). */
-  private static List<Workload> memoryWorkloads = MEMORY_WORKLOADS;
-
   public static void main(String[] args) throws Exception {
     File out = new File("docs/benchmarks");
     int runtime = 10;
@@ -86,19 +83,21 @@ public final class NbdBenchmark {
       }
     }
     out.mkdirs();
+    List<Workload> workloads = MEMORY_WORKLOADS;
     if (only != null) {
       final List<String> names = only;
-      memoryWorkloads = MEMORY_WORKLOADS.stream().filter(w -> names.contains(w.name())).toList();
+      workloads = MEMORY_WORKLOADS.stream().filter(w -> names.contains(w.name())).toList();
     }
     if (memory) {
-      memoryVsNbdkit(out, runtime, reps);
+      memoryVsNbdkit(out, runtime, reps, workloads);
     }
     if (hbase) {
       hbaseBaseline(out, Math.max(runtime, 15));
     }
   }
 
-  static void memoryVsNbdkit(File out, int runtime, int reps) throws Exception {
+  static void memoryVsNbdkit(File out, int runtime, int reps, List<Workload> workloads)
+      throws Exception {
     long size = 1L << 30;
     String fioSize = "512M";
     MemoryVolume vol = new MemoryVolume("mem", size / 4096, 4096);
@@ -118,11 +117,11 @@ public final class NbdBenchmark {
       fio(ours, new Workload("fill", "write", "1M", 8, false), fioSize, 0);
       fio(theirs, new Workload("fill", "write", "1M", 8, false), fioSize, 0);
       // warm-up (discarded): let the JIT compile every path before measuring
-      for (Workload w : memoryWorkloads) {
+      for (Workload w : workloads) {
         fio(ours, w, fioSize, 4);
         fio(theirs, w, fioSize, 4);
       }
-      for (Workload w : memoryWorkloads) {
+      for (Workload w : workloads) {
         Fio bo = null;
         Fio bt = null;
         List<Double> ratios = new ArrayList<>();

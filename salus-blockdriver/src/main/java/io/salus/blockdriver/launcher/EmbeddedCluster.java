@@ -106,9 +106,7 @@ public final class EmbeddedCluster implements AutoCloseable {
     try {
       nbdSocket = NbdServer.bind(InetAddress.getByName(options.host()), options.nbdPort());
     } catch (IOException e) {
-      throw new LauncherException("port " + options.nbdPort() + " on " + options.host()
-          + " (NBD server) is already in use by another process; stop that process or pass"
-          + " --nbd-port with a free port", e);
+      throw Preflight.portInUse(options.host(), options.nbdPort(), "NBD server", "--nbd-port");
     }
   }
 

@@ -23,13 +23,31 @@ public final class Preflight {
     if (port == 0) {
       return;
     }
+    try {
+      if (canBind(InetAddress.getByName(host), port)) {
+        return;
+      }
+    } catch (IOException e) {
+      // an unknown host is reported as the port being unusable, like a failed bind
+    }
+    throw portInUse(host, port, what, option);
+  }
+
+  /** The error for a port another process holds, naming the option that changes it. */
+  public static LauncherException portInUse(String host, int port, String what, String option) {
+    return new LauncherException(
+        "port " + port + " on " + host + " (" + what + ") is already in use by another process;"
+            + " stop that process or pass " + option + " with a free port");
+  }
+
+  /** Whether a listening socket (with SO_REUSEADDR, as the servers use) can bind the port now. */
+  private static boolean canBind(InetAddress address, int port) {
     try (ServerSocket s = new ServerSocket()) {
       s.setReuseAddress(true);
-      s.bind(new InetSocketAddress(InetAddress.getByName(host), port));
+      s.bind(new InetSocketAddress(address, port));
+      return true;
     } catch (IOException e) {
-      throw new LauncherException(
-          "port " + port + " on " + host + " (" + what + ") is already in use by another process;"
-              + " stop that process or pass " + option + " with a free port");
+      return false;
     }
   }
 
@@ -48,12 +66,8 @@ public final class Preflight {
       java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
       for (int attempt = 0; attempt < 200; attempt++) {
         int port = random.nextInt(lo, hi + 1);
-        try (ServerSocket s = new ServerSocket()) {
-          s.setReuseAddress(true);
-          s.bind(new InetSocketAddress(address, port));
+        if (canBind(address, port)) {
           return port;
-        } catch (IOException busy) {
-          // try another
         }
       }
     }

@@ -92,8 +92,7 @@ public final class NbdServer implements AutoCloseable {
     if (serverSocket != null) {
       throw new IllegalStateException("NBD server already started");
     }
-    ServerSocketChannel ss = bound;
-    serverSocket = ss;
+    serverSocket = bound;
     acceptor = new Thread(this::acceptLoop, "nbd-accept-" + port());
     acceptor.setDaemon(true);
     acceptor.start();

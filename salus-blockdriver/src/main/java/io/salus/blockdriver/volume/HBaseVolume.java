@@ -84,8 +84,7 @@ public final class HBaseVolume implements Volume {
     this.bs = info.blockSize();
     this.catalog = new VolumeCatalog(connection);
     this.tableName = TableName.valueOf(info.table());
-    this.lease = VolumeLease.acquire(connection.getConfiguration(), info.name(),
-        () -> LOG.error("volume '{}' is fenced: no further reads or writes", info.name()));
+    this.lease = VolumeLease.acquire(connection.getConfiguration(), info.name());
     try {
       this.async = ConnectionFactory.createAsyncConnection(connection.getConfiguration()).get();
     } catch (Exception e) {
@@ -172,18 +171,20 @@ public final class HBaseVolume implements Volume {
   }
 
   private VolumeException check(long first, long count) {
+    VolumeException e = unusable();
+    return e != null ? e : Volume.checkRange(this, first, count);
+  }
+
+  /** Why no operation may run now (closed, or fenced after losing the lease), else null. */
+  private VolumeException unusable() {
     if (closed) {
       return new VolumeException.Closed("volume '" + info.name() + "' is closed");
     }
     if (!lease.isHeld()) {
-      return fencedError();
+      return new VolumeException.Closed("volume '" + info.name() + "' lost its single-writer"
+          + " lease (ZooKeeper session expired); reopen the volume to continue");
     }
-    return Volume.checkRange(this, first, count);
-  }
-
-  private VolumeException fencedError() {
-    return new VolumeException.Closed("volume '" + info.name() + "' lost its single-writer lease"
-        + " (ZooKeeper session expired); reopen the volume to continue");
+    return null;
   }
 
   /** Runs {@code op} with the subtrees of the range pinned and loaded. */
@@ -342,12 +343,9 @@ public final class HBaseVolume implements Volume {
 
   @Override
   public CompletableFuture<Void> flush() {
-    if (closed) {
-      return CompletableFuture.failedFuture(
-          new VolumeException.Closed("volume '" + info.name() + "' is closed"));
-    }
-    if (!lease.isHeld()) {
-      return CompletableFuture.failedFuture(fencedError());
+    VolumeException e = unusable();
+    if (e != null) {
+      return CompletableFuture.failedFuture(e);
     }
     // Every acknowledged put is already in the WAL (SYNC_WAL); record the tree root.
     return CompletableFuture.runAsync(() -> recordRoot(false), executor);

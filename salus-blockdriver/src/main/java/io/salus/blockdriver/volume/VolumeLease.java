@@ -29,9 +29,9 @@ import org.slf4j.LoggerFactory;
  *   <li>A lease left by a process that died on <em>this</em> host (its pid no longer exists) is
  *       removed at once; one left by another host goes away when that holder's ZooKeeper session
  *       expires (session timeout, {@value #SESSION_TIMEOUT_MS} ms).
- *   <li>When this holder's session is lost, {@link #isHeld()} turns false for good and the
- *       listener runs: the volume must stop acknowledging writes (fencing), because another
- *       writer may now take the lease.
+ *   <li>When this holder's session is lost, {@link #isHeld()} turns false for good: the volume
+ *       must stop acknowledging writes (fencing), because another writer may now take the
+ *       lease.
  * </ul>
  */
 public final class VolumeLease implements AutoCloseable {
@@ -77,12 +77,8 @@ public final class VolumeLease implements AutoCloseable {
     return zk;
   }
 
-  /**
-   * Takes the writer lease of {@code volume} or fails with {@link VolumeException.InUse}.
-   * {@code onLost} runs once if the lease is lost while held.
-   */
-  public static VolumeLease acquire(Configuration conf, String volume, Runnable onLost)
-      throws IOException {
+  /** Takes the writer lease of {@code volume} or fails with {@link VolumeException.InUse}. */
+  public static VolumeLease acquire(Configuration conf, String volume) throws IOException {
     CuratorFramework zk = connect(conf);
     String path = path(volume);
     byte[] me = describeSelf().getBytes(StandardCharsets.UTF_8);
@@ -128,7 +124,6 @@ public final class VolumeLease implements AutoCloseable {
         lease.held = false;
         LOG.error("volume '{}': ZooKeeper session lost, the writer lease is gone; refusing"
             + " further writes (another writer may take the volume now)", volume);
-        onLost.run();
       }
     });
     return lease;
