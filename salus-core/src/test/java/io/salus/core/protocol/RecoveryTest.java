@@ -185,4 +185,108 @@ class RecoveryTest {
         assertEquals(expect.root(), root);
         assertEquals(Set.of(1L, 2L), s.blocks().keySet());
     }
+
+    // ---------------------------------------------------------------- hole 1: every proof is bound
+
+    RegionLogRecovery.RecoveredLog honestLog() throws RecoveryException {
+        return RegionLogRecovery.recover(cfg, dir, client.id(), old, Optional.empty(),
+                List.of(honest(0), honest(1), honest(2)), List.of(dn(0)));
+    }
+
+    /** The new generation's RRS and a membership that knows both generations. */
+    final RrsConfig fresh = old.remap(ids(List.of(key("rs3"), key("rs4"), key("rs5"))),
+            ids(List.of(key("dn3"), key("dn4"), key("dn5"))), ids(List.of(key("w3"), key("w4"))));
+    final Membership membership = new Membership() {
+        public RrsConfig current(int region) {
+            return fresh;
+        }
+
+        public RrsConfig config(RegionId region, long generation) {
+            return !region.equals(old.region()) ? null : generation == 0 ? old : generation == 1 ? fresh : null;
+        }
+    };
+
+    void assertRejected(RegionLogRecovery.RecoveredLog forged, String why) {
+        RecoveryException v = assertThrows(RecoveryException.class,
+                () -> RegionLogRecovery.verify(cfg, dir, client.id(), forged), why + ": verify accepted it");
+        assertTrue(v.getMessage().contains(old.region().toString()), v.getMessage());
+        Coordination.Lcp lcp = new Coordination.Lcp(1, 1, cfg.hash().hash(new byte[1]));
+        assertThrows(RecoveryException.class, () -> VolumeRecovery.endorse(cfg, dir, client.id(),
+                key("rs3").signer(), fresh, membership, forged, lcp), why + ": endorse accepted it");
+    }
+
+    @Test
+    void logTruncatedWithHonestAnswersForAnotherGenerationIsRejected() throws Exception {
+        RegionLogRecovery.RecoveredLog full = honestLog();
+        RegionLogRecovery.verify(cfg, dir, client.id(), full);
+        // the stores honestly say "nothing at index 1 of generation 7": true, and irrelevant to generation 0
+        List<Certificate> otherGen = List.of(logs.get(0).query(old.region(), 7, 1), logs.get(1).query(old.region(),
+                7, 1), logs.get(2).query(old.region(), 7, 1));
+        assertRejected(new RegionLogRecovery.RecoveredLog(old, full.base(), null, full.entries().subList(0, 1),
+                otherGen), "NO_NEXT_ENTRY of another generation");
+        RegionId other = new RegionId("v", 1);
+        List<Certificate> otherRegion = List.of(logs.get(0).query(other, 0, 1), logs.get(3).query(other, 0, 1),
+                logs.get(4).query(other, 0, 1));
+        assertRejected(new RegionLogRecovery.RecoveredLog(old, full.base(), null, full.entries().subList(0, 1),
+                otherRegion), "NO_NEXT_ENTRY of another region");
+    }
+
+    @Test
+    void logEntryOfAnotherRegionIsRejected() throws Exception {
+        RegionLogRecovery.RecoveredLog full = honestLog();
+        RegionLogRecovery.RecoveredEntry e0 = full.entries().get(0);
+        Statement.LogEntry st = e0.logEntry().statement(Statement.LogEntry.class);
+        List<Certificate> t = new ArrayList<>();
+        for (NodeKeys r : rs) { // the same servers also host region 1: their signatures are genuine
+            t.add(Certificate.sign(CertType.TENTATIVE_LOG_ENTRY, new Statement.LogEntry(new RegionId("v", 1),
+                    st.generation(), st.index(), st.digest(), st.length()), r.signer()));
+        }
+        List<RegionLogRecovery.RecoveredEntry> entries = new ArrayList<>(full.entries());
+        entries.set(0, new RegionLogRecovery.RecoveredEntry(0, Certificate.combine(t), e0.bytes(), e0.subBatch()));
+        assertRejected(new RegionLogRecovery.RecoveredLog(old, full.base(), null, entries, full.endProof()),
+                "LOG_ENTRY of another region");
+    }
+
+    @Test
+    void baseCheckpointSignedByOutsidersOrForAnotherGenerationIsRejected() throws Exception {
+        RegionSnapshot base = new RegionSnapshot(0, 3, 5, Map.of(), RegionSnapshot.empty(0,
+                RegionLogRecovery.emptyVolumeRoot(cfg)).rootRecord());
+        Hash root = base.regionRoot(cfg.hash(), cfg.blockSize(), cfg.layout());
+        List<Certificate> end = List.of(logs.get(0).query(old.region(), 0, 4), logs.get(1).query(old.region(), 0, 4),
+                logs.get(2).query(old.region(), 0, 4));
+        // three genuine signatures, but by the metadata holders, not by the region's replicas
+        List<Certificate> byHolders = new ArrayList<>();
+        for (NodeKeys h : holders.subList(0, 3)) {
+            byHolders.add(Certificate.sign(CertType.TENTATIVE_CHECKPOINT,
+                    new Statement.Checkpoint(old.region(), 0, 3, 5, root), h.signer()));
+        }
+        assertRejected(new RegionLogRecovery.RecoveredLog(old, base, Certificate.combine(byHolders), List.of(), end),
+                "CHECKPOINT not signed by the replicas");
+        List<Certificate> otherGen = new ArrayList<>();
+        for (NodeKeys r : rs) {
+            otherGen.add(Certificate.sign(CertType.TENTATIVE_CHECKPOINT,
+                    new Statement.Checkpoint(old.region(), 3, 3, 5, root), r.signer()));
+        }
+        assertRejected(new RegionLogRecovery.RecoveredLog(old, base, Certificate.combine(otherGen), List.of(), end),
+                "CHECKPOINT of another generation");
+        // and recover itself refuses a base checkpoint with outsider signatures
+        disks.get(0).writeSnapshot(base);
+        assertThrows(RecoveryException.class, () -> RegionLogRecovery.recover(cfg, dir, client.id(), old,
+                Optional.of(Certificate.combine(byHolders)), List.of(honest(0), honest(1), honest(2)),
+                List.of(dn(0))));
+    }
+
+    @Test
+    void endorseRefusesALogOfAConfigurationThatIsNotThePreviousGeneration() throws Exception {
+        RegionLogRecovery.RecoveredLog full = honestLog();
+        Coordination.Lcp lcp = new Coordination.Lcp(1, 5, cfg.hash().hash(new byte[1]));
+        // the same log presented as the previous generation of a configuration two generations on
+        RrsConfig later = fresh.remap(ids(List.of(key("rs6"), key("rs7"), key("rs8"))), fresh.stores(),
+                fresh.witnesses());
+        RecoveryException e = assertThrows(RecoveryException.class, () -> VolumeRecovery.endorse(cfg, dir,
+                client.id(), key("rs6").signer(), later, membership, full, lcp));
+        assertTrue(e.getMessage().contains("generation"), e.getMessage());
+        assertNotNull(VolumeRecovery.endorse(cfg, dir, client.id(), key("rs3").signer(), fresh, membership, full,
+                lcp));
+    }
 }

@@ -719,7 +719,7 @@ final class SalusSimulation {
             List<Certificate> tentatives = new ArrayList<>();
             for (NodeId rep : fresh.replicas()) {
                 try {
-                    tentatives.add(VolumeRecovery.endorse(cfg, dir, clientId, signers.get(rep), fresh, logs.get(r),
+                    tentatives.add(VolumeRecovery.endorse(cfg, dir, clientId, signers.get(rep), fresh, membership, logs.get(r),
                             rb.lcp()));
                 } catch (RecoveryException e) {
                     throw new SimulationViolation("recovery-consent", "new replica " + rep + " refused: "

@@ -81,6 +81,10 @@ public final class RegionLogRecovery {
         if (checkpoint.isPresent() && checkpoint.get().statement(Statement.Checkpoint.class).generation() == gen) {
             baseCert = checkpoint.get();
             Statement.Checkpoint cp = baseCert.statement(Statement.Checkpoint.class);
+            String why = checkpointProblem(verifier, old, baseCert);
+            if (why != null) {
+                throw new RecoveryException(region + ": the latest checkpoint certificate is not usable: " + why);
+            }
             base = null;
             for (DataSource d : dataNodes) {
                 RegionSnapshot s = d.readSnapshot(gen, cp.throughIndex());
@@ -166,21 +170,63 @@ public final class RegionLogRecovery {
     private static boolean validAnswer(ProtocolConfig cfg, Verifier verifier, RrsConfig old, NodeId holder,
                                        Certificate c, long index) {
         if (c.type() == CertType.NO_NEXT_ENTRY) {
-            Statement.NoNextEntry st = c.statement(Statement.NoNextEntry.class);
-            return st.region().equals(old.region()) && st.generation() == old.generation() && st.index() == index
-                    && c.verify(verifier, Set.of(holder));
+            return noNextEntryAt(verifier, old, c, index, Set.of(holder));
         }
         if (c.type() == CertType.LOG_ENTRY) {
-            Statement.LogEntry st = c.statement(Statement.LogEntry.class);
-            boolean position = st.region().equals(old.region()) && st.generation() == old.generation()
-                    && st.index() == index;
-            if (!position && !(cfg.mutated(Mutation.REPLAY_WITHOUT_POSITION_CHECK)
-                    && st.region().equals(old.region()))) {
-                return false;
+            if (cfg.mutated(Mutation.REPLAY_WITHOUT_POSITION_CHECK)) {
+                return c.statement(Statement.LogEntry.class).region().equals(old.region())
+                        && c.verify(verifier, old.replicaSet());
             }
-            return c.verify(verifier, old.replicaSet());
+            return logEntryAt(verifier, old, c, index);
         }
         return false;
+    }
+
+    /**
+     * A LOG_ENTRY certificate bound to exactly (region, generation, index) of {@code old}, signed by
+     * the three replicas of that generation.
+     */
+    static boolean logEntryAt(Verifier verifier, RrsConfig old, Certificate c, long index) {
+        if (c.type() != CertType.LOG_ENTRY) {
+            return false;
+        }
+        Statement.LogEntry st = c.statement(Statement.LogEntry.class);
+        return st.region().equals(old.region()) && st.generation() == old.generation() && st.index() == index
+                && c.verify(verifier, old.replicaSet());
+    }
+
+    /**
+     * A NO_NEXT_ENTRY bound to exactly (region, generation, index) of {@code old}, signed by one of
+     * {@code signers} (a subset of the generation's five metadata holders).
+     */
+    static boolean noNextEntryAt(Verifier verifier, RrsConfig old, Certificate c, long index, Set<NodeId> signers) {
+        if (c.type() != CertType.NO_NEXT_ENTRY) {
+            return false;
+        }
+        Statement.NoNextEntry st = c.statement(Statement.NoNextEntry.class);
+        return st.region().equals(old.region()) && st.generation() == old.generation() && st.index() == index
+                && old.metadataHolders().containsAll(signers) && c.verify(verifier, signers);
+    }
+
+    /**
+     * Why a base CHECKPOINT certificate is not bound to {@code old} (type, region, generation and the
+     * generation's three replicas as signers), or null if it is.
+     */
+    static String checkpointProblem(Verifier verifier, RrsConfig old, Certificate c) {
+        if (c.type() != CertType.CHECKPOINT) {
+            return "a " + c.type() + " is not a CHECKPOINT certificate";
+        }
+        Statement.Checkpoint cp = c.statement(Statement.Checkpoint.class);
+        if (!cp.region().equals(old.region())) {
+            return "it is for region " + cp.region() + ", not " + old.region();
+        }
+        if (cp.generation() != old.generation()) {
+            return "it is for generation " + cp.generation() + ", not " + old.generation();
+        }
+        if (!c.verify(verifier, old.replicaSet())) {
+            return "its signatures are not those of the generation's replicas " + old.replicas();
+        }
+        return null;
     }
 
     /**
@@ -194,9 +240,13 @@ public final class RegionLogRecovery {
         RrsConfig old = log.old();
         RegionSnapshot base = log.base();
         if (log.baseCertificate() != null) {
+            String why = checkpointProblem(verifier, old, log.baseCertificate());
+            if (why != null) {
+                throw new RecoveryException(old.region() + ": base checkpoint certificate refused: " + why);
+            }
             Statement.Checkpoint cp = log.baseCertificate().statement(Statement.Checkpoint.class);
-            if (!log.baseCertificate().verify(verifier) || log.baseCertificate().type() != CertType.CHECKPOINT
-                    || !cp.region().equals(old.region()) || cp.throughIndex() != base.throughIndex()
+            if (cp.throughIndex() != base.throughIndex() || cp.lastSeq() != base.lastSeq()
+                    || base.generation() != old.generation()
                     || !base.regionRoot(cfg.hash(), cfg.blockSize(), cfg.layout()).equals(cp.regionRoot())) {
                 throw new RecoveryException(old.region() + ": base snapshot does not match its checkpoint");
             }
@@ -207,9 +257,11 @@ public final class RegionLogRecovery {
         long prev = base.lastSeq();
         for (RecoveredEntry e : log.entries()) {
             Statement.LogEntry st = e.logEntry().statement(Statement.LogEntry.class);
-            boolean positionOk = st.index() == index && st.generation() == old.generation()
+            boolean positionOk = logEntryAt(verifier, old, e.logEntry(), index) && e.index() == index
                     && e.subBatch().puts().get(0).prevNum() == prev;
-            if (!e.logEntry().verify(verifier, old.replicaSet())
+            if (!e.logEntry().verify(verifier, old.replicaSet()) || !st.region().equals(old.region())
+                    || !e.subBatch().volume().equals(old.region().volume())
+                    || e.subBatch().region() != old.region().index()
                     || (!positionOk && !cfg.mutated(Mutation.REPLAY_WITHOUT_POSITION_CHECK))
                     || !cfg.hash().hash(e.bytes()).equals(st.digest())
                     || !verifier.verify(clientId, e.subBatch().signedBytes(), e.subBatch().clientSig())) {
@@ -220,8 +272,8 @@ public final class RegionLogRecovery {
         }
         Set<NodeId> enders = new HashSet<>();
         for (Certificate c : log.endProof()) {
-            if (c.type() == CertType.NO_NEXT_ENTRY && c.verify(verifier, new HashSet<>(old.metadataHolders()))
-                    && c.statement(Statement.NoNextEntry.class).index() == index) {
+            if (c.type() == CertType.NO_NEXT_ENTRY
+                    && noNextEntryAt(verifier, old, c, index, new HashSet<>(old.metadataHolders()))) {
                 enders.add(c.signatures().get(0).signer());
             }
         }

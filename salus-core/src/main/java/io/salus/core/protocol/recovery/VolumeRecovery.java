@@ -9,6 +9,7 @@ import io.salus.core.crypto.Verifier;
 import io.salus.core.merkle.Hash;
 import io.salus.core.merkle.MerkleTree;
 import io.salus.core.merkle.VolumeRootRecord;
+import io.salus.core.protocol.Membership;
 import io.salus.core.protocol.ProtocolConfig;
 import io.salus.core.protocol.RrsConfig;
 import io.salus.core.protocol.message.Put;
@@ -126,13 +127,23 @@ public final class VolumeRecovery {
     }
 
     /**
-     * What one replica of the new RRS does to consent: verify the recovered log independently,
+     * What one replica of the new RRS does to consent: check that the log is of the previous
+     * generation of its own region as {@code membership} records it (not a configuration the
+     * orchestrator made up), verify the recovered log independently,
      * rebuild the region state itself, and sign TENTATIVE_CHECKPOINT(new generation, -1, seq, root).
      * Three matching tentatives form the generation's first CHECKPOINT certificate.
      */
     public static Certificate endorse(ProtocolConfig cfg, Verifier verifier, NodeId clientId, Signer signer,
-                                      RrsConfig newConfig, RecoveredLog log, Coordination.Lcp lcp)
+                                      RrsConfig newConfig, Membership membership,
+                                      RecoveredLog log, Coordination.Lcp lcp)
             throws RecoveryException {
+        RrsConfig previous = membership.config(newConfig.region(), newConfig.generation() - 1);
+        if (!log.old().region().equals(newConfig.region()) || log.old().generation() != newConfig.generation() - 1
+                || !log.old().equals(previous)) {
+            throw new RecoveryException(newConfig.region() + " generation " + newConfig.generation()
+                    + ": the recovered log is of " + log.old().region() + " generation " + log.old().generation()
+                    + " with replicas " + log.old().replicas() + ", not of the previous generation " + previous);
+        }
         RegionLogRecovery.verify(cfg, verifier, clientId, log);
         RegionSnapshot s = rebuildRegion(cfg, log, lcp.seq(), newConfig.generation());
         return Certificate.sign(CertType.TENTATIVE_CHECKPOINT, new Statement.Checkpoint(newConfig.region(),
