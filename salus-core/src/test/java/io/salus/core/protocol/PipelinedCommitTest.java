@@ -50,6 +50,10 @@ class PipelinedCommitTest {
     Predicate<Envelope> hold = e -> false;
     final Map<NodeId, RegionReplica> replicas = new HashMap<>();
     final Map<NodeId, WitnessLog> stores = new HashMap<>();
+    final Map<NodeId, InMemoryReplicaDisk> disks = new HashMap<>();
+    final List<Envelope> sent = new ArrayList<>();
+    Membership membership;
+    InMemoryCoordination coord;
     final Map<Integer, RrsConfig> configs = new HashMap<>();
     final List<long[]> acked = new ArrayList<>();
     final Map<Long, byte[]> got = new HashMap<>();
@@ -64,7 +68,7 @@ class PipelinedCommitTest {
     }
 
     PipelinedCommitTest() {
-        Membership membership = new Membership() {
+        membership = new Membership() {
             public RrsConfig current(int region) {
                 return configs.get(region);
             }
@@ -73,7 +77,7 @@ class PipelinedCommitTest {
                 return configs.get(region.index());
             }
         };
-        InMemoryCoordination coord = new InMemoryCoordination();
+        coord = new InMemoryCoordination();
         for (int r = 0; r < 2; r++) {
             List<NodeId> reps = List.of(id("rs" + r + "a"), id("rs" + r + "b"), id("rs" + r + "c"));
             List<NodeId> dns = List.of(id("dn" + r + "a"), id("dn" + r + "b"), id("dn" + r + "c"));
@@ -82,9 +86,8 @@ class PipelinedCommitTest {
         }
         for (RrsConfig c : configs.values()) {
             for (NodeId rep : c.replicas()) {
-                replicas.put(rep, new RegionReplica(cfg, c, rep, clientId, signers.get(rep), dir, membership,
-                        (to, m) -> net.add(new Envelope(rep, to, m)), new InMemoryReplicaDisk(), coord,
-                        ReplicaHooks.NONE, RegionSnapshot.empty(0, RegionLogRecovery.emptyVolumeRoot(cfg))));
+                disks.put(rep, new InMemoryReplicaDisk());
+                start(c, rep);
             }
             for (NodeId h : c.metadataHolders()) {
                 stores.put(h, new WitnessLog(signers.get(h), dir, new InMemoryCertificateStore(),
@@ -92,7 +95,7 @@ class PipelinedCommitTest {
             }
         }
         client = new VolumeClient(cfg, clientId, signers.get(clientId), dir, membership,
-                (to, m) -> net.add(new Envelope(clientId, to, m)), new ClientListener() {
+                (to, m) -> send(new Envelope(clientId, to, m)), new ClientListener() {
                     public void putSucceeded(long b, long f, long l, List<Certificate> certs) {
                         certs.forEach(c -> assertEquals(CertType.PUT_SUCCESS, c.type()));
                         acked.add(new long[] {b, f, l});
@@ -106,6 +109,20 @@ class PipelinedCommitTest {
                         got.put(block, data);
                     }
                 }, 4, 1000);
+    }
+
+    /** Starts (or restarts, with memory lost and its disk kept) replica {@code rep} of {@code c}. */
+    RegionReplica start(RrsConfig c, NodeId rep) {
+        RegionReplica r = new RegionReplica(cfg, c, rep, clientId, signers.get(rep), dir, membership,
+                (to, m) -> send(new Envelope(rep, to, m)), disks.get(rep), coord,
+                ReplicaHooks.NONE, RegionSnapshot.empty(0, RegionLogRecovery.emptyVolumeRoot(cfg)));
+        replicas.put(rep, r);
+        return r;
+    }
+
+    void send(Envelope e) {
+        sent.add(e);
+        net.add(e);
     }
 
     void drain() {
@@ -231,6 +248,32 @@ class PipelinedCommitTest {
         }
         for (NodeId r : configs.get(1).replicas()) {
             assertEquals(0, replicas.get(r).appliedSeq());
+        }
+    }
+
+    /** Hole 3: a leader replica's decision survives its restart; it never signs ABORT after COMMIT. */
+    @Test
+    void restartedLeaderReplicaCannotSignAbortAfterCommit() {
+        client.submit(List.of(new BlockWrite(1, data(1))));
+        drain();
+        assertEquals(1, acked.size(), "batch 1 committed");
+        Message.BatchInfoMsg info = (Message.BatchInfoMsg) sent.stream().filter(e -> e.m() instanceof
+                Message.BatchInfoMsg).findFirst().orElseThrow().m();
+        RrsConfig leader = configs.get(0);
+        NodeId l0 = leader.replicas().get(0);
+        RegionReplica restarted = start(leader, l0); // crash: memory lost, disk kept
+        sent.clear();
+        // the client retransmits its BatchInfo; a faulty participant replica that voted YES now says NO
+        NodeId liar = leader.replicas().get(1);
+        byte[] no = signers.get(liar).sign(RegionReplica.voteBytes(1, 0, 0, false));
+        restarted.receive(clientId, info);
+        restarted.receive(liar, new Message.Vote(1, 0, 0, false, no));
+        restarted.receive(clientId, new Message.DecisionRequest(1));
+        List<Certificate> signed = sent.stream().filter(e -> e.from().equals(l0) && e.m() instanceof
+                Message.DecisionMsg).map(e -> ((Message.DecisionMsg) e.m()).tentative()).toList();
+        assertFalse(signed.isEmpty(), "the restarted leader replica still answers with its decision");
+        for (Certificate c : signed) {
+            assertEquals(CertType.TENTATIVE_COMMIT, c.type(), "a leader replica signed " + c + " after COMMIT");
         }
     }
 }

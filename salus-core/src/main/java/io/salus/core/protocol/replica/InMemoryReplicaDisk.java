@@ -1,6 +1,9 @@
 package io.salus.core.protocol.replica;
 
+import io.salus.core.cert.Certificate;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
@@ -8,6 +11,26 @@ import java.util.TreeMap;
 public class InMemoryReplicaDisk implements ReplicaDisk {
     protected final Map<Long, TreeMap<Long, byte[]>> logs = new HashMap<>();
     protected final Map<String, RegionSnapshot> snapshots = new HashMap<>();
+    protected final Map<Long, List<byte[]>> decisionRecords = new HashMap<>();
+
+    @Override
+    public void recordDecision(long generation, Certificate decision) {
+        decisionRecords.computeIfAbsent(generation, g -> new ArrayList<>()).add(decision.encode());
+    }
+
+    /** Decodes what was stored; an unreadable record (corrupted file) is skipped, not trusted. */
+    @Override
+    public List<Certificate> decisions(long generation) {
+        List<Certificate> out = new ArrayList<>();
+        for (byte[] b : decisionRecords.getOrDefault(generation, List.of())) {
+            try {
+                out.add(Certificate.decode(b));
+            } catch (RuntimeException e) {
+                // a corrupted record proves nothing; the replica re-learns the decision from its peers
+            }
+        }
+        return out;
+    }
 
     @Override
     public void append(long generation, long index, byte[] entry) {
@@ -60,5 +83,6 @@ public class InMemoryReplicaDisk implements ReplicaDisk {
     public void deleteAll() {
         logs.clear();
         snapshots.clear();
+        decisionRecords.clear();
     }
 }

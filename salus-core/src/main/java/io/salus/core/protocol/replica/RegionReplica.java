@@ -169,6 +169,21 @@ public final class RegionReplica {
             lastAcceptedSeq = sb.lastSeq();
             nextIndex = i + 1;
         }
+        // restart: the decisions this replica signed as a leader replica, and the decision
+        // certificates it resolved entries with, were made durable before they were sent
+        for (Certificate d : disk.decisions(rrs.generation())) {
+            if ((d.type() == CertType.TENTATIVE_COMMIT || d.type() == CertType.TENTATIVE_ABORT)
+                    && d.signers().equals(Set.of(me)) && d.verify(verifier, Set.of(me))) {
+                myDecisions.putIfAbsent(d.statement(Statement.Decision.class).batchId(), d);
+            } else if (d.type() == CertType.COMMIT || d.type() == CertType.ABORT) {
+                Statement.Decision st = d.statement(Statement.Decision.class);
+                int leader = st.leader().index();
+                if (st.volume().equals(cfg.volume()) && leader >= 0 && leader < cfg.regionCount()
+                        && d.verify(verifier, membership.current(leader).replicaSet())) {
+                    decisionCerts.putIfAbsent(st.batchId(), d);
+                }
+            }
+        }
     }
 
     // ------------------------------------------------------------------ accessors (tests, adapters)
@@ -519,6 +534,7 @@ public final class RegionReplica {
         Statement.Decision st = new Statement.Decision(commit, cfg.volume(), info.batchId(), info.firstSeq(),
                 info.lastSeq(), regionId);
         Certificate t = Certificate.sign(commit ? CertType.TENTATIVE_COMMIT : CertType.TENTATIVE_ABORT, st, signer);
+        disk.recordDecision(rrs.generation(), t); // durable before it is sent: a restart cannot flip it
         myDecisions.put(info.batchId(), t);
         Set<NodeId> to = new HashSet<>();
         for (int p : info.participants()) {

@@ -1,5 +1,8 @@
 package io.salus.core.protocol.replica;
 
+import io.salus.core.cert.Certificate;
+import java.util.List;
+
 /**
  * A replica's files on its colocated DataNode: the region log (one file per generation in HDFS,
  * entries addressed by logical index; the physical offset is the implementation's business) and
@@ -18,6 +21,18 @@ public interface ReplicaDisk {
 
     /** The snapshot of the generation through the given index, or null. */
     RegionSnapshot readSnapshot(long generation, long throughIndex);
+
+    /**
+     * Durably records (hsync) a decision before the replica sends or acts on it: a
+     * TENTATIVE_COMMIT/TENTATIVE_ABORT this replica signed as a batch-leader replica, or a
+     * COMMIT/ABORT certificate (3 leader signatures) it resolved one of its log entries with (the
+     * entry's commit/abort mark). A restarted replica reloads them, so it never signs the opposite
+     * decision and recovery can prove which logged entries were aborted.
+     */
+    void recordDecision(long generation, Certificate decision);
+
+    /** The decisions recorded for the generation, in recording order (empty if none). */
+    List<Certificate> decisions(long generation);
 
     /** Garbage-collects log entries with index &lt;= throughIndex (only after a CHECKPOINT certificate). */
     void truncateLogPrefix(long generation, long throughIndex);
