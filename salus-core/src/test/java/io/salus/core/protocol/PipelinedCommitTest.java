@@ -276,4 +276,25 @@ class PipelinedCommitTest {
             assertEquals(CertType.TENTATIVE_COMMIT, c.type(), "a leader replica signed " + c + " after COMMIT");
         }
     }
+
+    /** Hole 2: a signed NO from a replica of a region that is not a participant of the batch is ignored. */
+    @Test
+    void aNoFromAReplicaOfANonParticipantRegionDoesNotAbort() {
+        NodeId outsider = configs.get(1).replicas().get(2); // region 1 is not in batch 1
+        hold = e -> e.m() instanceof Message.Vote;
+        client.submit(List.of(new BlockWrite(1, data(1))));
+        drain();
+        byte[] no = signers.get(outsider).sign(RegionReplica.voteBytes(1, 1, 0, false));
+        for (NodeId l : configs.get(0).replicas()) {
+            net.add(new Envelope(outsider, l, new Message.Vote(1, 1, 0, false, no)));
+        }
+        hold = e -> false;
+        held.forEach(net::add);
+        held.clear();
+        drain();
+        assertEquals(1, acked.size(), "batch 1 must commit: only its participants' replicas vote on it");
+        for (NodeId r : configs.get(0).replicas()) {
+            assertEquals(CertType.COMMIT, replicas.get(r).decisionCertificate(1).type());
+        }
+    }
 }

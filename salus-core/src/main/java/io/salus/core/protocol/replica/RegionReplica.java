@@ -112,8 +112,19 @@ public final class RegionReplica {
     private static final class LeaderBatch {
         BatchInfo info;
         final Map<Integer, Set<NodeId>> yes = new HashMap<>();
+        /** Regions from whose current replicas a signed NO arrived; only participants' NOs count. */
+        final Set<Integer> no = new HashSet<>();
         final Set<NodeId> voted = new HashSet<>();
-        boolean anyNo;
+
+        /** A signed NO from a replica of one of the batch's participant regions. */
+        boolean participantSaidNo() {
+            for (int p : info.participants()) {
+                if (no.contains(p)) {
+                    return true;
+                }
+            }
+            return false;
+        }
     }
 
     private record PendingGet(NodeId from, Message.GetRequest req) {
@@ -490,7 +501,7 @@ public final class RegionReplica {
         if (v.yes()) {
             lb.yes.computeIfAbsent(v.region(), k -> new HashSet<>()).add(from);
         } else {
-            lb.anyNo = true;
+            lb.no.add(v.region()); // counted at decision time, and only if the region is a participant
         }
         tryDecide(lb);
     }
@@ -501,7 +512,7 @@ public final class RegionReplica {
             return;
         }
         Boolean commit = null;
-        if (lb.anyNo) {
+        if (lb.participantSaidNo()) {
             commit = false;
         } else {
             boolean prevOk = true;
