@@ -57,6 +57,8 @@ class PipelinedCommitTest {
     final Map<Integer, RrsConfig> configs = new HashMap<>();
     final List<long[]> acked = new ArrayList<>();
     final Map<Long, byte[]> got = new HashMap<>();
+    final List<Long> failed = new ArrayList<>();
+    final List<String> recoveryReasons = new ArrayList<>();
     final NodeId clientId = id("client");
     VolumeClient client;
 
@@ -102,7 +104,11 @@ class PipelinedCommitTest {
                     }
 
                     public void putFailed(long b) {
-                        fail("batch " + b + " aborted");
+                        failed.add(b);
+                    }
+
+                    public void recoveryNeeded(String reason) {
+                        recoveryReasons.add(reason);
                     }
 
                     public void getSucceeded(long id, long block, byte[] data) {
@@ -292,9 +298,116 @@ class PipelinedCommitTest {
         held.forEach(net::add);
         held.clear();
         drain();
+        assertEquals(List.of(), failed, "batch 1 aborted");
         assertEquals(1, acked.size(), "batch 1 must commit: only its participants' replicas vote on it");
         for (NodeId r : configs.get(0).replicas()) {
             assertEquals(CertType.COMMIT, replicas.get(r).decisionCertificate(1).type());
         }
+    }
+
+    Certificate outcome(NodeId signer, boolean success, int region, long batch, long seq, long index) {
+        return Certificate.sign(success ? CertType.TENTATIVE_PUT_SUCCESS : CertType.TENTATIVE_PUT_FAILED,
+                new Statement.PutOutcome(success, new RegionId("v", region), batch, seq, seq, index,
+                        cfg.hash().hash(new byte[] {(byte) index})), signers.get(signer));
+    }
+
+    /** Hole 4: one replica's TENTATIVE_PUT_FAILED is not proof; the client keeps the batch and retries. */
+    @Test
+    void oneReplicasPutFailedIsNotProofAndTheBatchStillCompletes() {
+        NodeId faulty = configs.get(0).replicas().get(2);
+        hold = e -> e.m() instanceof Message.PutReply;
+        client.submit(List.of(new BlockWrite(1, data(1))));
+        drain();
+        client.receive(faulty, new Message.PutReply(outcome(faulty, false, 0, 1, 1, 0)));
+        assertEquals(List.of(), failed, "a single TENTATIVE_PUT_FAILED failed the batch");
+        assertNull(client.needsRemount());
+        assertEquals(1, client.outstandingBatches());
+        hold = e -> false;
+        held.stream().filter(e -> !e.from().equals(faulty)).forEach(net::add);
+        held.clear();
+        drain();
+        client.tick(1000); // retry: the faulty replica is asked again and answers honestly this time
+        drain();
+        assertEquals(1, acked.size(), "the batch completes once the other replicas answer");
+        assertEquals(List.of(), failed);
+        // the lie is proof of misbehaviour (the replicas disagree, then the liar contradicts itself):
+        // the client asks for recovery, once, to replace the faulty replica
+        assertEquals(1, recoveryReasons.size(), recoveryReasons.toString());
+        assertTrue(recoveryReasons.get(0).contains("disagree") && recoveryReasons.get(0).contains(faulty.toString()),
+                recoveryReasons.get(0));
+    }
+
+    /**
+     * Hole 2 (client side, §3.3.2 step 4) and hole 4: a proven abort (three matching
+     * TENTATIVE_PUT_FAILED) fails the batch and every later outstanding one, asks for recovery, and
+     * the client refuses writes and reads with a clear error until it is remounted.
+     */
+    @Test
+    void provenAbortFailsLaterBatchesAsksForRecoveryAndRefusesWritesUntilRemount() {
+        NodeId faulty = configs.get(0).replicas().get(1);
+        // a faulty participant replica of region 0 votes NO on batch 1 instead of YES
+        hold = e -> e.m() instanceof Message.Vote v && e.from().equals(faulty) && v.batchId() == 1;
+        client.submit(List.of(new BlockWrite(1, data(1))));
+        client.submit(List.of(new BlockWrite(9, data(2))));
+        drain();
+        byte[] no = signers.get(faulty).sign(RegionReplica.voteBytes(1, 0, 0, false));
+        for (NodeId l : configs.get(0).replicas()) {
+            net.add(new Envelope(faulty, l, new Message.Vote(1, 0, 0, false, no)));
+        }
+        hold = e -> false;
+        held.clear();
+        drain();
+        assertEquals(List.of(1L, 2L), failed, "batch 2 follows the aborted batch 1 and is aborted by the chain");
+        assertEquals(List.of(), acked);
+        assertEquals(1, recoveryReasons.size(), recoveryReasons.toString());
+        assertTrue(recoveryReasons.get(0).contains("aborted"), recoveryReasons.get(0));
+        for (RegionReplica r : replicas.values()) {
+            assertEquals(0, r.appliedSeq(), "nothing of an aborted batch is applied");
+        }
+        IllegalStateException w = assertThrows(IllegalStateException.class,
+                () -> client.submit(List.of(new BlockWrite(3, data(3)))));
+        assertTrue(w.getMessage().contains("remount"), w.getMessage());
+        assertThrows(IllegalStateException.class, () -> client.get(3));
+        // recovery leaves seq 0 (the aborted writes are not part of the LCP); the client remounts
+        Map<Integer, VolumeClient.RegionView> views = new HashMap<>();
+        for (int r = 0; r < 2; r++) {
+            RegionReplica rep = replicas.get(configs.get(r).primary());
+            views.put(r, new VolumeClient.RegionView(rep.regionRoot(), rep.rootRecord(), rep.leafHashes()));
+        }
+        client.mount(0, RegionLogRecovery.emptyVolumeRoot(cfg), views);
+        assertNull(client.needsRemount());
+        assertTrue(client.submit(List.of(new BlockWrite(3, data(3)))) > 0, "writes are accepted after the remount");
+    }
+
+    /** §3.3.2 step 4: retries without progress trigger recovery, once. */
+    @Test
+    void retriesWithoutProgressAskForRecoveryOnce() {
+        hold = e -> e.m() instanceof Message.SubBatchMsg;
+        client.submit(List.of(new BlockWrite(1, data(1))));
+        drain();
+        for (int i = 1; i <= 2 * VolumeClient.DEFAULT_RETRIES_BEFORE_RECOVERY; i++) {
+            client.tick(1000L * i);
+            drain();
+            if (i < VolumeClient.DEFAULT_RETRIES_BEFORE_RECOVERY) {
+                assertEquals(List.of(), recoveryReasons, "retry " + i + " is still a retry");
+            }
+        }
+        assertEquals(1, recoveryReasons.size(), recoveryReasons.toString());
+        assertTrue(recoveryReasons.get(0).contains("no PUT_SUCCESS after"), recoveryReasons.get(0));
+        assertTrue(client.recoveryRequested());
+    }
+
+    /** §3.3.2 step 4: replicas of one region that disagree on an outcome are proof of misbehaviour. */
+    @Test
+    void replicasThatDisagreeOnAnOutcomeAreProofOfMisbehaviour() {
+        NodeId faulty = configs.get(0).replicas().get(0);
+        hold = e -> e.m() instanceof Message.PutReply && e.from().equals(faulty);
+        client.submit(List.of(new BlockWrite(1, data(1))));
+        // the faulty replica's success names another log index than the others will
+        client.receive(faulty, new Message.PutReply(outcome(faulty, true, 0, 1, 1, 7)));
+        drain();
+        assertEquals(List.of(), acked, "no PUT_SUCCESS from two matching tentatives");
+        assertEquals(1, recoveryReasons.size(), recoveryReasons.toString());
+        assertTrue(recoveryReasons.get(0).contains("disagree"), recoveryReasons.get(0));
     }
 }

@@ -89,6 +89,7 @@ final class SalusSimulation {
     private long lastGetProgress;
     private boolean recoveryRequested;
     private int ackedBatches;
+    int failedBatches;
     private final int targetBatches;
     private final double getProbability;
     private final Set<Long> pendingGets = new HashSet<>();
@@ -232,6 +233,11 @@ final class SalusSimulation {
 
                     @Override
                     public void putFailed(long batchId) {
+                        failedBatches++;
+                    }
+
+                    @Override
+                    public void recoveryNeeded(String reason) {
                         recoveryRequested = true;
                     }
 
@@ -509,6 +515,10 @@ final class SalusSimulation {
         if (finished) {
             return;
         }
+        if (client.needsRemount() != null) {
+            schedule(now + 10, this::workloadStep); // the client refuses I/O until recovery remounts it
+            return;
+        }
         if (!finalPhase && ackedBatches >= targetBatches && client.outstandingBatches() == 0) {
             finalPhase = true;
             for (long b = 0; b < cfg.layout().volumeBlocks(); b++) {
@@ -563,7 +573,9 @@ final class SalusSimulation {
         if (client.outstandingGets() == 0) {
             lastGetProgress = now;
         }
-        if (recoveryRequested || now - lastProgress > STALL || now - lastGetProgress > STALL) {
+        // batches: the client itself asks for recovery (proof of misbehaviour, or retries without
+        // progress, §3.3.2 step 4); GETs are retried at other replicas and stall here at worst
+        if (recoveryRequested || now - lastGetProgress > STALL) {
             recoveryRequested = false;
             recover();
         }

@@ -8,8 +8,23 @@ public interface ClientListener {
     /** Every sub-batch of the batch has a PUT_SUCCESS certificate: the PUTs are durable and committed. */
     void putSucceeded(long batchId, long firstSeq, long lastSeq, List<Certificate> putSuccess);
 
-    /** A replica reported TENTATIVE_PUT_FAILED (the leader aborted): the block driver triggers recovery. */
+    /**
+     * The batch failed and its writes will never be applied: either PUT_FAILED is proven (three
+     * matching TENTATIVE_PUT_FAILED from one participant region's replicas, so the batch leader's
+     * ABORT certificate exists), or the batch follows an aborted batch in the pipeline (the
+     * COMMIT-CONFIRMATION chain aborts it too). One replica's TENTATIVE_PUT_FAILED alone is not
+     * proof and does not fail the batch. After this the client refuses new writes until it is
+     * remounted; {@link #recoveryNeeded} has been called.
+     */
     void putFailed(long batchId);
+
+    /**
+     * §3.3.2 step 4: the client has proof of misbehaviour (PUT_FAILED, replicas of one region that
+     * disagree on a sub-batch's outcome) or its retries made no progress; the block driver asks the
+     * Master to recover (RRS replacement) and then remounts ({@link VolumeClient#mount}). Called
+     * once until the next mount.
+     */
+    void recoveryNeeded(String reason);
 
     /** A GET reply passed the end-to-end check. */
     void getSucceeded(long requestId, long block, byte[] data);

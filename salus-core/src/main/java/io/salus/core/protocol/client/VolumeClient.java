@@ -14,6 +14,7 @@ import io.salus.core.merkle.VolumeRootRecord;
 import io.salus.core.protocol.Membership;
 import io.salus.core.protocol.Mutation;
 import io.salus.core.protocol.ProtocolConfig;
+import io.salus.core.protocol.Tentatives;
 import io.salus.core.protocol.Transport;
 import io.salus.core.protocol.message.BatchInfo;
 import io.salus.core.protocol.message.Message;
@@ -48,6 +49,12 @@ public final class VolumeClient {
     private final ClientListener listener;
     private final int maxOutstanding;
     private final long retransmitEvery;
+    private final int retriesBeforeRecovery;
+    /** Default number of retransmissions without any progress after which the client asks for recovery. */
+    public static final int DEFAULT_RETRIES_BEFORE_RECOVERY = 4;
+    /** Non-null once a batch failed: the client's tree holds writes the servers did not apply. */
+    private String needsRemount;
+    private boolean recoveryRequested;
 
     private final MerkleTree tree;
     private long nextSeq = 1;
@@ -64,9 +71,11 @@ public final class VolumeClient {
     private static final class OutBatch {
         BatchInfo info;
         final Map<Integer, SubBatch> subs = new TreeMap<>();
-        final Map<Integer, Map<NodeId, Certificate>> tentatives = new HashMap<>();
+        /** Every distinct valid tentative outcome received, per region. */
+        final Map<Integer, List<Certificate>> tentatives = new HashMap<>();
         final Map<Integer, Certificate> success = new TreeMap<>();
         long sentAt;
+        int retries;
     }
 
     private static final class OutGet {
@@ -83,6 +92,21 @@ public final class VolumeClient {
 
     public VolumeClient(ProtocolConfig cfg, NodeId me, Signer signer, Verifier verifier, Membership membership,
                         Transport net, ClientListener listener, int maxOutstandingBatches, long retransmitEvery) {
+        this(cfg, me, signer, verifier, membership, net, listener, maxOutstandingBatches, retransmitEvery,
+                DEFAULT_RETRIES_BEFORE_RECOVERY);
+    }
+
+    /**
+     * @param retriesBeforeRecovery retransmissions of the outstanding batches without any progress
+     *                              (no PUT_SUCCESS) after which the client asks for recovery
+     */
+    public VolumeClient(ProtocolConfig cfg, NodeId me, Signer signer, Verifier verifier, Membership membership,
+                        Transport net, ClientListener listener, int maxOutstandingBatches, long retransmitEvery,
+                        int retriesBeforeRecovery) {
+        if (retriesBeforeRecovery < 1) {
+            throw new IllegalArgumentException("retriesBeforeRecovery must be >= 1, got " + retriesBeforeRecovery);
+        }
+        this.retriesBeforeRecovery = retriesBeforeRecovery;
         this.cfg = cfg;
         this.layout = cfg.layout();
         this.me = me;
@@ -131,6 +155,7 @@ public final class VolumeClient {
      * an outstanding GET (try again later). Blocks are written in list order and get consecutive seqs.
      */
     public long submit(List<BlockWrite> writes) {
+        requireMounted("write");
         if (writes.isEmpty() || outstanding.size() >= maxOutstanding) {
             return -1;
         }
@@ -192,6 +217,7 @@ public final class VolumeClient {
 
     /** Issues a GET (prevNum = last PUT issued to the block's region). Returns the request id. */
     public long get(long block) {
+        requireMounted("read");
         int r = (int) layout.regionOf(block);
         long id = nextGetId++;
         OutGet g = new OutGet(block, lastSeqOfRegion[r]);
@@ -220,7 +246,11 @@ public final class VolumeClient {
         this.now = nowTime;
         for (OutBatch ob : outstanding.values()) {
             if (now - ob.sentAt >= retransmitEvery) {
-                send(ob);
+                send(ob); // retry: no proof of misbehaviour yet
+                if (++ob.retries >= retriesBeforeRecovery) {
+                    requestRecovery("batch " + ob.info.batchId() + ": no PUT_SUCCESS after " + ob.retries
+                            + " retries");
+                }
             }
         }
         for (Map.Entry<Long, OutGet> e : gets.entrySet()) {
@@ -247,28 +277,95 @@ public final class VolumeClient {
                 || !t.signatures().get(0).signer().equals(from)) {
             return;
         }
-        if (!st.success()) {
-            outstanding.remove(st.batchId());
-            listener.putFailed(st.batchId());
-            return;
-        }
-        Map<NodeId, Certificate> m = ob.tentatives.computeIfAbsent(region, k -> new HashMap<>());
-        m.putIfAbsent(from, t);
-        List<Certificate> matching = new ArrayList<>();
-        for (Certificate c : m.values()) {
-            if (c.statement().equals(st)) {
-                matching.add(c);
+        List<Certificate> held = ob.tentatives.computeIfAbsent(region, k -> new ArrayList<>());
+        for (Certificate c : held) {
+            if (c.signatures().get(0).signer().equals(from)) {
+                if (c.type() == t.type() && c.statement().equals(st)) {
+                    return; // a duplicate
+                }
+                // the same replica signed two outcomes: proof of misbehaviour. Both stay held, so a
+                // unanimous outcome can still form from the other replicas' answers and its true one.
+                requestRecovery("replica " + from + " of region " + region + " sent two different outcomes for"
+                        + " batch " + st.batchId() + ": " + c + " and " + t);
+                break;
             }
         }
-        int need = cfg.mutated(Mutation.TWO_OF_THREE_CONSENT) ? 2 : 3;
-        if (matching.size() >= need && !ob.success.containsKey(region)) {
+        held.add(t);
+        int need = st.success() && cfg.mutated(Mutation.TWO_OF_THREE_CONSENT) ? 2 : Tentatives.UNANIMOUS;
+        List<Certificate> matching = Tentatives.matching(held, t);
+        if (matching.size() < need) {
+            Set<NodeId> answered = new HashSet<>();
+            held.forEach(c -> answered.add(c.signatures().get(0).signer()));
+            if (answered.size() == Tentatives.UNANIMOUS) { // all three answered and they disagree
+                requestRecovery("the replicas of region " + region + " disagree on the outcome of batch "
+                        + st.batchId() + ": " + held);
+            }
+            return; // one replica's word is not proof: keep retrying until the others answer
+        }
+        if (!st.success()) {
+            batchFailed(ob, region);
+            return;
+        }
+        if (!ob.success.containsKey(region)) {
             ob.success.put(region, matching.size() == 3 ? Certificate.combine(matching) : matching.get(0));
         }
         if (ob.success.size() == ob.subs.size()) {
             outstanding.remove(st.batchId());
+            for (OutBatch o : outstanding.values()) {
+                o.retries = 0; // progress
+            }
             listener.putSucceeded(st.batchId(), ob.info.firstSeq(), ob.info.lastSeq(),
                     new ArrayList<>(ob.success.values()));
         }
+    }
+
+    /**
+     * PUT_FAILED is proven for one of the batch's sub-batches. The batch and every later outstanding
+     * batch (aborted through the COMMIT-CONFIRMATION chain) fail; the client's tree already holds
+     * their writes, so it refuses new writes and reads until recovery and {@link #mount}.
+     */
+    private void batchFailed(OutBatch failed, int region) {
+        long id = failed.info.batchId();
+        needsRemount = "batch " + id + " (seqs " + failed.info.firstSeq() + ".." + failed.info.lastSeq()
+                + ") was aborted: PUT_FAILED from the 3 replicas of region " + region;
+        List<Long> ids = new ArrayList<>();
+        outstanding.entrySet().removeIf(e -> {
+            if (e.getKey() >= id) {
+                ids.add(e.getKey());
+                return true;
+            }
+            return false;
+        });
+        ids.forEach(listener::putFailed);
+        requestRecovery(needsRemount);
+    }
+
+    private void requestRecovery(String reason) {
+        if (!recoveryRequested) {
+            recoveryRequested = true;
+            listener.recoveryNeeded(reason);
+        }
+    }
+
+    private void requireMounted(String what) {
+        if (needsRemount != null) {
+            throw new IllegalStateException("volume " + cfg.volume() + " refuses to " + what + ": " + needsRemount
+                    + "; the client's tree holds writes the servers did not apply. Recover the volume and"
+                    + " remount it (VolumeClient.mount) before the next " + what);
+        }
+    }
+
+    /**
+     * Why the client refuses writes and reads until it is remounted (a batch failed), or null while
+     * it accepts them.
+     */
+    public String needsRemount() {
+        return needsRemount;
+    }
+
+    /** True once the client has asked for recovery (until the next mount). */
+    public boolean recoveryRequested() {
+        return recoveryRequested;
     }
 
     private void onGetReply(NodeId from, Message.GetReply r) {
@@ -379,6 +476,8 @@ public final class VolumeClient {
         prevLeader = -1;
         outstanding.clear();
         gets.clear();
+        needsRemount = null;
+        recoveryRequested = false;
     }
 
     /** Ids of outstanding batches (for the driver's retry/recovery logic). */

@@ -342,10 +342,14 @@ public final class RegionReplica {
         Long existing = indexByBatch.get(sb.batchId());
         if (existing != null) {
             Entry e = entries.get(existing);
-            if (e != null && e.sb.equals(sb) && !e.resolved) {
+            if (e != null && e.sb.equals(sb)) {
                 NodeId next = rrs.next(me);
                 if (next != null && hooks.forward(sb)) {
                     net.send(next, new Message.SubBatchMsg(sb));
+                }
+                Certificate d = decisionCerts.get(sb.batchId());
+                if (e.resolved && d != null) {
+                    sendPutOutcome(e, d.type() == CertType.COMMIT); // the client retries: its reply was lost
                 }
             }
             return;
