@@ -364,6 +364,11 @@ class PipelinedCommitTest {
         for (RegionReplica r : replicas.values()) {
             assertEquals(0, r.appliedSeq(), "nothing of an aborted batch is applied");
         }
+        for (NodeId r : configs.get(0).replicas()) {
+            assertTrue(disks.get(r).decisions(0).stream().anyMatch(c -> c.type() == CertType.ABORT
+                    && c.statement(Statement.Decision.class).batchId() == 1),
+                    r + " recorded the ABORT mark of its entry before answering (recovery needs it)");
+        }
         IllegalStateException w = assertThrows(IllegalStateException.class,
                 () -> client.submit(List.of(new BlockWrite(3, data(3)))));
         assertTrue(w.getMessage().contains("remount"), w.getMessage());

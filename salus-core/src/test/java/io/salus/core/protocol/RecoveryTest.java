@@ -41,6 +41,19 @@ class RecoveryTest {
     final List<NodeKeys> holders = List.of(key("dn0"), key("dn1"), key("dn2"), key("w0"), key("w1"));
     final RrsConfig old = new RrsConfig(new RegionId("v", 0), 0, ids(rs), ids(holders.subList(0, 3)),
             ids(holders.subList(3, 5)));
+    /** The new generation's RRS and a membership that knows both generations. */
+    final RrsConfig fresh = old.remap(ids(List.of(key("rs3"), key("rs4"), key("rs5"))),
+            ids(List.of(key("dn3"), key("dn4"), key("dn5"))), ids(List.of(key("w3"), key("w4"))));
+    final Membership membership = new Membership() {
+        public RrsConfig current(int region) {
+            return fresh;
+        }
+
+        public RrsConfig config(RegionId region, long generation) {
+            return !region.equals(old.region()) ? null : generation == 0 ? old : generation == 1 ? fresh : null;
+        }
+    };
+
     final List<InMemoryCertificateStore> stores = new ArrayList<>();
     final List<WitnessLog> logs = new ArrayList<>();
     final List<InMemoryReplicaDisk> disks = List.of(new InMemoryReplicaDisk(), new InMemoryReplicaDisk(),
@@ -130,6 +143,10 @@ class RecoveryTest {
             public RegionSnapshot readSnapshot(long g, long k) {
                 return disks.get(i).readSnapshot(g, k);
             }
+
+            public List<Certificate> readDecisions(long g) {
+                return disks.get(i).decisions(g);
+            }
         };
     }
 
@@ -137,24 +154,24 @@ class RecoveryTest {
     void twoLyingHoldersAnsweringFirstCannotTruncateOrReorderTheLog() throws Exception {
         disks.get(0).corruptEntry(0, 1, 40);
         disks.get(1).deleteAll();
-        RegionLogRecovery.RecoveredLog log = RegionLogRecovery.recover(cfg, dir, client.id(), old, Optional.empty(),
+        RegionLogRecovery.RecoveredLog log = RegionLogRecovery.recover(cfg, dir, client.id(), membership, old, Optional.empty(),
                 List.of(liar(3), liar(4), honest(0), honest(1), honest(2)), List.of(dn(0), dn(1), dn(2)));
         assertEquals(3, log.entries().size());
         assertEquals(List.of(1L, 2L, 3L, 5L), new ArrayList<>(log.seqs()));
-        RegionLogRecovery.verify(cfg, dir, client.id(), log);
+        RegionLogRecovery.verify(cfg, dir, client.id(), membership, log);
     }
 
     @Test
     void tooFewValidAnswersIsARetryNotAGuess() {
         RecoveryException e = assertThrows(RecoveryException.class, () -> RegionLogRecovery.recover(cfg, dir,
-                client.id(), old, Optional.empty(), List.of(liar(3), honest(0)), List.of(dn(0))));
+                client.id(), membership, old, Optional.empty(), List.of(liar(3), honest(0)), List.of(dn(0))));
         assertTrue(e.getMessage().contains("valid answers"), e.getMessage());
     }
 
     @Test
     void noDataNodeWithMatchingBytesIsDetected() {
         disks.forEach(d -> d.corruptEntry(0, 0, 3));
-        assertThrows(RecoveryException.class, () -> RegionLogRecovery.recover(cfg, dir, client.id(), old,
+        assertThrows(RecoveryException.class, () -> RegionLogRecovery.recover(cfg, dir, client.id(), membership, old,
                 Optional.empty(), List.of(honest(0), honest(1), honest(2)), List.of(dn(0), dn(1), dn(2))));
     }
 
@@ -170,7 +187,7 @@ class RecoveryTest {
 
     @Test
     void rebuildAppliesOnlyPutsWithinTheLcp() throws Exception {
-        RegionLogRecovery.RecoveredLog log = RegionLogRecovery.recover(cfg, dir, client.id(), old, Optional.empty(),
+        RegionLogRecovery.RecoveredLog log = RegionLogRecovery.recover(cfg, dir, client.id(), membership, old, Optional.empty(),
                 List.of(honest(0), honest(1), honest(2)), List.of(dn(0)));
         RegionSnapshot s = VolumeRecovery.rebuildRegion(cfg, log, 2, 1);
         assertEquals(2, s.lastSeq());
@@ -189,26 +206,13 @@ class RecoveryTest {
     // ---------------------------------------------------------------- hole 1: every proof is bound
 
     RegionLogRecovery.RecoveredLog honestLog() throws RecoveryException {
-        return RegionLogRecovery.recover(cfg, dir, client.id(), old, Optional.empty(),
+        return RegionLogRecovery.recover(cfg, dir, client.id(), membership, old, Optional.empty(),
                 List.of(honest(0), honest(1), honest(2)), List.of(dn(0)));
     }
 
-    /** The new generation's RRS and a membership that knows both generations. */
-    final RrsConfig fresh = old.remap(ids(List.of(key("rs3"), key("rs4"), key("rs5"))),
-            ids(List.of(key("dn3"), key("dn4"), key("dn5"))), ids(List.of(key("w3"), key("w4"))));
-    final Membership membership = new Membership() {
-        public RrsConfig current(int region) {
-            return fresh;
-        }
-
-        public RrsConfig config(RegionId region, long generation) {
-            return !region.equals(old.region()) ? null : generation == 0 ? old : generation == 1 ? fresh : null;
-        }
-    };
-
     void assertRejected(RegionLogRecovery.RecoveredLog forged, String why) {
         RecoveryException v = assertThrows(RecoveryException.class,
-                () -> RegionLogRecovery.verify(cfg, dir, client.id(), forged), why + ": verify accepted it");
+                () -> RegionLogRecovery.verify(cfg, dir, client.id(), membership, forged), why + ": verify accepted it");
         assertTrue(v.getMessage().contains(old.region().toString()), v.getMessage());
         Coordination.Lcp lcp = new Coordination.Lcp(1, 1, cfg.hash().hash(new byte[1]));
         assertThrows(RecoveryException.class, () -> VolumeRecovery.endorse(cfg, dir, client.id(),
@@ -218,7 +222,7 @@ class RecoveryTest {
     @Test
     void logTruncatedWithHonestAnswersForAnotherGenerationIsRejected() throws Exception {
         RegionLogRecovery.RecoveredLog full = honestLog();
-        RegionLogRecovery.verify(cfg, dir, client.id(), full);
+        RegionLogRecovery.verify(cfg, dir, client.id(), membership, full);
         // the stores honestly say "nothing at index 1 of generation 7": true, and irrelevant to generation 0
         List<Certificate> otherGen = List.of(logs.get(0).query(old.region(), 7, 1), logs.get(1).query(old.region(),
                 7, 1), logs.get(2).query(old.region(), 7, 1));
@@ -271,7 +275,7 @@ class RecoveryTest {
                 "CHECKPOINT of another generation");
         // and recover itself refuses a base checkpoint with outsider signatures
         disks.get(0).writeSnapshot(base);
-        assertThrows(RecoveryException.class, () -> RegionLogRecovery.recover(cfg, dir, client.id(), old,
+        assertThrows(RecoveryException.class, () -> RegionLogRecovery.recover(cfg, dir, client.id(), membership, old,
                 Optional.of(Certificate.combine(byHolders)), List.of(honest(0), honest(1), honest(2)),
                 List.of(dn(0))));
     }
@@ -288,5 +292,51 @@ class RecoveryTest {
         assertTrue(e.getMessage().contains("generation"), e.getMessage());
         assertNotNull(VolumeRecovery.endorse(cfg, dir, client.id(), key("rs3").signer(), fresh, membership, full,
                 lcp));
+    }
+
+    // ---------------------------------------------------------------- hole 5: aborted stays aborted
+
+    Certificate decision(boolean commit, long batch, long first, long last, List<NodeKeys> by) {
+        List<Certificate> t = new ArrayList<>();
+        for (NodeKeys k : by) {
+            t.add(Certificate.sign(commit ? CertType.TENTATIVE_COMMIT : CertType.TENTATIVE_ABORT,
+                    new Statement.Decision(commit, "v", batch, first, last, old.region()), k.signer()));
+        }
+        return Certificate.combine(t);
+    }
+
+    @Test
+    void loggedThenAbortedSubBatchIsNotPreparedAndNeverRebuilt() throws Exception {
+        // batch 2 (seqs 2..3) was logged at index 1, then aborted; one replica recorded the ABORT
+        disks.get(2).recordDecision(0, decision(false, 2, 2, 3, rs));
+        RegionLogRecovery.RecoveredLog log = RegionLogRecovery.recover(cfg, dir, client.id(), membership, old,
+                Optional.empty(), List.of(honest(0), honest(1), honest(2)), List.of(dn(0), dn(1), dn(2)));
+        RegionLogRecovery.verify(cfg, dir, client.id(), membership, log);
+        Coordination.RegionReport report = VolumeRecovery.report(log);
+        assertEquals(List.of(1L), new ArrayList<>(report.preparedSeqs()),
+                "the aborted seqs 2, 3 and the later seq 5 are not prepared");
+        assertEquals(1, VolumeRecovery.identifyLcp(Map.of(0, report)));
+        RegionSnapshot s = VolumeRecovery.rebuildRegion(cfg, log, 5, 1);
+        assertEquals(Set.of(1L), s.blocks().keySet(), "an aborted write (nor what follows it) never comes back,"
+                + " whatever the LCP");
+        // a forged abort proof in a log handed to the new replicas is refused, not used to drop writes
+        RegionLogRecovery.RecoveredLog honestLog = honestLog();
+        List<RegionLogRecovery.RecoveredEntry> forged = new ArrayList<>(honestLog.entries());
+        RegionLogRecovery.RecoveredEntry e1 = forged.get(1);
+        forged.set(1, new RegionLogRecovery.RecoveredEntry(e1.index(), e1.logEntry(), e1.bytes(), e1.subBatch(),
+                decision(false, 2, 2, 3, holders.subList(0, 3))));
+        assertRejected(new RegionLogRecovery.RecoveredLog(old, honestLog.base(), null, forged, honestLog.endProof()),
+                "ABORT signed by non-replicas");
+    }
+
+    @Test
+    void abortProofsThatDoNotBindToTheEntryAreIgnored() throws Exception {
+        // an ABORT signed by outsiders, one for another batch, and a COMMIT: none makes an entry aborted
+        disks.get(0).recordDecision(0, decision(false, 2, 2, 3, holders.subList(0, 3)));
+        disks.get(1).recordDecision(0, decision(false, 9, 2, 3, rs));
+        disks.get(2).recordDecision(0, decision(true, 2, 2, 3, rs));
+        RegionLogRecovery.RecoveredLog log = RegionLogRecovery.recover(cfg, dir, client.id(), membership, old,
+                Optional.empty(), List.of(honest(0), honest(1), honest(2)), List.of(dn(0), dn(1), dn(2)));
+        assertEquals(List.of(1L, 2L, 3L, 5L), new ArrayList<>(VolumeRecovery.report(log).preparedSeqs()));
     }
 }

@@ -27,7 +27,9 @@ enum Fault {
     /** Its region server asks the NameNode to delete its files at a random time. */
     DELETE_FILES,
     /** Its metadata store acknowledges tentative certificates without storing anything. */
-    ACK_WITHOUT_STORE;
+    ACK_WITHOUT_STORE,
+    /** Its region server votes NO (signed) instead of YES on every third batch it prepares: aborts. */
+    VOTES_NO;
 
     boolean storeFault() {
         return this == LIES_NO_NEXT || this == WRONG_POSITION || this == ACK_WITHOUT_STORE;

@@ -60,7 +60,14 @@ final class SalusSimulation {
 
     /** Summary of one run. */
     record Result(long seed, SimulationViolation violation, int recoveries, long messages, int ackedBatches,
-                  String description) {
+                  String description, Map<String, Integer> stats) {
+    }
+
+    /** Counters reported by the seeded run: faults injected ("fault:KIND") and aborts seen ("abort:KIND"). */
+    final Map<String, Integer> stats = new TreeMap<>();
+
+    void count(String key) {
+        stats.merge(key, 1, Integer::sum);
     }
 
     final long seed;
@@ -89,7 +96,14 @@ final class SalusSimulation {
     private long lastGetProgress;
     private boolean recoveryRequested;
     private int ackedBatches;
-    int failedBatches;
+    /** Batch id -> {first seq, last seq} of the current client session. */
+    private final Map<Long, long[]> batchSeqs = new HashMap<>();
+    /** Batches the client sent a malformed (but client-signed) sub-batch for. */
+    private final Set<Long> malformedBatches = new HashSet<>();
+    /** Lowest seq of a batch the client was told failed since the last remount (Long.MAX_VALUE: none). */
+    private long minFailedSeq = Long.MAX_VALUE;
+    /** Probability that the client also sends a malformed sub-batch for a batch it submits. */
+    private final double malformedClient;
     private final int targetBatches;
     private final double getProbability;
     private final Set<Long> pendingGets = new HashSet<>();
@@ -217,6 +231,10 @@ final class SalusSimulation {
         this.oracle = new Oracle(cfg);
         this.targetBatches = 4 + rnd.nextInt(6);
         this.getProbability = rnd.nextDouble() * 0.5;
+        this.malformedClient = faultMenu.contains(Fault.NONE) && rnd.nextInt(10) == 0 ? 0.2 : 0;
+        if (malformedClient > 0) {
+            description.append(" malformedClient");
+        }
         description.append(String.format("regions=%d blocks=%d %s %s drop=%.3f dup=%.3f corrupt=%.3f delay<=%d",
                 regions, blocks, alg, scheme, router.drop, router.duplicate, router.corrupt, router.maxDelay));
         for (int r = 0; r < regions; r++) {
@@ -233,7 +251,7 @@ final class SalusSimulation {
 
                     @Override
                     public void putFailed(long batchId) {
-                        failedBatches++;
+                        onPutFailed(batchId);
                     }
 
                     @Override
@@ -254,6 +272,7 @@ final class SalusSimulation {
                 schedule(at, () -> transientCrash(dur));
             }
             description.append(" transientCrashes=").append(crashes);
+            stats.merge("fault:TRANSIENT_CRASH", crashes, Integer::sum);
         }
     }
 
@@ -285,7 +304,7 @@ final class SalusSimulation {
 
     private static final Fault[] RS_FAULTS = {Fault.CRASH_STOP, Fault.CORRUPT_DISK, Fault.SIGN_WRONG,
         Fault.WITHHOLD_FORWARD, Fault.REORDER_FORWARD, Fault.MEMORY_CORRUPT, Fault.LIAR, Fault.CORRUPT_GET, Fault.LIES_NO_NEXT, Fault.WRONG_POSITION,
-        Fault.DELETE_FILES, Fault.ACK_WITHOUT_STORE};
+        Fault.DELETE_FILES, Fault.ACK_WITHOUT_STORE, Fault.VOTES_NO};
     private static final Fault[] WITNESS_FAULTS = {Fault.CRASH_STOP, Fault.LIES_NO_NEXT, Fault.WRONG_POSITION,
         Fault.ACK_WITHOUT_STORE};
 
@@ -326,6 +345,7 @@ final class SalusSimulation {
         for (Fault f : faults) {
             if (f != Fault.NONE) {
                 description.append(" r").append(region).append("g").append(gen).append(':').append(f);
+                count("fault:" + f);
             }
         }
         RrsConfig c = gen == 0 ? new RrsConfig(new RegionId(VOLUME, region), gen, reps, stores, wits)
@@ -398,6 +418,12 @@ final class SalusSimulation {
                 public byte[] onApply(byte[] data) {
                     data[data.length - 1] ^= 0x40;
                     return data;
+                }
+            };
+            case VOTES_NO -> new ReplicaHooks() {
+                @Override
+                public boolean voteYes(SubBatch sb) {
+                    return sb.batchId() % 3 != 1;
                 }
             };
             case CORRUPT_GET -> new ReplicaHooks() {
@@ -546,8 +572,13 @@ final class SalusSimulation {
                     ws.add(new BlockWrite(rnd.nextInt((int) cfg.layout().volumeBlocks()), d));
                 }
                 long first = client.nextSeq();
-                if (client.submit(ws) >= 0) {
+                long id = client.submit(ws);
+                if (id >= 0) {
                     oracle.issue(first, ws);
+                    batchSeqs.put(id, new long[] {first, first + ws.size() - 1});
+                    if (malformedClient > 0 && rnd.nextDouble() < malformedClient) {
+                        sendMalformed(id, first, ws);
+                    }
                 }
             }
             if (rnd.nextDouble() < getProbability && pendingGets.size() < 3) {
@@ -592,6 +623,56 @@ final class SalusSimulation {
             }
         }
         oracle.ackedMax = Math.max(oracle.ackedMax, lastSeq);
+    }
+
+    /**
+     * A client with a bug: next to the real sub-batch it sends, for the same batch, a client-signed
+     * sub-batch whose prevNum chain is broken (a correct replica votes NO: the batch aborts), and
+     * garbage that must be dropped (unsigned, wrong region, block out of range, short data).
+     */
+    private void sendMalformed(long batchId, long first, List<BlockWrite> ws) {
+        count("fault:MALFORMED_CLIENT_REQUEST");
+        malformedBatches.add(batchId);
+        long block = ws.get(0).block();
+        int region = oracle.regionOf(block);
+        int leader = region;
+        byte[] d = ws.get(0).data();
+        Hash h = cfg.hash().leafHash(d);
+        Hash root = cfg.hash().hash(d);
+        List<io.salus.core.protocol.message.Put> broken = List.of(
+                new io.salus.core.protocol.message.Put(first, 0, block, d, h, root),
+                new io.salus.core.protocol.message.Put(first + 1, 0, block, d, h, root));
+        SubBatch bad = new SubBatch(VOLUME, region, batchId, leader, broken, null);
+        Signer cs = signers.get(clientId);
+        NodeId primary = membership.current(region).primary();
+        send(clientId, primary, new Message.SubBatchMsg(bad.withSignature(cs.sign(bad.signedBytes()))));
+        send(clientId, primary, new Message.SubBatchMsg(bad)); // unsigned
+        SubBatch misrouted = new SubBatch(VOLUME, (region + 1) % cfg.regionCount(), batchId, leader, broken, null);
+        send(clientId, primary, new Message.SubBatchMsg(misrouted.withSignature(cs.sign(misrouted.signedBytes()))));
+        long out = cfg.layout().volumeBlocks() + 3;
+        SubBatch range = new SubBatch(VOLUME, region, batchId, leader, List.of(
+                new io.salus.core.protocol.message.Put(first, 0, out, d, h, root)), null);
+        send(clientId, primary, new Message.SubBatchMsg(range.withSignature(cs.sign(range.signedBytes()))));
+        byte[] shortData = new byte[3];
+        SubBatch len = new SubBatch(VOLUME, region, batchId, leader, List.of(new io.salus.core.protocol.message.Put(
+                first, 0, block, shortData, cfg.hash().leafHash(shortData), root)), null);
+        send(clientId, primary, new Message.SubBatchMsg(len.withSignature(cs.sign(len.signedBytes()))));
+    }
+
+    /** The client was told a batch failed: classify the abort and remember the lowest failed seq. */
+    private void onPutFailed(long batchId) {
+        long[] seqs = batchSeqs.get(batchId);
+        if (seqs == null) {
+            throw new SimulationViolation("oracle", "putFailed for unknown batch " + batchId);
+        }
+        boolean first = minFailedSeq == Long.MAX_VALUE;
+        count(!first ? "abort:FOLLOWS_ABORTED_BATCH" : malformedBatches.contains(batchId)
+                ? "abort:MALFORMED_CLIENT_REQUEST" : "abort:NO_VOTE");
+        minFailedSeq = Math.min(minFailedSeq, seqs[0]);
+        if (seqs[0] <= oracle.ackedMax) {
+            throw new SimulationViolation("no-lost-put-success", "batch " + batchId + " failed but seq " + seqs[0]
+                    + " is at or below the acknowledged seq " + oracle.ackedMax);
+        }
     }
 
     private void onGet(long requestId, long block, byte[] data) {
@@ -643,11 +724,17 @@ final class SalusSimulation {
             public RegionSnapshot readSnapshot(long gen, long throughIndex) {
                 return m.up ? m.disk.readSnapshot(gen, throughIndex) : null;
             }
+
+            @Override
+            public List<Certificate> readDecisions(long gen) {
+                return m.up ? m.disk.decisions(gen) : null;
+            }
         };
     }
 
     private void recover() {
         recoveries++;
+        count("recovery");
         epoch++;
         if (recoveries > 60) {
             throw new SimulationViolation("liveness", "more than 60 recoveries without completing the workload");
@@ -671,7 +758,7 @@ final class SalusSimulation {
             }
             Collections.shuffle(dns, rnd);
             try {
-                logs.put(r, RegionLogRecovery.recover(cfg, dir, clientId, old, coord.latestCheckpoint(old.region()),
+                logs.put(r, RegionLogRecovery.recover(cfg, dir, clientId, membership, old, coord.latestCheckpoint(old.region()),
                         holders, dns));
             } catch (RecoveryException e) {
                 throw new SimulationViolation("recovery-liveness", "recoverRegionLog failed with <=2 faulty: "
@@ -680,7 +767,7 @@ final class SalusSimulation {
         }
         VolumeRecovery.Rebuilt rb;
         try {
-            rb = VolumeRecovery.identifyAndRebuild(cfg, coord, epoch, logs);
+            rb = VolumeRecovery.identifyAndRebuild(cfg, dir, membership, coord, epoch, logs);
         } catch (RecoveryException e) {
             Optional<io.salus.core.protocol.recovery.Coordination.Lcp> agreed = coord.lcp(epoch);
             if (agreed.isPresent() && agreed.get().seq() < oracle.ackedMax) {
@@ -704,6 +791,10 @@ final class SalusSimulation {
             throw new SimulationViolation("recovery-root-check", e.getMessage());
         }
         long lcp = rb.lcp().seq();
+        if (lcp >= minFailedSeq) {
+            throw new SimulationViolation("failed-write-invisible", "recovery LCP " + lcp + " includes seq "
+                    + minFailedSeq + " of a batch the client was told failed (an aborted write came back)");
+        }
         if (lcp < oracle.ackedMax) {
             throw new SimulationViolation("no-lost-put-success", "recovery LCP " + lcp
                     + " drops PUTs that got PUT_SUCCESS (acked through " + oracle.ackedMax + ")");
@@ -731,7 +822,7 @@ final class SalusSimulation {
             List<Certificate> tentatives = new ArrayList<>();
             for (NodeId rep : fresh.replicas()) {
                 try {
-                    tentatives.add(VolumeRecovery.endorse(cfg, dir, clientId, signers.get(rep), fresh, membership, logs.get(r),
+                    tentatives.add(VolumeRecovery.endorse(cfg, dir, clientId, signers.get(rep), fresh, membership, rb.logs().get(r),
                             rb.lcp()));
                 } catch (RecoveryException e) {
                     throw new SimulationViolation("recovery-consent", "new replica " + rep + " refused: "
@@ -763,6 +854,9 @@ final class SalusSimulation {
             throw new SimulationViolation("mount", e.getMessage());
         }
         oracle.truncate(lcp);
+        minFailedSeq = Long.MAX_VALUE;
+        batchSeqs.clear();
+        malformedBatches.clear();
         pendingGets.clear();
         if (finalPhase) {
             finalPhase = false; // re-verify every block after the recovery
@@ -905,6 +999,6 @@ final class SalusSimulation {
             violation = new SimulationViolation("crash", e + " at " + e.getStackTrace()[0]);
             violation.initCause(e);
         }
-        return new Result(seed, violation, recoveries, messages, ackedBatches, description.toString());
+        return new Result(seed, violation, recoveries, messages, ackedBatches, description.toString(), stats);
     }
 }

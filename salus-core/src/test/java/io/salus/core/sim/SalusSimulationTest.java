@@ -20,6 +20,16 @@ class SalusSimulationTest {
                 + (m == null ? "" : " -Dsalus.sim.mutation=" + m);
     }
 
+    static java.util.Map<String, Long> filter(java.util.Map<String, Long> stats, String prefix) {
+        java.util.Map<String, Long> out = new java.util.TreeMap<>();
+        stats.forEach((k, v) -> {
+            if (k.startsWith(prefix)) {
+                out.put(k.substring(prefix.length()), v);
+            }
+        });
+        return out;
+    }
+
     @Test
     void seededScenarios() {
         String one = System.getProperty("salus.sim.seed");
@@ -45,7 +55,9 @@ class SalusSimulationTest {
         } finally {
             pool.shutdown();
         }
+        java.util.Map<String, Long> stats = new java.util.TreeMap<>();
         for (SalusSimulation.Result r : results) {
+            r.stats().forEach((k, v) -> stats.merge(k, (long) v, Long::sum));
             long seed = r.seed();
             recoveries += r.recoveries();
             messages += r.messages();
@@ -66,7 +78,15 @@ class SalusSimulationTest {
         double secs = (System.nanoTime() - start) / 1e9;
         System.out.printf("salus simulation: %d scenarios, %d violations, %d recoveries, %d batches acked, %d messages,"
                 + " %.1f s%n", n, failures.size(), recoveries, acked, messages, secs);
+        System.out.println("salus simulation: faults injected " + filter(stats, "fault:"));
+        System.out.println("salus simulation: aborts seen " + filter(stats, "abort:"));
         assertTrue(failures.isEmpty(), failures.size() + " violations, first: " + (failures.isEmpty() ? ""
                 : failures.get(0)));
+        if (one == null && n >= 200) {
+            // a seed set in which no batch ever aborts does not test the abort path at all
+            for (String kind : List.of("abort:NO_VOTE", "abort:MALFORMED_CLIENT_REQUEST", "abort:FOLLOWS_ABORTED_BATCH")) {
+                assertTrue(stats.getOrDefault(kind, 0L) > 0, "no " + kind + " in " + n + " seeds: " + stats);
+            }
+        }
     }
 }

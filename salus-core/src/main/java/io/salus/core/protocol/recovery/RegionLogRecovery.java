@@ -7,6 +7,7 @@ import io.salus.core.cert.Statement;
 import io.salus.core.crypto.NodeId;
 import io.salus.core.crypto.Verifier;
 import io.salus.core.merkle.Hash;
+import io.salus.core.protocol.Membership;
 import io.salus.core.protocol.Mutation;
 import io.salus.core.protocol.ProtocolConfig;
 import io.salus.core.protocol.RrsConfig;
@@ -43,20 +44,55 @@ public final class RegionLogRecovery {
         byte[] readEntry(long generation, long index);
 
         RegionSnapshot readSnapshot(long generation, long throughIndex);
+
+        /**
+         * The decision records of the replica's generation ({@link
+         * io.salus.core.protocol.replica.ReplicaDisk#decisions}); null or empty if unavailable.
+         */
+        List<Certificate> readDecisions(long generation);
     }
 
-    public record RecoveredEntry(long index, Certificate logEntry, byte[] bytes, SubBatch subBatch) {
+    /**
+     * A recovered log entry. {@code abort} is the batch leader's ABORT certificate for its batch if
+     * one of the old replicas recorded it (the entry was logged, then aborted), else null.
+     */
+    public record RecoveredEntry(long index, Certificate logEntry, byte[] bytes, SubBatch subBatch,
+                                 Certificate abort) {
+        public RecoveredEntry(long index, Certificate logEntry, byte[] bytes, SubBatch subBatch) {
+            this(index, logEntry, bytes, subBatch, null);
+        }
+
+        public boolean aborted() {
+            return abort != null;
+        }
     }
 
     /** The recovered region log with its proofs. */
     public record RecoveredLog(RrsConfig old, RegionSnapshot base, Certificate baseCertificate,
                                List<RecoveredEntry> entries, List<Certificate> endProof) {
+        /**
+         * The prepared seqs: those of the recovered entries before the first entry proven aborted.
+         * Every later entry belongs to a later batch (the prevNum chain orders the log), which the
+         * COMMIT-CONFIRMATION chain aborted too, so it is not prepared either.
+         */
         public SortedSeqs seqs() {
             SortedSeqs s = new SortedSeqs();
-            for (RecoveredEntry e : entries) {
+            for (RecoveredEntry e : preparedEntries()) {
                 e.subBatch().puts().forEach(p -> s.add(p.seq()));
             }
             return s;
+        }
+
+        /** The entries before the first one proven aborted. */
+        public List<RecoveredEntry> preparedEntries() {
+            List<RecoveredEntry> out = new ArrayList<>();
+            for (RecoveredEntry e : entries) {
+                if (e.aborted()) {
+                    break;
+                }
+                out.add(e);
+            }
+            return out;
         }
     }
 
@@ -71,7 +107,8 @@ public final class RegionLogRecovery {
      * @param holders    the 5 metadata holders, in the order their answers arrive
      * @param dataNodes  the 3 DataNodes of the old configuration, in the order they are tried
      */
-    public static RecoveredLog recover(ProtocolConfig cfg, Verifier verifier, NodeId clientId, RrsConfig old,
+    public static RecoveredLog recover(ProtocolConfig cfg, Verifier verifier, NodeId clientId, Membership membership,
+                                       RrsConfig old,
                                        Optional<Certificate> checkpoint, List<MetadataHolder> holders,
                                        List<DataSource> dataNodes) throws RecoveryException {
         RegionId region = old.region();
@@ -137,7 +174,8 @@ public final class RegionLogRecovery {
                     throw new RecoveryException(region + ": only " + valid.size() + " valid answers for log index "
                             + index + " (need 3)");
                 }
-                return new RecoveredLog(old, base, baseCert, entries, valid);
+                return new RecoveredLog(old, base, baseCert, withAborts(cfg, verifier, membership, old, entries,
+                        dataNodes), valid);
             }
             Statement.LogEntry st = logEntry.statement(Statement.LogEntry.class);
             RecoveredEntry e = null;
@@ -165,6 +203,88 @@ public final class RegionLogRecovery {
             entries.add(e);
             index++;
         }
+    }
+
+    /**
+     * The log with every entry marked aborted for which one of {@code aborts} is a valid proof (see
+     * {@link #abortProblem}). Used to share the ABORT certificates one region's replicas recorded
+     * with the other participant regions of the same batch.
+     */
+    public static RecoveredLog withAborts(ProtocolConfig cfg, Verifier verifier, Membership membership,
+                                          RecoveredLog log, java.util.Collection<Certificate> aborts) {
+        List<RecoveredEntry> out = new ArrayList<>();
+        for (RecoveredEntry e : log.entries()) {
+            Certificate abort = e.abort();
+            if (abort == null) {
+                for (Certificate c : aborts) {
+                    if (abortProblem(cfg, verifier, membership, log.old(), e.subBatch(), c) == null) {
+                        abort = c;
+                        break;
+                    }
+                }
+            }
+            out.add(new RecoveredEntry(e.index(), e.logEntry(), e.bytes(), e.subBatch(), abort));
+        }
+        return new RecoveredLog(log.old(), log.base(), log.baseCertificate(), out, log.endProof());
+    }
+
+    /** Marks the entries whose batch an old replica recorded a valid ABORT certificate for. */
+    private static List<RecoveredEntry> withAborts(ProtocolConfig cfg, Verifier verifier, Membership membership,
+                                                   RrsConfig old, List<RecoveredEntry> entries,
+                                                   List<DataSource> dataNodes) {
+        List<Certificate> records = new ArrayList<>();
+        for (DataSource d : dataNodes) {
+            List<Certificate> r;
+            try {
+                r = d.readDecisions(old.generation());
+            } catch (RuntimeException e) {
+                continue; // unreadable: as if unavailable
+            }
+            if (r != null) {
+                records.addAll(r);
+            }
+        }
+        List<RecoveredEntry> out = new ArrayList<>();
+        for (RecoveredEntry e : entries) {
+            Certificate abort = null;
+            for (Certificate c : records) {
+                if (abortProblem(cfg, verifier, membership, old, e.subBatch(), c) == null) {
+                    abort = c;
+                    break;
+                }
+            }
+            out.add(new RecoveredEntry(e.index(), e.logEntry(), e.bytes(), e.subBatch(), abort));
+        }
+        return out;
+    }
+
+    /**
+     * Why {@code c} does not prove that {@code sb} (logged in generation {@code old.generation()})
+     * was aborted, or null if it does: an ABORT certificate of the volume for the sub-batch's batch,
+     * covering its seqs, from its leader region, signed by that region's three replicas of the same
+     * generation. (The Decision statement names no generation; recovery remaps every region, so the
+     * leader's generation is the log's.)
+     */
+    static String abortProblem(ProtocolConfig cfg, Verifier verifier, Membership membership, RrsConfig old,
+                               SubBatch sb, Certificate c) {
+        if (c.type() != CertType.ABORT) {
+            return "a " + c.type() + " is not an ABORT certificate";
+        }
+        Statement.Decision st = c.statement(Statement.Decision.class);
+        if (!st.volume().equals(cfg.volume()) || st.batchId() != sb.batchId() || st.firstSeq() > sb.firstSeq()
+                || st.lastSeq() < sb.lastSeq() || !st.leader().volume().equals(cfg.volume())
+                || st.leader().index() != sb.leaderRegion()) {
+            return "it decides " + st + ", not batch " + sb.batchId() + " seqs " + sb.firstSeq() + ".."
+                    + sb.lastSeq() + " led by region " + sb.leaderRegion();
+        }
+        RrsConfig leader = membership.config(st.leader(), old.generation());
+        if (leader == null) {
+            return "no configuration of leader region " + st.leader() + " in generation " + old.generation();
+        }
+        if (!c.verify(verifier, leader.replicaSet())) {
+            return "it is not signed by the leader region's replicas " + leader.replicas();
+        }
+        return null;
     }
 
     private static boolean validAnswer(ProtocolConfig cfg, Verifier verifier, RrsConfig old, NodeId holder,
@@ -235,7 +355,8 @@ public final class RegionLogRecovery {
      * client signature and prevNum chain of every entry, and three distinct signed "no next entry"
      * answers at the end.
      */
-    public static void verify(ProtocolConfig cfg, Verifier verifier, NodeId clientId, RecoveredLog log)
+    public static void verify(ProtocolConfig cfg, Verifier verifier, NodeId clientId, Membership membership,
+                              RecoveredLog log)
             throws RecoveryException {
         RrsConfig old = log.old();
         RegionSnapshot base = log.base();
@@ -266,6 +387,13 @@ public final class RegionLogRecovery {
                     || !cfg.hash().hash(e.bytes()).equals(st.digest())
                     || !verifier.verify(clientId, e.subBatch().signedBytes(), e.subBatch().clientSig())) {
                 throw new RecoveryException(old.region() + ": recovered entry " + index + " fails verification");
+            }
+            if (e.aborted()) {
+                String why = abortProblem(cfg, verifier, membership, old, e.subBatch(), e.abort());
+                if (why != null) {
+                    throw new RecoveryException(old.region() + ": recovered entry " + index
+                            + " is marked aborted without proof: " + why);
+                }
             }
             prev = e.subBatch().lastSeq();
             index++;

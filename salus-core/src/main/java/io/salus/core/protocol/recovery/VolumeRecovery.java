@@ -59,7 +59,9 @@ public final class VolumeRecovery {
         Map<Long, byte[]> blocks = new TreeMap<>(log.base().blocks());
         VolumeRootRecord rec = log.base().rootRecord();
         long first = cfg.layout().firstBlock(log.old().region().index());
-        for (RecoveredEntry e : log.entries()) {
+        // a failed write never comes back, nor anything logged after it (docs/protocol.md, "semantics
+        // of a failed write")
+        for (RecoveredEntry e : log.preparedEntries()) {
             for (Put p : e.subBatch().puts()) {
                 if (p.seq() <= lcp) {
                     blocks.put(p.block() - first, p.data());
@@ -90,16 +92,40 @@ public final class VolumeRecovery {
         throw new RecoveryException("no region holds the PUT with LCP seq " + lcp);
     }
 
-    /** Result of identifyLCP + rebuildVolume. */
-    public record Rebuilt(Coordination.Lcp lcp, Map<Integer, RegionSnapshot> regions) {
+    /**
+     * Result of identifyLCP + rebuildVolume. {@code logs} are the recovered logs with every region's
+     * ABORT proofs shared (what the new replicas endorse).
+     */
+    public record Rebuilt(Coordination.Lcp lcp, Map<Integer, RegionSnapshot> regions, Map<Integer, RecoveredLog> logs) {
     }
 
     /**
-     * Reports each region, identifies the LCP, records it in coordination, rebuilds every region and
+     * A batch's ABORT certificate may have been recorded by only one participant region's replicas;
+     * it proves every sub-batch of the batch aborted. Shares all proven aborts across the regions.
+     */
+    public static Map<Integer, RecoveredLog> shareAborts(ProtocolConfig cfg, Verifier verifier, Membership membership,
+                                                         Map<Integer, RecoveredLog> logs) {
+        java.util.List<Certificate> aborts = new java.util.ArrayList<>();
+        for (RecoveredLog l : logs.values()) {
+            for (RecoveredEntry e : l.entries()) {
+                if (e.aborted()) {
+                    aborts.add(e.abort());
+                }
+            }
+        }
+        Map<Integer, RecoveredLog> out = new TreeMap<>();
+        logs.forEach((r, l) -> out.put(r, RegionLogRecovery.withAborts(cfg, verifier, membership, l, aborts)));
+        return out;
+    }
+
+    /**
+     * Shares the proven aborts across regions, reports each region, identifies the LCP, records it in coordination, rebuilds every region and
      * checks that the region roots rebuild the LCP root (mount-protocol check).
      */
-    public static Rebuilt identifyAndRebuild(ProtocolConfig cfg, Coordination coord, long epoch,
-                                             Map<Integer, RecoveredLog> logs) throws RecoveryException {
+    public static Rebuilt identifyAndRebuild(ProtocolConfig cfg, Verifier verifier, Membership membership,
+                                             Coordination coord, long epoch, Map<Integer, RecoveredLog> recovered)
+            throws RecoveryException {
+        Map<Integer, RecoveredLog> logs = shareAborts(cfg, verifier, membership, recovered);
         for (Map.Entry<Integer, RecoveredLog> e : logs.entrySet()) {
             coord.report(epoch, e.getKey(), report(e.getValue()));
         }
@@ -123,7 +149,7 @@ public final class VolumeRecovery {
             throw new RecoveryException("rebuildVolume: region roots give " + rebuilt + ", LCP root is "
                     + agreed.root());
         }
-        return new Rebuilt(agreed, regions);
+        return new Rebuilt(agreed, regions, logs);
     }
 
     /**
@@ -144,7 +170,7 @@ public final class VolumeRecovery {
                     + ": the recovered log is of " + log.old().region() + " generation " + log.old().generation()
                     + " with replicas " + log.old().replicas() + ", not of the previous generation " + previous);
         }
-        RegionLogRecovery.verify(cfg, verifier, clientId, log);
+        RegionLogRecovery.verify(cfg, verifier, clientId, membership, log);
         RegionSnapshot s = rebuildRegion(cfg, log, lcp.seq(), newConfig.generation());
         return Certificate.sign(CertType.TENTATIVE_CHECKPOINT, new Statement.Checkpoint(newConfig.region(),
                 newConfig.generation(), -1, s.lastSeq(), s.regionRoot(cfg.hash(), cfg.blockSize(), cfg.layout())),

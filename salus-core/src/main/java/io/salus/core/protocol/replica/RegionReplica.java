@@ -195,6 +195,7 @@ public final class RegionReplica {
                 }
             }
         }
+        tryCommit(); // re-apply the entries whose decision marks survived the restart
     }
 
     // ------------------------------------------------------------------ accessors (tests, adapters)
@@ -624,6 +625,9 @@ public final class RegionReplica {
                     || st.leader().index() != e.sb.leaderRegion()) {
                 return; // decision does not cover this sub-batch: wait for recovery
             }
+            // the entry's commit/abort mark is durable before the replica acts on it: recovery uses the
+            // ABORT marks to keep logged-then-aborted entries out of the prepared prefix
+            disk.recordDecision(rrs.generation(), d);
             committedIndex++;
             e.resolved = true;
             if (d.type() == CertType.COMMIT) {
