@@ -29,7 +29,11 @@ enum Fault {
     /** Its metadata store acknowledges tentative certificates without storing anything. */
     ACK_WITHOUT_STORE,
     /** Its region server votes NO (signed) instead of YES on every third batch it prepares: aborts. */
-    VOTES_NO;
+    VOTES_NO,
+    /** As a batch-leader replica it signs COMMIT at once (no votes, no confirmation), and ABORT for every even batch. */
+    LEADER_WRONG_DECISION,
+    /** As a batch-leader replica it sends COMMIT to some participants and ABORT to others. */
+    LEADER_EQUIVOCATES;
 
     boolean storeFault() {
         return this == LIES_NO_NEXT || this == WRONG_POSITION || this == ACK_WITHOUT_STORE;

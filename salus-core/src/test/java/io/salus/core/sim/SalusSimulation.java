@@ -304,7 +304,8 @@ final class SalusSimulation {
 
     private static final Fault[] RS_FAULTS = {Fault.CRASH_STOP, Fault.CORRUPT_DISK, Fault.SIGN_WRONG,
         Fault.WITHHOLD_FORWARD, Fault.REORDER_FORWARD, Fault.MEMORY_CORRUPT, Fault.LIAR, Fault.CORRUPT_GET, Fault.LIES_NO_NEXT, Fault.WRONG_POSITION,
-        Fault.DELETE_FILES, Fault.ACK_WITHOUT_STORE, Fault.VOTES_NO};
+        Fault.DELETE_FILES, Fault.ACK_WITHOUT_STORE, Fault.VOTES_NO, Fault.LEADER_WRONG_DECISION,
+        Fault.LEADER_EQUIVOCATES};
     private static final Fault[] WITNESS_FAULTS = {Fault.CRASH_STOP, Fault.LIES_NO_NEXT, Fault.WRONG_POSITION,
         Fault.ACK_WITHOUT_STORE};
 
@@ -418,6 +419,23 @@ final class SalusSimulation {
                 public byte[] onApply(byte[] data) {
                     data[data.length - 1] ^= 0x40;
                     return data;
+                }
+            };
+            case LEADER_WRONG_DECISION -> new ReplicaHooks() {
+                @Override
+                public boolean decideEarly() {
+                    return true;
+                }
+
+                @Override
+                public boolean decisionFor(long batchId, NodeId recipient, boolean decided) {
+                    return batchId % 2 != 0 && decided;
+                }
+            };
+            case LEADER_EQUIVOCATES -> new ReplicaHooks() {
+                @Override
+                public boolean decisionFor(long batchId, NodeId recipient, boolean decided) {
+                    return (recipient.hashCode() + batchId) % 2 == 0 ? decided : !decided;
                 }
             };
             case VOTES_NO -> new ReplicaHooks() {

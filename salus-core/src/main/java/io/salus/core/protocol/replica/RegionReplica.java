@@ -544,12 +544,13 @@ public final class RegionReplica {
                 }
             }
         }
+        if (commit == null && hooks.decideEarly()) {
+            commit = true;
+        }
         if (commit == null) {
             return;
         }
-        Statement.Decision st = new Statement.Decision(commit, cfg.volume(), info.batchId(), info.firstSeq(),
-                info.lastSeq(), regionId);
-        Certificate t = Certificate.sign(commit ? CertType.TENTATIVE_COMMIT : CertType.TENTATIVE_ABORT, st, signer);
+        Certificate t = signDecision(info, commit);
         disk.recordDecision(rrs.generation(), t); // durable before it is sent: a restart cannot flip it
         myDecisions.put(info.batchId(), t);
         Set<NodeId> to = new HashSet<>();
@@ -560,8 +561,15 @@ public final class RegionReplica {
         }
         to.addAll(decisionWaiters.getOrDefault(info.batchId(), Set.of()));
         for (NodeId n : to) {
-            net.send(n, new Message.DecisionMsg(t));
+            boolean c = hooks.decisionFor(info.batchId(), n, commit);
+            net.send(n, new Message.DecisionMsg(c == commit ? t : signDecision(info, c)));
         }
+    }
+
+    private Certificate signDecision(BatchInfo info, boolean commit) {
+        Statement.Decision st = new Statement.Decision(commit, cfg.volume(), info.batchId(), info.firstSeq(),
+                info.lastSeq(), regionId);
+        return Certificate.sign(commit ? CertType.TENTATIVE_COMMIT : CertType.TENTATIVE_ABORT, st, signer);
     }
 
     private void onDecisionRequest(NodeId from, long batchId) {

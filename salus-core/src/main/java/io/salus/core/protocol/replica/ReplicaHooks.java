@@ -1,5 +1,6 @@
 package io.salus.core.protocol.replica;
 
+import io.salus.core.crypto.NodeId;
 import io.salus.core.merkle.Hash;
 import io.salus.core.protocol.message.SubBatch;
 
@@ -50,5 +51,15 @@ public interface ReplicaHooks {
     /** If true the replica sends TENTATIVE_PUT_SUCCESS as soon as it logs (before the decision). */
     default boolean earlyPutSuccess() {
         return false;
+    }
+
+    /** If true, a (faulty) leader replica decides as soon as it knows the batch, without votes or confirmation. */
+    default boolean decideEarly() {
+        return false;
+    }
+
+    /** The decision (true = COMMIT) a leader replica signs for {@code recipient}; a faulty one may lie or equivocate. */
+    default boolean decisionFor(long batchId, NodeId recipient, boolean decided) {
+        return decided;
     }
 }
