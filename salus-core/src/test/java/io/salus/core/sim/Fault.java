@@ -33,9 +33,11 @@ enum Fault {
     /** As a batch-leader replica it signs COMMIT at once (no votes, no confirmation), and ABORT for every even batch. */
     LEADER_WRONG_DECISION,
     /** As a batch-leader replica it sends COMMIT to some participants and ABORT to others. */
-    LEADER_EQUIVOCATES;
+    LEADER_EQUIVOCATES,
+    /** Its metadata store answers recovery with genuine but stale proofs: another generation's or region's. */
+    STALE_PROOF;
 
     boolean storeFault() {
-        return this == LIES_NO_NEXT || this == WRONG_POSITION || this == ACK_WITHOUT_STORE;
+        return this == LIES_NO_NEXT || this == WRONG_POSITION || this == ACK_WITHOUT_STORE || this == STALE_PROOF;
     }
 }

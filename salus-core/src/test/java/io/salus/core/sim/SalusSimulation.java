@@ -83,7 +83,14 @@ final class SalusSimulation {
     final SimMembership membership = new SimMembership();
     final List<Machine> machines = new ArrayList<>();
     final Map<NodeId, Machine> byNode = new HashMap<>();
-    final VolumeClient client;
+    VolumeClient client;
+    private final int clientPipeline;
+    /** The client crashed and restarted: it does no I/O until recovery has remounted it. */
+    private boolean clientRestarting;
+    /** Probability that a recovery query or read is lost (then recovery retries). */
+    private final double recoveryLoss;
+    /** The Master also hands the new replicas forged recovery proofs (they must refuse them). */
+    private final boolean forgingMaster;
     final boolean forceFaults;
 
     private final PriorityQueue<Event> queue = new PriorityQueue<>();
@@ -242,7 +249,36 @@ final class SalusSimulation {
             RegionSnapshot base = RegionSnapshot.empty(0, RegionLogRecovery.emptyVolumeRoot(cfg));
             startReplicas(rc, base);
         }
-        this.client = new VolumeClient(cfg, clientId, signers.get(clientId), dir, membership,
+        this.clientPipeline = 1 + rnd.nextInt(4);
+        this.client = newClient();
+        boolean adversarial = faultMenu.size() > 1;
+        this.recoveryLoss = adversarial && rnd.nextInt(10) < 3 ? rnd.nextDouble() * 0.3 : 0;
+        this.forgingMaster = adversarial && rnd.nextInt(10) < 2;
+        if (recoveryLoss > 0) {
+            description.append(String.format(" recoveryLoss=%.2f", recoveryLoss));
+        }
+        if (forgingMaster) {
+            description.append(" forgingMaster");
+        }
+        if (adversarial && rnd.nextInt(10) < 2) {
+            long at = rnd.nextInt((int) FAULT_PHASE_END);
+            schedule(at, this::clientCrash);
+            description.append(" clientCrash@").append(at);
+        }
+        if (rnd.nextInt(10) < 3) {
+            int crashes = 1 + rnd.nextInt(3);
+            for (int i = 0; i < crashes; i++) {
+                long at = rnd.nextInt((int) FAULT_PHASE_END);
+                long dur = 20 + rnd.nextInt(400);
+                schedule(at, () -> transientCrash(dur));
+            }
+            description.append(" transientCrashes=").append(crashes);
+            stats.merge("fault:TRANSIENT_CRASH", crashes, Integer::sum);
+        }
+    }
+
+    private VolumeClient newClient() {
+        return new VolumeClient(cfg, clientId, signers.get(clientId), dir, membership,
                 (to, m) -> send(clientId, to, m), new ClientListener() {
                     @Override
                     public void putSucceeded(long batchId, long firstSeq, long lastSeq, List<Certificate> certs) {
@@ -263,16 +299,21 @@ final class SalusSimulation {
                     public void getSucceeded(long requestId, long block, byte[] data) {
                         onGet(requestId, block, data);
                     }
-                }, 1 + rnd.nextInt(4), RETRANSMIT);
-        if (rnd.nextInt(10) < 3) {
-            int crashes = 1 + rnd.nextInt(3);
-            for (int i = 0; i < crashes; i++) {
-                long at = rnd.nextInt((int) FAULT_PHASE_END);
-                long dur = 20 + rnd.nextInt(400);
-                schedule(at, () -> transientCrash(dur));
-            }
-            description.append(" transientCrashes=").append(crashes);
-            stats.merge("fault:TRANSIENT_CRASH", crashes, Integer::sum);
+                }, clientPipeline, RETRANSMIT);
+    }
+
+    /** Table 3.1 "client crash and restart": memory lost; the restarted driver recovers and mounts. */
+    private void clientCrash() {
+        if (finished || now >= FAULT_PHASE_END) {
+            return;
+        }
+        count("fault:CLIENT_CRASH_RESTART");
+        VolumeClient dead = client;
+        client = newClient(); // the old instance is gone: its retransmissions stop, replies go to the new one
+        clientRestarting = true;
+        recoveryRequested = true;
+        if (dead.outstandingBatches() == 0) {
+            lastProgress = now;
         }
     }
 
@@ -305,9 +346,9 @@ final class SalusSimulation {
     private static final Fault[] RS_FAULTS = {Fault.CRASH_STOP, Fault.CORRUPT_DISK, Fault.SIGN_WRONG,
         Fault.WITHHOLD_FORWARD, Fault.REORDER_FORWARD, Fault.MEMORY_CORRUPT, Fault.LIAR, Fault.CORRUPT_GET, Fault.LIES_NO_NEXT, Fault.WRONG_POSITION,
         Fault.DELETE_FILES, Fault.ACK_WITHOUT_STORE, Fault.VOTES_NO, Fault.LEADER_WRONG_DECISION,
-        Fault.LEADER_EQUIVOCATES};
+        Fault.LEADER_EQUIVOCATES, Fault.STALE_PROOF};
     private static final Fault[] WITNESS_FAULTS = {Fault.CRASH_STOP, Fault.LIES_NO_NEXT, Fault.WRONG_POSITION,
-        Fault.ACK_WITHOUT_STORE};
+        Fault.ACK_WITHOUT_STORE, Fault.STALE_PROOF};
 
     private Fault pick(Fault[] options) {
         List<Fault> allowed = new ArrayList<>();
@@ -559,7 +600,7 @@ final class SalusSimulation {
         if (finished) {
             return;
         }
-        if (client.needsRemount() != null) {
+        if (client.needsRemount() != null || clientRestarting) {
             schedule(now + 10, this::workloadStep); // the client refuses I/O until recovery remounts it
             return;
         }
@@ -716,6 +757,18 @@ final class SalusSimulation {
                 if (!m.up) {
                     return null;
                 }
+                if (recoveryLoss > 0 && rnd.nextDouble() < recoveryLoss) {
+                    count("recovery:lostMessage");
+                    return null; // the query or its answer is lost
+                }
+                if (m.fault == Fault.STALE_PROOF) {
+                    Optional<Certificate> older = gen > 0 ? m.certs.get(region, gen - 1, index) : Optional.empty();
+                    if (older.isPresent()) {
+                        return older.get(); // a genuine LOG_ENTRY of the previous generation
+                    }
+                    RegionId other = new RegionId(VOLUME, (region.index() + 1) % cfg.regionCount());
+                    return m.witness.query(index % 2 == 0 ? region : other, index % 2 == 0 ? gen + 1 : gen, index);
+                }
                 if (m.fault == Fault.LIES_NO_NEXT) {
                     return Certificate.sign(CertType.NO_NEXT_ENTRY, new Statement.NoNextEntry(region, gen, index),
                             signers.get(m.storeId));
@@ -735,6 +788,10 @@ final class SalusSimulation {
         return new RegionLogRecovery.DataSource() {
             @Override
             public byte[] readEntry(long gen, long index) {
+                if (recoveryLoss > 0 && rnd.nextDouble() < recoveryLoss) {
+                    count("recovery:lostMessage");
+                    return null;
+                }
                 return m.up ? m.disk.read(gen, index) : null;
             }
 
@@ -775,12 +832,19 @@ final class SalusSimulation {
                 dns.add(dataSource(byNode.get(h)));
             }
             Collections.shuffle(dns, rnd);
-            try {
-                logs.put(r, RegionLogRecovery.recover(cfg, dir, clientId, membership, old, coord.latestCheckpoint(old.region()),
-                        holders, dns));
-            } catch (RecoveryException e) {
-                throw new SimulationViolation("recovery-liveness", "recoverRegionLog failed with <=2 faulty: "
-                        + e.getMessage());
+            for (int attempt = 1; ; attempt++) {
+                try {
+                    logs.put(r, RegionLogRecovery.recover(cfg, dir, clientId, membership, old,
+                            coord.latestCheckpoint(old.region()), holders, dns));
+                    break;
+                } catch (RecoveryException e) {
+                    // lost answers are a retry, not a guess; without loss the fault bound guarantees success
+                    if (recoveryLoss == 0 || attempt >= 40) {
+                        throw new SimulationViolation("recovery-liveness", "recoverRegionLog failed with <=2 faulty"
+                                + " after " + attempt + " attempt(s): " + e.getMessage());
+                    }
+                    count("recovery:retry");
+                }
             }
         }
         VolumeRecovery.Rebuilt rb;
@@ -837,6 +901,9 @@ final class SalusSimulation {
                 m.replica = null;
             }
             RrsConfig fresh = allocate(r, old.generation() + 1, allowFaults);
+            if (forgingMaster) {
+                forgeAndExpectRefusal(fresh, rb.logs().get(r), rb.lcp());
+            }
             List<Certificate> tentatives = new ArrayList<>();
             for (NodeId rep : fresh.replicas()) {
                 try {
@@ -872,6 +939,7 @@ final class SalusSimulation {
             throw new SimulationViolation("mount", e.getMessage());
         }
         oracle.truncate(lcp);
+        clientRestarting = false;
         minFailedSeq = Long.MAX_VALUE;
         batchSeqs.clear();
         malformedBatches.clear();
@@ -884,6 +952,34 @@ final class SalusSimulation {
         checkedApplied.clear();
         lastProgress = now;
         lastGetProgress = now;
+    }
+
+    /**
+     * A faulty Master hands a new replica a log truncated by one entry whose end is "proven" by the
+     * old holders' genuine answers for another generation; a correct replica must refuse it.
+     */
+    private void forgeAndExpectRefusal(RrsConfig fresh, RegionLogRecovery.RecoveredLog log,
+                                       io.salus.core.protocol.recovery.Coordination.Lcp lcp) {
+        if (log.entries().isEmpty()) {
+            return;
+        }
+        count("fault:FORGED_RECOVERY_PROOF");
+        long cut = log.entries().get(log.entries().size() - 1).index();
+        List<Certificate> end = new ArrayList<>();
+        for (NodeId h : log.old().metadataHolders()) {
+            Machine m = byNode.get(h);
+            end.add(m.witness.query(log.old().region(), log.old().generation() + 7, cut));
+        }
+        RegionLogRecovery.RecoveredLog forged = new RegionLogRecovery.RecoveredLog(log.old(), log.base(),
+                log.baseCertificate(), log.entries().subList(0, log.entries().size() - 1), end);
+        NodeId rep = fresh.replicas().get(0);
+        try {
+            VolumeRecovery.endorse(cfg, dir, clientId, signers.get(rep), fresh, membership, forged, lcp);
+        } catch (RecoveryException expected) {
+            return;
+        }
+        throw new SimulationViolation("forged-proof-refused", "a new replica endorsed a log truncated at index " + cut
+                + " with end-of-log answers for another generation");
     }
 
     // ------------------------------------------------------------------ invariants
