@@ -35,7 +35,11 @@ enum Fault {
     /** As a batch-leader replica it sends COMMIT to some participants and ABORT to others. */
     LEADER_EQUIVOCATES,
     /** Its metadata store answers recovery with genuine but stale proofs: another generation's or region's. */
-    STALE_PROOF;
+    STALE_PROOF,
+    /** Its disk silently corrupts a block of every checkpoint (flush) file it writes. */
+    CORRUPT_CHECKPOINT,
+    /** Its region server stops for good; its DataNode and witness store keep serving (Table 3.1 row). */
+    RS_CRASH_STOP;
 
     boolean storeFault() {
         return this == LIES_NO_NEXT || this == WRONG_POSITION || this == ACK_WITHOUT_STORE || this == STALE_PROOF;

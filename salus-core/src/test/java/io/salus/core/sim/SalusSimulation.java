@@ -139,7 +139,9 @@ final class SalusSimulation {
         final Fault fault;
         boolean up = true;
         boolean retired;
-        final InMemoryReplicaDisk disk = new InMemoryReplicaDisk();
+        final InMemoryReplicaDisk disk;
+        /** RS_CRASH_STOP: the region server is gone for good, the DataNode and store still serve. */
+        boolean rsCrashed;
         final InMemoryCertificateStore certs = new InMemoryCertificateStore();
         WitnessLog witness;
         RegionReplica replica;
@@ -149,6 +151,17 @@ final class SalusSimulation {
             this.num = num;
             this.witnessOnly = witnessOnly;
             this.fault = fault;
+            this.disk = fault == Fault.CORRUPT_CHECKPOINT ? new InMemoryReplicaDisk() {
+                @Override
+                public void writeSnapshot(RegionSnapshot snap) {
+                    Map<Long, byte[]> blocks = new HashMap<>(snap.blocks());
+                    byte[] junk = new byte[cfg.blockSize()];
+                    junk[0] = 0x42;
+                    blocks.put(0L, junk);
+                    super.writeSnapshot(new RegionSnapshot(snap.generation(), snap.throughIndex(), snap.lastSeq(),
+                            blocks, snap.rootRecord()));
+                }
+            } : new InMemoryReplicaDisk();
             this.rsId = witnessOnly ? null : NodeId.of("rs" + num);
             this.storeId = NodeId.of((witnessOnly ? "w" : "dn") + num);
             if (rsId != null) {
@@ -167,6 +180,11 @@ final class SalusSimulation {
 
         boolean correct() {
             return fault == Fault.NONE;
+        }
+
+        /** The DataNode and its witness store are correct (a stopped region server leaves them so). */
+        boolean storeCorrect() {
+            return fault == Fault.NONE || fault == Fault.RS_CRASH_STOP;
         }
     }
 
@@ -210,7 +228,20 @@ final class SalusSimulation {
 
     SalusSimulation(long seed, Set<Mutation> mutations, Set<Fault> faultMenu, boolean forceFaults,
                     SignatureScheme schemeOverride) {
+        this(seed, mutations, faultMenu, forceFaults, schemeOverride, null);
+    }
+
+    /** One seed of a named {@link Scenario}. */
+    SalusSimulation(long seed, Scenario scenario) {
+        this(seed, Set.of(), scenario.faults(), false, null, scenario);
+    }
+
+    private final Scenario scenario;
+
+    private SalusSimulation(long seed, Set<Mutation> mutations, Set<Fault> faultMenu, boolean forceFaults,
+                            SignatureScheme schemeOverride, Scenario scenario) {
         this.seed = seed;
+        this.scenario = scenario;
         this.rnd = new Random(seed);
         this.faultMenu = faultMenu;
         this.forceFaults = forceFaults;
@@ -238,7 +269,8 @@ final class SalusSimulation {
         this.oracle = new Oracle(cfg);
         this.targetBatches = 4 + rnd.nextInt(6);
         this.getProbability = rnd.nextDouble() * 0.5;
-        this.malformedClient = faultMenu.contains(Fault.NONE) && rnd.nextInt(10) == 0 ? 0.2 : 0;
+        this.malformedClient = scenario != null ? (scenario.malformed() ? 0.3 : 0)
+                : faultMenu.contains(Fault.NONE) && rnd.nextInt(10) == 0 ? 0.2 : 0;
         if (malformedClient > 0) {
             description.append(" malformedClient");
         }
@@ -251,16 +283,17 @@ final class SalusSimulation {
         }
         this.clientPipeline = 1 + rnd.nextInt(4);
         this.client = newClient();
-        boolean adversarial = faultMenu.size() > 1;
-        this.recoveryLoss = adversarial && rnd.nextInt(10) < 3 ? rnd.nextDouble() * 0.3 : 0;
-        this.forgingMaster = adversarial && rnd.nextInt(10) < 2;
+        boolean adversarial = scenario == null && faultMenu.size() > 1;
+        this.recoveryLoss = scenario != null && scenario.recoveryLoss() ? 0.05 + rnd.nextDouble() * 0.25
+                : adversarial && rnd.nextInt(10) < 3 ? rnd.nextDouble() * 0.3 : 0;
+        this.forgingMaster = scenario != null ? scenario.forgingMaster() : adversarial && rnd.nextInt(10) < 2;
         if (recoveryLoss > 0) {
             description.append(String.format(" recoveryLoss=%.2f", recoveryLoss));
         }
         if (forgingMaster) {
             description.append(" forgingMaster");
         }
-        if (adversarial && rnd.nextInt(10) < 2) {
+        if (scenario != null ? scenario.clientCrash() : adversarial && rnd.nextInt(10) < 2) {
             long at = rnd.nextInt((int) FAULT_PHASE_END);
             schedule(at, this::clientCrash);
             description.append(" clientCrash@").append(at);
@@ -332,7 +365,12 @@ final class SalusSimulation {
         if (m.rsId != null) {
             byNode.put(m.rsId, m);
         }
-        if (f == Fault.CRASH_STOP) {
+        if (f == Fault.RS_CRASH_STOP) {
+            schedule(rnd.nextInt((int) FAULT_PHASE_END), () -> {
+                m.rsCrashed = true;
+                m.replica = null;
+            });
+        } else if (f == Fault.CRASH_STOP) {
             schedule(rnd.nextInt((int) FAULT_PHASE_END), () -> {
                 m.up = false;
                 m.replica = null;
@@ -346,7 +384,7 @@ final class SalusSimulation {
     private static final Fault[] RS_FAULTS = {Fault.CRASH_STOP, Fault.CORRUPT_DISK, Fault.SIGN_WRONG,
         Fault.WITHHOLD_FORWARD, Fault.REORDER_FORWARD, Fault.MEMORY_CORRUPT, Fault.LIAR, Fault.CORRUPT_GET, Fault.LIES_NO_NEXT, Fault.WRONG_POSITION,
         Fault.DELETE_FILES, Fault.ACK_WITHOUT_STORE, Fault.VOTES_NO, Fault.LEADER_WRONG_DECISION,
-        Fault.LEADER_EQUIVOCATES, Fault.STALE_PROOF};
+        Fault.LEADER_EQUIVOCATES, Fault.STALE_PROOF, Fault.CORRUPT_CHECKPOINT, Fault.RS_CRASH_STOP};
     private static final Fault[] WITNESS_FAULTS = {Fault.CRASH_STOP, Fault.LIES_NO_NEXT, Fault.WRONG_POSITION,
         Fault.ACK_WITHOUT_STORE, Fault.STALE_PROOF};
 
@@ -365,9 +403,13 @@ final class SalusSimulation {
         Fault[] faults = new Fault[5];
         java.util.Arrays.fill(faults, Fault.NONE);
         if (allowFaults) {
-            int k = forceFaults ? 2 : new int[] {0, 0, 0, 0, 1, 1, 1, 2, 2, 2}[rnd.nextInt(10)];
+            int k = scenario != null && scenario.faultyPerRrs() >= 0 ? scenario.faultyPerRrs()
+                    : forceFaults ? 2 : new int[] {0, 0, 0, 0, 1, 1, 1, 2, 2, 2}[rnd.nextInt(10)];
             List<Integer> slots = new ArrayList<>(List.of(0, 1, 2, 3, 4));
             Collections.shuffle(slots, rnd);
+            if (k == 3) { // three benign region-server crashes: exactly the three region servers
+                slots = List.of(0, 1, 2);
+            }
             for (int i = 0; i < k; i++) {
                 int slot = slots.get(i);
                 faults[slot] = pick(slot < 3 ? RS_FAULTS : WITNESS_FAULTS);
@@ -578,7 +620,7 @@ final class SalusSimulation {
         }
         m.up = true;
         m.newWitnessLog();
-        if (m.hosting != null) {
+        if (m.hosting != null && !m.rsCrashed) {
             RrsConfig h = m.hosting;
             RegionSnapshot base = null;
             Optional<Certificate> cp = coord.latestCheckpoint(h.region());
@@ -1014,7 +1056,7 @@ final class SalusSimulation {
             boolean allCorrectHolders = true;
             for (NodeId h : rc.metadataHolders()) {
                 Machine m = byNode.get(h);
-                if (!m.correct()) {
+                if (!m.storeCorrect()) {
                     continue;
                 }
                 Optional<Certificate> c = m.certs.get(rc.region(), rc.generation(), idx);
@@ -1030,7 +1072,7 @@ final class SalusSimulation {
             SubBatch sb = null;
             for (NodeId d : rc.stores()) {
                 Machine m = byNode.get(d);
-                byte[] bytes = m.correct() ? m.disk.read(rc.generation(), idx) : null;
+                byte[] bytes = m.storeCorrect() ? m.disk.read(rc.generation(), idx) : null;
                 if (bytes != null && cfg.hash().hash(bytes).equals(digest)) {
                     sb = SubBatch.decode(bytes);
                     break;
