@@ -19,5 +19,17 @@ public enum Mutation {
     /** Log recovery stops at the first signed "no next entry" instead of needing three. */
     STOP_AT_FIRST_NO_NEXT_ENTRY,
     /** The client accepts a GET reply without checking it against its volume tree. */
-    SKIP_GET_VERIFICATION
+    SKIP_GET_VERIFICATION,
+    /** Participants form a COMMIT/ABORT certificate from 2 matching leader tentatives instead of 3. */
+    DECISION_FROM_TWO_LEADER_TENTATIVES,
+    /** A replica votes YES after 4 of the 5 metadata holders acknowledged its LOG_ENTRY instead of all 5. */
+    VOTE_AFTER_FOUR_STORE_ACKS,
+    /** A witness store combines and acknowledges a LOG_ENTRY from 2 matching tentatives instead of 3. */
+    WITNESS_TWO_OF_THREE,
+    /** Recovery accepts NO_NEXT_ENTRY answers without checking their region and generation. */
+    RECOVERY_UNBOUND_NO_NEXT_ENTRY,
+    /** Recovery accepts a base CHECKPOINT certificate signed by anyone, of any generation. */
+    RECOVERY_UNBOUND_CHECKPOINT,
+    /** Recovery accepts an ABORT proof without checking who signed it. */
+    RECOVERY_UNBOUND_ABORT
 }

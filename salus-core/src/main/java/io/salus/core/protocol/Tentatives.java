@@ -36,12 +36,23 @@ public final class Tentatives<K> {
         return matching(m.values(), t);
     }
 
-    /** The combined certificate if {@code matching} has {@code need} tentatives, else null. */
+    /**
+     * The combined certificate once {@code matching} holds {@code need} tentatives, else null.
+     * {@code need} is {@link #UNANIMOUS} in every correct configuration; a smaller value is only ever
+     * passed under a test {@link Mutation}, and then yields an under-signed combined certificate
+     * (which is exactly the bug the mutation plants).
+     */
     public static Certificate combineIfEnough(List<Certificate> matching, int need) {
         if (matching.size() < need) {
             return null;
         }
-        return matching.size() >= UNANIMOUS ? Certificate.combine(matching.subList(0, UNANIMOUS)) : matching.get(0);
+        if (matching.size() >= UNANIMOUS) {
+            return Certificate.combine(matching.subList(0, UNANIMOUS));
+        }
+        List<Certificate.Sig> sigs = new ArrayList<>();
+        matching.forEach(c -> sigs.addAll(c.signatures()));
+        Certificate first = matching.get(0);
+        return Certificate.of(first.type().combined(), first.scheme(), first.statement(), sigs);
     }
 
     /** Number of distinct signers that sent a tentative for the slot (matching or not). */

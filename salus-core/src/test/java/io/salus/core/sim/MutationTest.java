@@ -26,6 +26,12 @@ class MutationTest {
             case REPLAY_WITHOUT_POSITION_CHECK -> EnumSet.of(Fault.WRONG_POSITION, Fault.CRASH_STOP);
             case STOP_AT_FIRST_NO_NEXT_ENTRY -> EnumSet.of(Fault.LIES_NO_NEXT, Fault.CRASH_STOP);
             case SKIP_GET_VERIFICATION -> EnumSet.of(Fault.CORRUPT_GET);
+            case DECISION_FROM_TWO_LEADER_TENTATIVES -> EnumSet.of(Fault.LEADER_WRONG_DECISION);
+            case VOTE_AFTER_FOUR_STORE_ACKS -> EnumSet.of(Fault.NONE);
+            case WITNESS_TWO_OF_THREE -> EnumSet.of(Fault.SIGN_WRONG, Fault.CRASH_STOP);
+            case RECOVERY_UNBOUND_NO_NEXT_ENTRY -> EnumSet.of(Fault.STALE_PROOF, Fault.CRASH_STOP);
+            // the forging Master (drawn in profiles of two or more faults) presents these proofs
+            case RECOVERY_UNBOUND_CHECKPOINT, RECOVERY_UNBOUND_ABORT -> EnumSet.of(Fault.CRASH_STOP, Fault.VOTES_NO);
         };
     }
 

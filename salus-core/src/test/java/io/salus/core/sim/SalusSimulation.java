@@ -175,7 +175,7 @@ final class SalusSimulation {
             witness = new WitnessLog(signers.get(storeId), dir, certs, (region, gen) -> {
                 RrsConfig c = membership.config(region, gen);
                 return c == null ? null : c.replicaSet();
-            });
+            }, cfg.mutations());
         }
 
         boolean correct() {
@@ -1012,16 +1012,51 @@ final class SalusSimulation {
             Machine m = byNode.get(h);
             end.add(m.witness.query(log.old().region(), log.old().generation() + 7, cut));
         }
-        RegionLogRecovery.RecoveredLog forged = new RegionLogRecovery.RecoveredLog(log.old(), log.base(),
-                log.baseCertificate(), log.entries().subList(0, log.entries().size() - 1), end);
+        expectRefusal(fresh, lcp, new RegionLogRecovery.RecoveredLog(log.old(), log.base(), log.baseCertificate(),
+                log.entries().subList(0, log.entries().size() - 1), end),
+                "a log truncated at index " + cut + " with end-of-log answers for another generation");
+        // a base CHECKPOINT "signed" by the old metadata holders: the whole log wiped
+        RegionLogRecovery.RecoveredEntry lastEntry = log.entries().get(log.entries().size() - 1);
+        RegionSnapshot wiped = new RegionSnapshot(log.old().generation(), cut, lastEntry.subBatch().lastSeq(), Map.of(),
+                log.base().rootRecord());
+        List<Certificate> cpSigs = new ArrayList<>();
+        List<Certificate> endAfter = new ArrayList<>();
+        for (NodeId h : log.old().stores()) {
+            cpSigs.add(Certificate.sign(CertType.TENTATIVE_CHECKPOINT, new Statement.Checkpoint(log.old().region(),
+                    log.old().generation(), cut, wiped.lastSeq(), wiped.regionRoot(cfg.hash(), cfg.blockSize(),
+                    cfg.layout())), signers.get(h)));
+        }
+        for (NodeId h : log.old().metadataHolders()) {
+            endAfter.add(byNode.get(h).witness.query(log.old().region(), log.old().generation(), cut + 1));
+        }
+        expectRefusal(fresh, lcp, new RegionLogRecovery.RecoveredLog(log.old(), wiped, Certificate.combine(cpSigs),
+                List.of(), endAfter), "a base checkpoint signed by the metadata holders");
+        // the first entry "proven" aborted by an ABORT the metadata holders signed
+        RegionLogRecovery.RecoveredEntry e0 = log.entries().get(0);
+        SubBatch sb = e0.subBatch();
+        List<Certificate> abortSigs = new ArrayList<>();
+        for (NodeId h : log.old().stores()) {
+            abortSigs.add(Certificate.sign(CertType.TENTATIVE_ABORT, new Statement.Decision(false, VOLUME, sb.batchId(),
+                    sb.firstSeq(), sb.lastSeq(), new RegionId(VOLUME, sb.leaderRegion())), signers.get(h)));
+        }
+        List<RegionLogRecovery.RecoveredEntry> marked = new ArrayList<>(log.entries());
+        marked.set(0, new RegionLogRecovery.RecoveredEntry(e0.index(), e0.logEntry(), e0.bytes(), sb,
+                Certificate.combine(abortSigs)));
+        if (!e0.aborted()) {
+            expectRefusal(fresh, lcp, new RegionLogRecovery.RecoveredLog(log.old(), log.base(), log.baseCertificate(),
+                    marked, log.endProof()), "an entry marked aborted by an ABORT the metadata holders signed");
+        }
+    }
+
+    private void expectRefusal(RrsConfig fresh, io.salus.core.protocol.recovery.Coordination.Lcp lcp,
+                               RegionLogRecovery.RecoveredLog forged, String what) {
         NodeId rep = fresh.replicas().get(0);
         try {
             VolumeRecovery.endorse(cfg, dir, clientId, signers.get(rep), fresh, membership, forged, lcp);
         } catch (RecoveryException expected) {
             return;
         }
-        throw new SimulationViolation("forged-proof-refused", "a new replica endorsed a log truncated at index " + cut
-                + " with end-of-log answers for another generation");
+        throw new SimulationViolation("forged-proof-refused", "a new replica endorsed " + what);
     }
 
     // ------------------------------------------------------------------ invariants

@@ -118,7 +118,7 @@ public final class RegionLogRecovery {
         if (checkpoint.isPresent() && checkpoint.get().statement(Statement.Checkpoint.class).generation() == gen) {
             baseCert = checkpoint.get();
             Statement.Checkpoint cp = baseCert.statement(Statement.Checkpoint.class);
-            String why = checkpointProblem(verifier, old, baseCert);
+            String why = checkpointProblem(cfg, verifier, old, baseCert);
             if (why != null) {
                 throw new RecoveryException(region + ": the latest checkpoint certificate is not usable: " + why);
             }
@@ -281,7 +281,7 @@ public final class RegionLogRecovery {
         if (leader == null) {
             return "no configuration of leader region " + st.leader() + " in generation " + old.generation();
         }
-        if (!c.verify(verifier, leader.replicaSet())) {
+        if (!c.verify(verifier, cfg.mutated(Mutation.RECOVERY_UNBOUND_ABORT) ? null : leader.replicaSet())) {
             return "it is not signed by the leader region's replicas " + leader.replicas();
         }
         return null;
@@ -290,7 +290,7 @@ public final class RegionLogRecovery {
     private static boolean validAnswer(ProtocolConfig cfg, Verifier verifier, RrsConfig old, NodeId holder,
                                        Certificate c, long index) {
         if (c.type() == CertType.NO_NEXT_ENTRY) {
-            return noNextEntryAt(verifier, old, c, index, Set.of(holder));
+            return noNextEntryAt(cfg, verifier, old, c, index, Set.of(holder));
         }
         if (c.type() == CertType.LOG_ENTRY) {
             if (cfg.mutated(Mutation.REPLAY_WITHOUT_POSITION_CHECK)) {
@@ -319,12 +319,15 @@ public final class RegionLogRecovery {
      * A NO_NEXT_ENTRY bound to exactly (region, generation, index) of {@code old}, signed by one of
      * {@code signers} (a subset of the generation's five metadata holders).
      */
-    static boolean noNextEntryAt(Verifier verifier, RrsConfig old, Certificate c, long index, Set<NodeId> signers) {
+    static boolean noNextEntryAt(ProtocolConfig cfg, Verifier verifier, RrsConfig old, Certificate c, long index,
+                                 Set<NodeId> signers) {
         if (c.type() != CertType.NO_NEXT_ENTRY) {
             return false;
         }
         Statement.NoNextEntry st = c.statement(Statement.NoNextEntry.class);
-        return st.region().equals(old.region()) && st.generation() == old.generation() && st.index() == index
+        boolean bound = cfg.mutated(Mutation.RECOVERY_UNBOUND_NO_NEXT_ENTRY)
+                || st.region().equals(old.region()) && st.generation() == old.generation();
+        return bound && st.index() == index
                 && old.metadataHolders().containsAll(signers) && c.verify(verifier, signers);
     }
 
@@ -332,7 +335,10 @@ public final class RegionLogRecovery {
      * Why a base CHECKPOINT certificate is not bound to {@code old} (type, region, generation and the
      * generation's three replicas as signers), or null if it is.
      */
-    static String checkpointProblem(Verifier verifier, RrsConfig old, Certificate c) {
+    static String checkpointProblem(ProtocolConfig cfg, Verifier verifier, RrsConfig old, Certificate c) {
+        if (cfg.mutated(Mutation.RECOVERY_UNBOUND_CHECKPOINT)) {
+            return c.verify(verifier) ? null : "bad signatures";
+        }
         if (c.type() != CertType.CHECKPOINT) {
             return "a " + c.type() + " is not a CHECKPOINT certificate";
         }
@@ -361,7 +367,7 @@ public final class RegionLogRecovery {
         RrsConfig old = log.old();
         RegionSnapshot base = log.base();
         if (log.baseCertificate() != null) {
-            String why = checkpointProblem(verifier, old, log.baseCertificate());
+            String why = checkpointProblem(cfg, verifier, old, log.baseCertificate());
             if (why != null) {
                 throw new RecoveryException(old.region() + ": base checkpoint certificate refused: " + why);
             }
@@ -401,7 +407,7 @@ public final class RegionLogRecovery {
         Set<NodeId> enders = new HashSet<>();
         for (Certificate c : log.endProof()) {
             if (c.type() == CertType.NO_NEXT_ENTRY
-                    && noNextEntryAt(verifier, old, c, index, new HashSet<>(old.metadataHolders()))) {
+                    && noNextEntryAt(cfg, verifier, old, c, index, new HashSet<>(old.metadataHolders()))) {
                 enders.add(c.signatures().get(0).signer());
             }
         }

@@ -16,6 +16,7 @@ import io.salus.core.protocol.Membership;
 import io.salus.core.protocol.Mutation;
 import io.salus.core.protocol.ProtocolConfig;
 import io.salus.core.protocol.RrsConfig;
+import io.salus.core.protocol.Tentatives;
 import io.salus.core.protocol.Transport;
 import io.salus.core.protocol.message.BatchInfo;
 import io.salus.core.protocol.message.Message;
@@ -80,7 +81,7 @@ public final class RegionReplica {
     private final Map<Long, Long> indexByBatch = new HashMap<>();
 
     // decisions
-    private final Map<Long, Map<NodeId, Certificate>> decisionTentatives = new HashMap<>();
+    private final Tentatives<Long> decisionTentatives = new Tentatives<>();
     private final Map<Long, Certificate> decisionCerts = new HashMap<>();
     private final Map<Long, LeaderBatch> leading = new HashMap<>();
     private final Map<Long, Certificate> myDecisions = new HashMap<>();
@@ -91,7 +92,7 @@ public final class RegionReplica {
     private final Map<Long, Hash> snapshotRoots = new HashMap<>();
     private final Map<Long, Long> snapshotSeqs = new HashMap<>();
     private final Set<Long> proposals = new HashSet<>();
-    private final Map<Long, Map<NodeId, Certificate>> checkpointVotes = new HashMap<>();
+    private final Tentatives<Long> checkpointVotes = new Tentatives<>();
     private long checkpointedIndex;
 
     private static final class Entry {
@@ -432,7 +433,7 @@ public final class RegionReplica {
             return;
         }
         e.acks.add(from);
-        if (e.acks.size() == 5 && !e.voted) {
+        if (e.acks.size() >= (cfg.mutated(Mutation.VOTE_AFTER_FOUR_STORE_ACKS) ? 4 : 5) && !e.voted) {
             e.voted = true;
             sendVote(e, hooks.voteYes(e.sb));
         }
@@ -594,20 +595,13 @@ public final class RegionReplica {
         if (decisionCerts.containsKey(st.batchId())) {
             return;
         }
-        Map<NodeId, Certificate> m = decisionTentatives.computeIfAbsent(st.batchId(), k -> new HashMap<>());
-        m.putIfAbsent(t.signatures().get(0).signer(), t);
-        List<Certificate> matching = new ArrayList<>();
-        for (Certificate c : m.values()) {
-            if (c.type() == t.type() && c.statement().equals(st)) {
-                matching.add(c);
-            }
-        }
-        if (matching.size() < 3) {
+        Certificate cert = Tentatives.combineIfEnough(decisionTentatives.offer(st.batchId(), t),
+                cfg.mutated(Mutation.DECISION_FROM_TWO_LEADER_TENTATIVES) ? 2 : Tentatives.UNANIMOUS);
+        if (cert == null) {
             return;
         }
-        Certificate cert = Certificate.combine(matching);
         decisionCerts.put(st.batchId(), cert);
-        decisionTentatives.remove(st.batchId());
+        decisionTentatives.forget(st.batchId());
         for (LeaderBatch lb : new ArrayList<>(leading.values())) {
             if (lb.info != null && lb.info.prevBatchId() == st.batchId()) {
                 tryDecide(lb);
@@ -741,19 +735,12 @@ public final class RegionReplica {
                 || st.throughIndex() <= checkpointedIndex) {
             return;
         }
-        Map<NodeId, Certificate> m = checkpointVotes.computeIfAbsent(st.throughIndex(), k -> new HashMap<>());
-        m.putIfAbsent(t.signatures().get(0).signer(), t);
-        List<Certificate> matching = new ArrayList<>();
-        for (Certificate c : m.values()) {
-            if (c.statement().equals(st)) {
-                matching.add(c);
-            }
-        }
-        if (matching.size() == 3) {
-            coordination.putCheckpoint(Certificate.combine(matching));
+        Certificate cp = Tentatives.combineIfEnough(checkpointVotes.offer(st.throughIndex(), t), Tentatives.UNANIMOUS);
+        if (cp != null) {
+            coordination.putCheckpoint(cp);
             checkpointedIndex = st.throughIndex();
             proposals.removeIf(k -> k <= st.throughIndex());
-            checkpointVotes.keySet().removeIf(k -> k <= st.throughIndex());
+            checkpointVotes.forgetIf(k -> k <= st.throughIndex());
             disk.truncateLogPrefix(rrs.generation(), st.throughIndex()); // GC only after the certificate
         }
     }

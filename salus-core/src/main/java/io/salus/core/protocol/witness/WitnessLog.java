@@ -7,6 +7,8 @@ import io.salus.core.cert.Statement;
 import io.salus.core.crypto.NodeId;
 import io.salus.core.crypto.Signer;
 import io.salus.core.crypto.Verifier;
+import io.salus.core.protocol.Mutation;
+import io.salus.core.protocol.Tentatives;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -36,10 +38,18 @@ public final class WitnessLog {
     private final Verifier verifier;
     private final CertificateStore store;
     private final BiFunction<RegionId, Long, Set<NodeId>> members;
-    private final Map<Slot, Map<NodeId, Certificate>> pending = new HashMap<>();
+    private final Tentatives<Slot> pending = new Tentatives<>();
+    private final int need;
 
     public WitnessLog(Signer signer, Verifier verifier, CertificateStore store,
                       BiFunction<RegionId, Long, Set<NodeId>> members) {
+        this(signer, verifier, store, members, Set.of());
+    }
+
+    /** @param mutations test-only {@link Mutation}s (empty in production) */
+    public WitnessLog(Signer signer, Verifier verifier, CertificateStore store,
+                      BiFunction<RegionId, Long, Set<NodeId>> members, Set<Mutation> mutations) {
+        this.need = mutations.contains(Mutation.WITNESS_TWO_OF_THREE) ? 2 : Tentatives.UNANIMOUS;
         this.signer = signer;
         this.verifier = verifier;
         this.store = store;
@@ -76,21 +86,13 @@ public final class WitnessLog {
         }
         if (c.type() == CertType.LOG_ENTRY) {
             store.putIfAbsent(slot.region, slot.generation, slot.index, c);
-            pending.remove(slot);
+            pending.forget(slot);
             return Offer.STORED;
         }
-        Map<NodeId, Certificate> bySigner = pending.computeIfAbsent(slot, k -> new HashMap<>());
-        NodeId who = c.signatures().get(0).signer();
-        bySigner.putIfAbsent(who, c);
-        List<Certificate> matching = new ArrayList<>();
-        for (Certificate t : bySigner.values()) {
-            if (t.statement().equals(st)) {
-                matching.add(t);
-            }
-        }
-        if (matching.size() == CertType.RRS_SIZE) {
-            store.putIfAbsent(slot.region, slot.generation, slot.index, Certificate.combine(matching));
-            pending.remove(slot);
+        Certificate logEntry = Tentatives.combineIfEnough(pending.offer(slot, c), need);
+        if (logEntry != null) {
+            store.putIfAbsent(slot.region, slot.generation, slot.index, logEntry);
+            pending.forget(slot);
             return Offer.STORED;
         }
         return Offer.PENDING;
@@ -105,6 +107,6 @@ public final class WitnessLog {
 
     /** Forgets pending tentatives (crash: they were never durable). */
     public void dropPending() {
-        pending.clear();
+        pending.forgetIf(k -> true);
     }
 }
