@@ -274,7 +274,7 @@ class PipelinedCommitTest {
         byte[] no = signers.get(liar).sign(RegionReplica.voteBytes(1, 0, 0, false));
         restarted.receive(clientId, info);
         restarted.receive(liar, new Message.Vote(1, 0, 0, false, no));
-        restarted.receive(clientId, new Message.DecisionRequest(1));
+        restarted.receive(clientId, new Message.DecisionRequest(0, 1));
         List<Certificate> signed = sent.stream().filter(e -> e.from().equals(l0) && e.m() instanceof
                 Message.DecisionMsg).map(e -> ((Message.DecisionMsg) e.m()).tentative()).toList();
         assertFalse(signed.isEmpty(), "the restarted leader replica still answers with its decision");
@@ -414,5 +414,33 @@ class PipelinedCommitTest {
         assertEquals(List.of(), acked, "no PUT_SUCCESS from two matching tentatives");
         assertEquals(1, recoveryReasons.size(), recoveryReasons.toString());
         assertTrue(recoveryReasons.get(0).contains("disagree"), recoveryReasons.get(0));
+    }
+
+    /**
+     * Node identity per (server, region): one region server hosting a replica of both participant
+     * regions votes once per region; the leader counts both votes.
+     */
+    @Test
+    void aServerHostingTwoParticipantRegionsVotesOncePerRegion() {
+        NodeId shared = configs.get(0).replicas().get(1);
+        RrsConfig r1 = new RrsConfig(new RegionId("v", 1), 0, List.of(shared, id("rs1y"), id("rs1z")),
+                configs.get(1).stores(), configs.get(1).witnesses());
+        configs.put(1, r1);
+        NodeId leaderId = configs.get(0).replicas().get(0);
+        RegionReplica leader = start(configs.get(0), leaderId);
+        Signer cs = signers.get(clientId);
+        io.salus.core.protocol.message.BatchInfo info = new io.salus.core.protocol.message.BatchInfo("v", 1, 1, 2,
+                List.of(0, 1), -1, -1, null);
+        leader.receive(clientId, new Message.BatchInfoMsg(info.withSignature(cs.sign(info.signedBytes()))));
+        for (int region = 0; region < 2; region++) {
+            for (NodeId voter : configs.get(region).replicas()) {
+                byte[] sig = signers.get(voter).sign(RegionReplica.voteBytes(1, region, 0, true));
+                leader.receive(voter, new Message.Vote(1, region, 0, true, sig));
+            }
+        }
+        List<Certificate> decided = sent.stream().filter(e -> e.from().equals(leaderId)
+                && e.m() instanceof Message.DecisionMsg).map(e -> ((Message.DecisionMsg) e.m()).tentative()).toList();
+        assertFalse(decided.isEmpty(), "the leader lost the shared server's second vote and never decided");
+        assertEquals(CertType.TENTATIVE_COMMIT, decided.get(0).type());
     }
 }

@@ -851,7 +851,7 @@ final class SalusSimulation {
 
     private void recover() {
         recoveries++;
-        count("recovery");
+        count("recovery:run");
         epoch++;
         if (recoveries > 60) {
             throw new SimulationViolation("liveness", "more than 60 recoveries without completing the workload");

@@ -80,7 +80,7 @@ class SalusSimulationTest {
                 + " %.1f s%n", n, failures.size(), recoveries, acked, messages, secs);
         System.out.println("salus simulation: faults injected " + filter(stats, "fault:"));
         System.out.println("salus simulation: aborts seen " + filter(stats, "abort:"));
-        System.out.println("salus simulation: recovery " + filter(stats, "recovery"));
+        System.out.println("salus simulation: recovery " + filter(stats, "recovery:"));
         assertTrue(failures.isEmpty(), failures.size() + " violations, first: " + (failures.isEmpty() ? ""
                 : failures.get(0)));
         if (one == null && n >= 200) {

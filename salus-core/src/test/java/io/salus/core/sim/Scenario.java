@@ -57,7 +57,7 @@ record Scenario(String name, Set<Fault> faults, int faultyPerRrs, boolean client
                 // Table 3.1: two region-server arbitrary failures that may affect their DataNodes
                 of("table3.1-two-arbitrary-region-servers", EnumSet.of(Fault.CORRUPT_DISK, Fault.SIGN_WRONG,
                         Fault.WITHHOLD_FORWARD, Fault.LIAR, Fault.REORDER_FORWARD, Fault.MEMORY_CORRUPT,
-                        Fault.CORRUPT_GET, Fault.DELETE_FILES), 2, "recovery"),
+                        Fault.CORRUPT_GET, Fault.DELETE_FILES), 2, "recovery:run"),
                 // Table 3.1: client crash + two region servers whose DataNodes miss a suffix of the data
                 of("table3.1-client-crash-and-withheld-suffix", EnumSet.of(Fault.WITHHOLD_FORWARD), 2,
                         "fault:CLIENT_CRASH_RESTART", "fault:WITHHOLD_FORWARD").withClientCrash(),

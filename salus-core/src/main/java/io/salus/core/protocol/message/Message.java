@@ -38,8 +38,11 @@ public sealed interface Message {
     record Vote(long batchId, int region, long generation, boolean yes, byte[] signature) implements Message {
     }
 
-    /** Leader replica of batch b+1 (or a recovering participant) → leader replicas of batch b. */
-    record DecisionRequest(long batchId) implements Message {
+    /**
+     * Leader replica of batch b+1 (or a recovering participant) → leader replicas of batch b, which
+     * lead in region {@code leaderRegion} (a server may host replicas of several regions).
+     */
+    record DecisionRequest(int leaderRegion, long batchId) implements Message {
     }
 
     /** Leader replica → participants / next leader: TENTATIVE_COMMIT or TENTATIVE_ABORT. */

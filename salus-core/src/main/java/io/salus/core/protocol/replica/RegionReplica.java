@@ -15,6 +15,7 @@ import io.salus.core.merkle.VolumeRootRecord;
 import io.salus.core.protocol.Membership;
 import io.salus.core.protocol.Mutation;
 import io.salus.core.protocol.ProtocolConfig;
+import io.salus.core.protocol.ReplicaId;
 import io.salus.core.protocol.RrsConfig;
 import io.salus.core.protocol.Tentatives;
 import io.salus.core.protocol.Transport;
@@ -115,7 +116,8 @@ public final class RegionReplica {
         final Map<Integer, Set<NodeId>> yes = new HashMap<>();
         /** Regions from whose current replicas a signed NO arrived; only participants' NOs count. */
         final Set<Integer> no = new HashSet<>();
-        final Set<NodeId> voted = new HashSet<>();
+        /** One vote per replica: a server hosting two participant regions votes once for each. */
+        final Set<ReplicaId> voted = new HashSet<>();
 
         /** A signed NO from a replica of one of the batch's participant regions. */
         boolean participantSaidNo() {
@@ -263,7 +265,9 @@ public final class RegionReplica {
         } else if (m instanceof Message.Vote v) {
             onVote(from, v);
         } else if (m instanceof Message.DecisionRequest r) {
-            onDecisionRequest(from, r.batchId());
+            if (r.leaderRegion() == regionId.index()) { // addressed to this region's leader replica
+                onDecisionRequest(from, r.batchId());
+            }
         } else if (m instanceof Message.DecisionMsg d) {
             onDecision(d.tentative());
         } else if (m instanceof Message.GetRequest g) {
@@ -294,7 +298,7 @@ public final class RegionReplica {
             if (e.voted) {
                 sendVote(e, true);
                 for (NodeId l : leaderReplicas(e.sb.leaderRegion())) {
-                    net.send(l, new Message.DecisionRequest(e.sb.batchId()));
+                    net.send(l, new Message.DecisionRequest(e.sb.leaderRegion(), e.sb.batchId()));
                 }
             }
         }
@@ -487,7 +491,7 @@ public final class RegionReplica {
 
     private void requestPrevDecision(BatchInfo info) {
         for (NodeId l : leaderReplicas(info.prevLeaderRegion())) {
-            net.send(l, new Message.DecisionRequest(info.prevBatchId()));
+            net.send(l, new Message.DecisionRequest(info.prevLeaderRegion(), info.prevBatchId()));
         }
     }
 
@@ -501,7 +505,7 @@ public final class RegionReplica {
             return;
         }
         LeaderBatch lb = leading.computeIfAbsent(v.batchId(), k -> new LeaderBatch());
-        if (!lb.voted.add(from)) {
+        if (!lb.voted.add(new ReplicaId(voterRrs.region(), from))) {
             return;
         }
         if (v.yes()) {
