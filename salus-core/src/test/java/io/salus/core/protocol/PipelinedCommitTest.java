@@ -443,4 +443,27 @@ class PipelinedCommitTest {
         assertFalse(decided.isEmpty(), "the leader lost the shared server's second vote and never decided");
         assertEquals(CertType.TENTATIVE_COMMIT, decided.get(0).type());
     }
+
+    /** Memory a checkpoint certificate covers is freed: a long run keeps the replica's state flat. */
+    @Test
+    void stateCoveredByACheckpointIsFreed() {
+        Map<String, Integer> after40 = null;
+        for (int b = 1; b <= 160; b++) {
+            assertTrue(client.submit(List.of(new BlockWrite(b % 16, data(b)), new BlockWrite((b + 5) % 16,
+                    data(b + 1)))) > 0);
+            drain();
+            if (b == 40) {
+                after40 = replicas.get(configs.get(0).primary()).retainedSizes();
+            }
+        }
+        assertEquals(160, acked.size());
+        for (RegionReplica r : replicas.values()) {
+            Map<String, Integer> sizes = r.retainedSizes();
+            for (Map.Entry<String, Integer> e : sizes.entrySet()) {
+                assertTrue(e.getValue() <= 2 * RegionReplica.CHECKPOINT_EVERY + 2, r.id() + " keeps " + e.getValue()
+                        + " " + e.getKey() + " after 160 batches (grows with the run): " + sizes);
+            }
+        }
+        assertEquals(after40.keySet(), replicas.get(configs.get(0).primary()).retainedSizes().keySet());
+    }
 }

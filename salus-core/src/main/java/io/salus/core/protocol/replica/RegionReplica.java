@@ -253,6 +253,23 @@ public final class RegionReplica {
         return decisionCerts;
     }
 
+    /**
+     * Sizes of the per-batch and per-entry state the replica keeps in memory (tests and metrics):
+     * bounded by the work not yet covered by a checkpoint certificate, not by the length of the run.
+     */
+    public Map<String, Integer> retainedSizes() {
+        Map<String, Integer> m = new TreeMap<>();
+        m.put("entries", entries.size());
+        m.put("indexByBatch", indexByBatch.size());
+        m.put("decisionCerts", decisionCerts.size());
+        m.put("leading", leading.size());
+        m.put("rootHistory", rootHistory.size());
+        m.put("snapshotRoots", snapshotRoots.size());
+        m.put("decisionWaiters", decisionWaiters.size());
+        m.put("decisionTentatives", decisionTentatives.size());
+        return m;
+    }
+
     // ------------------------------------------------------------------ events
 
     public void receive(NodeId from, Message m) {
@@ -478,6 +495,9 @@ public final class RegionReplica {
                 || !verifier.verify(clientId, info.signedBytes(), info.clientSig())) {
             return;
         }
+        if (myDecisions.containsKey(info.batchId())) {
+            return; // decided already (a retransmission)
+        }
         LeaderBatch lb = leading.computeIfAbsent(info.batchId(), k -> new LeaderBatch());
         if (lb.info != null) {
             return;
@@ -503,6 +523,9 @@ public final class RegionReplica {
         if (voterRrs.generation() != v.generation() || !voterRrs.replicas().contains(from)
                 || !verifier.verify(from, voteBytes(v.batchId(), v.region(), v.generation(), v.yes()), v.signature())) {
             return;
+        }
+        if (myDecisions.containsKey(v.batchId())) {
+            return; // decided already: a late vote changes nothing
         }
         LeaderBatch lb = leading.computeIfAbsent(v.batchId(), k -> new LeaderBatch());
         if (!lb.voted.add(new ReplicaId(voterRrs.region(), from))) {
@@ -558,13 +581,17 @@ public final class RegionReplica {
         Certificate t = signDecision(info, commit);
         disk.recordDecision(rrs.generation(), t); // durable before it is sent: a restart cannot flip it
         myDecisions.put(info.batchId(), t);
+        leading.remove(info.batchId()); // decided: votes and BatchInfo are no longer needed
         Set<NodeId> to = new HashSet<>();
         for (int p : info.participants()) {
             if (p >= 0 && p < cfg.regionCount()) {
                 to.addAll(membership.current(p).replicas());
             }
         }
-        to.addAll(decisionWaiters.getOrDefault(info.batchId(), Set.of()));
+        Set<NodeId> waiters = decisionWaiters.remove(info.batchId());
+        if (waiters != null) {
+            to.addAll(waiters);
+        }
         for (NodeId n : to) {
             boolean c = hooks.decisionFor(info.batchId(), n, commit);
             net.send(n, new Message.DecisionMsg(c == commit ? t : signDecision(info, c)));
@@ -597,7 +624,8 @@ public final class RegionReplica {
             return;
         }
         if (decisionCerts.containsKey(st.batchId())) {
-            return;
+            return; // (one freed below the batch floor may be learned again: a later batch's leader
+                    // asks for it; the next checkpoint frees it again)
         }
         Certificate cert = Tentatives.combineIfEnough(decisionTentatives.offer(st.batchId(), t),
                 cfg.mutated(Mutation.DECISION_FROM_TWO_LEADER_TENTATIVES) ? 2 : Tentatives.UNANIMOUS);
@@ -709,6 +737,41 @@ public final class RegionReplica {
         }
     }
 
+    /** Batch ids below this are finished here: their entries are checkpointed and no open batch needs them. */
+    private long batchFloor;
+
+    /**
+     * Frees the memory a CHECKPOINT certificate through {@code index} covers: the entries and their
+     * batch index, their decision certificates, region roots before the checkpoint, older snapshot
+     * roots. Decision certificates a batch led here still waits for (its previous batch) are kept.
+     */
+    private void freeCoveredState(long index, long lastSeq) {
+        long maxFreedBatch = batchFloor - 1;
+        var covered = entries.headMap(index, true);
+        for (Entry e : covered.values()) {
+            indexByBatch.remove(e.sb.batchId());
+            maxFreedBatch = Math.max(maxFreedBatch, e.sb.batchId());
+        }
+        covered.clear();
+        long floor = maxFreedBatch + 1;
+        for (Entry e : entries.values()) {
+            floor = Math.min(floor, e.sb.batchId());
+        }
+        for (LeaderBatch lb : leading.values()) {
+            if (lb.info != null) {
+                floor = Math.min(floor, lb.info.prevBatchId() >= 0 ? lb.info.prevBatchId() : lb.info.batchId());
+            }
+        }
+        batchFloor = Math.max(batchFloor, floor);
+        decisionCerts.keySet().removeIf(b -> b < batchFloor);
+        decisionTentatives.forgetIf(b -> b < batchFloor);
+        leading.entrySet().removeIf(e -> e.getKey() < batchFloor
+                && (myDecisions.containsKey(e.getKey()) || e.getValue().info == null));
+        rootHistory.headMap(lastSeq, false).clear();
+        snapshotRoots.keySet().removeIf(k -> k < index);
+        snapshotSeqs.keySet().removeIf(k -> k < index);
+    }
+
     private void onCheckpointPropose(NodeId from, Message.CheckpointPropose p) {
         // deterministic criterion: only at the fixed flush interval, only from our primary
         if (!from.equals(rrs.primary()) || p.region() != regionId.index() || p.generation() != rrs.generation()
@@ -746,6 +809,7 @@ public final class RegionReplica {
             proposals.removeIf(k -> k <= st.throughIndex());
             checkpointVotes.forgetIf(k -> k <= st.throughIndex());
             disk.truncateLogPrefix(rrs.generation(), st.throughIndex()); // GC only after the certificate
+            freeCoveredState(st.throughIndex(), st.lastSeq());
         }
     }
 }
