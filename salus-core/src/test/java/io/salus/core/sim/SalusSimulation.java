@@ -23,6 +23,7 @@ import io.salus.core.protocol.message.Message;
 import io.salus.core.protocol.message.SubBatch;
 import io.salus.core.protocol.recovery.InMemoryCoordination;
 import io.salus.core.protocol.recovery.RecoveryException;
+import io.salus.core.protocol.recovery.RecoveryOrchestrator;
 import io.salus.core.protocol.recovery.RegionLogRecovery;
 import io.salus.core.protocol.recovery.VolumeRecovery;
 import io.salus.core.protocol.replica.InMemoryReplicaDisk;
@@ -861,37 +862,21 @@ final class SalusSimulation {
                 restart(m); // recovery waits for restarting servers
             }
         }
-        Map<Integer, RegionLogRecovery.RecoveredLog> logs = new TreeMap<>();
-        for (int r = 0; r < cfg.regionCount(); r++) {
-            RrsConfig old = membership.current(r);
-            List<RegionLogRecovery.MetadataHolder> holders = new ArrayList<>();
-            for (NodeId h : old.metadataHolders()) {
-                holders.add(holder(byNode.get(h)));
-            }
-            Collections.shuffle(holders, rnd);
-            List<RegionLogRecovery.DataSource> dns = new ArrayList<>();
-            for (NodeId h : old.stores()) {
-                dns.add(dataSource(byNode.get(h)));
-            }
-            Collections.shuffle(dns, rnd);
-            for (int attempt = 1; ; attempt++) {
-                try {
-                    logs.put(r, RegionLogRecovery.recover(cfg, dir, clientId, membership, old,
-                            coord.latestCheckpoint(old.region()), holders, dns));
-                    break;
-                } catch (RecoveryException e) {
-                    // lost answers are a retry, not a guess; without loss the fault bound guarantees success
-                    if (recoveryLoss == 0 || attempt >= 40) {
-                        throw new SimulationViolation("recovery-liveness", "recoverRegionLog failed with <=2 faulty"
-                                + " after " + attempt + " attempt(s): " + e.getMessage());
-                    }
-                    count("recovery:retry");
-                }
-            }
+        RecoveryOrchestrator master = new RecoveryOrchestrator(cfg, dir, clientId, membership, coord,
+                recoveryLoss > 0 ? 40 : 1);
+        SimCluster cluster = new SimCluster();
+        Map<Integer, RegionLogRecovery.RecoveredLog> logs;
+        try {
+            logs = master.recoverLogs(cluster);
+        } catch (RecoveryException e) {
+            // lost answers are a retry, not a guess; without loss the fault bound guarantees success
+            throw new SimulationViolation("recovery-liveness", "with <=2 faulty per RRS: " + e.getMessage());
+        } finally {
+            stats.merge("recovery:retry", master.retries(), Integer::sum);
         }
         VolumeRecovery.Rebuilt rb;
         try {
-            rb = VolumeRecovery.identifyAndRebuild(cfg, dir, membership, coord, epoch, logs);
+            rb = master.rebuild(epoch, logs);
         } catch (RecoveryException e) {
             Optional<io.salus.core.protocol.recovery.Coordination.Lcp> agreed = coord.lcp(epoch);
             if (agreed.isPresent() && agreed.get().seq() < oracle.ackedMax) {
@@ -934,30 +919,10 @@ final class SalusSimulation {
                         + " is not the client-ordered prefix through seq " + lcp);
             }
         }
-        boolean allowFaults = now < FAULT_PHASE_END;
-        for (int r = 0; r < cfg.regionCount(); r++) {
-            RrsConfig old = membership.current(r);
-            for (NodeId n : old.metadataHolders()) {
-                Machine m = byNode.get(n);
-                m.retired = true;
-                m.replica = null;
-            }
-            RrsConfig fresh = allocate(r, old.generation() + 1, allowFaults);
-            if (forgingMaster) {
-                forgeAndExpectRefusal(fresh, rb.logs().get(r), rb.lcp());
-            }
-            List<Certificate> tentatives = new ArrayList<>();
-            for (NodeId rep : fresh.replicas()) {
-                try {
-                    tentatives.add(VolumeRecovery.endorse(cfg, dir, clientId, signers.get(rep), fresh, membership, rb.logs().get(r),
-                            rb.lcp()));
-                } catch (RecoveryException e) {
-                    throw new SimulationViolation("recovery-consent", "new replica " + rep + " refused: "
-                            + e.getMessage());
-                }
-            }
-            coord.putCheckpoint(Certificate.combine(tentatives));
-            startReplicas(fresh, rb.regions().get(r));
+        try {
+            master.adopt(rb, cluster);
+        } catch (RecoveryException e) {
+            throw new SimulationViolation("recovery-consent", e.getMessage());
         }
         Map<Integer, VolumeClient.RegionView> views = new HashMap<>();
         for (int r = 0; r < cfg.regionCount(); r++) {
@@ -994,6 +959,53 @@ final class SalusSimulation {
         checkedApplied.clear();
         lastProgress = now;
         lastGetProgress = now;
+    }
+
+    /** The simulated cluster as the Master ({@link RecoveryOrchestrator}) sees it. */
+    private final class SimCluster implements RecoveryOrchestrator.Cluster {
+        @Override
+        public List<RegionLogRecovery.MetadataHolder> holders(RrsConfig old) {
+            List<RegionLogRecovery.MetadataHolder> holders = new ArrayList<>();
+            for (NodeId h : old.metadataHolders()) {
+                holders.add(holder(byNode.get(h)));
+            }
+            Collections.shuffle(holders, rnd);
+            return holders;
+        }
+
+        @Override
+        public List<RegionLogRecovery.DataSource> dataNodes(RrsConfig old) {
+            List<RegionLogRecovery.DataSource> dns = new ArrayList<>();
+            for (NodeId h : old.stores()) {
+                dns.add(dataSource(byNode.get(h)));
+            }
+            Collections.shuffle(dns, rnd);
+            return dns;
+        }
+
+        @Override
+        public RrsConfig remap(RrsConfig old) {
+            for (NodeId n : old.metadataHolders()) {
+                Machine m = byNode.get(n);
+                m.retired = true;
+                m.replica = null;
+            }
+            return allocate(old.region().index(), old.generation() + 1, now < FAULT_PHASE_END);
+        }
+
+        @Override
+        public Certificate endorse(NodeId replica, RrsConfig fresh, RegionLogRecovery.RecoveredLog log,
+                                   io.salus.core.protocol.recovery.Coordination.Lcp lcp) throws RecoveryException {
+            if (forgingMaster && replica.equals(fresh.replicas().get(0))) {
+                forgeAndExpectRefusal(fresh, log, lcp);
+            }
+            return VolumeRecovery.endorse(cfg, dir, clientId, signers.get(replica), fresh, membership, log, lcp);
+        }
+
+        @Override
+        public void start(RrsConfig fresh, RegionSnapshot state) {
+            startReplicas(fresh, state);
+        }
     }
 
     /**
