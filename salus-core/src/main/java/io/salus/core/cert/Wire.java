@@ -2,6 +2,9 @@ package io.salus.core.cert;
 
 import io.salus.core.merkle.Hash;
 import java.io.ByteArrayOutputStream;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 
 /** Big-endian writer/reader for the canonical encodings; the reader checks every bound. */
@@ -138,9 +141,20 @@ public final class Wire {
             return Hash.of(bytes(Hash.LENGTH, what));
         }
 
+        /**
+         * A string written by {@link Out#str8}. Malformed UTF-8 is rejected, not replaced with U+FFFD:
+         * a replaced string would re-encode to different bytes, and the encoding must stay canonical.
+         */
         public String str8(String what) {
             int n = u8(what + " length");
-            return new String(bytes(n, what), StandardCharsets.UTF_8);
+            int start = pos;
+            byte[] u = bytes(n, what);
+            try {
+                return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                        .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(u)).toString();
+            } catch (CharacterCodingException e) {
+                throw new CertificateFormatException(what + " is not valid UTF-8", start);
+            }
         }
 
         public byte[] blob(String what) {
