@@ -249,8 +249,7 @@ public final class Certificate {
         try {
             statement = Statement.read(type.kind(), new Wire.In(st));
         } catch (CertificateFormatException e) {
-            throw new CertificateFormatException("bad " + type.kind() + " statement: " + e.getMessage(),
-                    stStart + e.offset());
+            throw e.within("bad " + type.kind() + " statement", stStart);
         }
         int n = in.u8("signature count");
         if (n != type.requiredSignatures()) {
