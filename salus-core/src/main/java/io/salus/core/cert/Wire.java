@@ -16,12 +16,20 @@ public final class Wire {
     public static final class Out {
         private final ByteArrayOutputStream b = new ByteArrayOutputStream(128);
 
+        /** One unsigned byte; a value outside 0..255 is refused, never wrapped. */
         public Out u8(int v) {
+            if (v < 0 || v > 0xff) {
+                throw new IllegalArgumentException("value " + v + " does not fit an unsigned byte (0..255)");
+            }
             b.write(v);
             return this;
         }
 
+        /** Two bytes, unsigned; a value outside 0..65535 is refused, never wrapped. */
         public Out u16(int v) {
+            if (v < 0 || v > 0xffff) {
+                throw new IllegalArgumentException("value " + v + " does not fit an unsigned 16-bit field (0..65535)");
+            }
             b.write(v >>> 8);
             b.write(v);
             return this;
@@ -79,7 +87,9 @@ public final class Wire {
             this(b, 0, b.length);
         }
 
+        /** Reads {@code len} bytes of {@code b} from {@code off}; the range must lie inside the array. */
         public In(byte[] b, int off, int len) {
+            java.util.Objects.checkFromIndexSize(off, len, b.length);
             this.b = b;
             this.pos = off;
             this.end = off + len;
@@ -165,6 +175,25 @@ public final class Wire {
             return bytes(n, what);
         }
 
+        /** An i64 that must be >= 0; a negative value is reported at the field's first byte. */
+        public long i64NonNegative(String what) {
+            long v = i64(what);
+            if (v < 0) {
+                throw new CertificateFormatException(what + " must be >= 0, got " + v, pos - 8);
+            }
+            return v;
+        }
+
+        /** An i32 that must be >= 0; a negative value is reported at the field's first byte. */
+        public int i32NonNegative(String what) {
+            int v = i32(what);
+            if (v < 0) {
+                throw new CertificateFormatException(what + " must be >= 0, got " + v, pos - 4);
+            }
+            return v;
+        }
+
+        /** Prefer {@link #i64NonNegative}/{@link #i32NonNegative}: this one reports the offset after the field. */
         public long nonNegative(long v, String what) {
             if (v < 0) {
                 throw new CertificateFormatException(what + " must be >= 0, got " + v, pos);
