@@ -254,8 +254,15 @@ public final class CuratorCoordination implements Coordination {
                         in.pos() - 4);
             }
             SortedSet<Long> prepared = new TreeSet<>();
+            long prev = Long.MIN_VALUE;
             for (int i = 0; i < n; i++) {
-                prepared.add(in.i64("prepared seq " + i));
+                long seq = in.i64("prepared seq " + i);
+                if (i > 0 && seq <= prev) {
+                    throw new CertificateFormatException("prepared seqs must be strictly increasing, " + seq
+                            + " follows " + prev, in.pos() - 8);
+                }
+                prepared.add(seq);
+                prev = seq;
             }
             in.expectEnd("report");
             return new RegionReport(committed, prepared);
