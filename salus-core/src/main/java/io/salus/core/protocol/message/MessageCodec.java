@@ -97,7 +97,7 @@ public final class MessageCodec {
      */
     public static byte[] encode(Message m) {
         Type t = Type.of(m);
-        Wire.Out o = new Wire.Out().u8(VERSION).u8(t.code);
+        Wire.Out o = new Wire.Out(capacityHint(m)).u8(VERSION).u8(t.code);
         switch (t) {
             case SUB_BATCH -> {
                 SubBatch sb = ((Message.SubBatchMsg) m).subBatch();
@@ -154,6 +154,21 @@ public final class MessageCodec {
             default -> throw new AssertionError(t);
         }
         return o.toByteArray();
+    }
+
+    /** About the encoded size, so that block-carrying messages are written without regrowing the buffer. */
+    private static int capacityHint(Message m) {
+        if (m instanceof Message.SubBatchMsg s) {
+            long n = 512;
+            for (Put p : s.subBatch().puts()) {
+                n += 96 + p.data().length;
+            }
+            return (int) Math.min(n, 1 << 30);
+        }
+        if (m instanceof Message.GetReply g && g.data() != null && g.proof() != null) {
+            return 128 + g.data().length + Hash.LENGTH * g.proof().siblings().size();
+        }
+        return 256;
     }
 
     /** Decodes {@link #encode} output; the whole array must be one message. */
