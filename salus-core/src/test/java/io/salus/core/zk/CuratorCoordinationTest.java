@@ -17,11 +17,16 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.api.ACLProvider;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.curator.retry.RetryOneTime;
 import org.apache.curator.test.TestingServer;
+import org.apache.zookeeper.ZooDefs;
 import org.apache.zookeeper.ZooKeeper;
+import org.apache.zookeeper.data.ACL;
+import org.apache.zookeeper.data.Id;
+import org.apache.zookeeper.server.auth.DigestAuthenticationProvider;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -222,5 +227,53 @@ class CuratorCoordinationTest extends CoordinationContract {
         Certificate cp = checkpoint(odd, 1, 2);
         c.putCheckpoint(cp);
         assertEquals(Optional.of(cp), c.latestCheckpoint(odd));
+    }
+
+    /**
+     * Hostile: another ZooKeeper client tries to overwrite the coordination state. The LCP is not
+     * signed, so the base path must be writable only by Salus: a client built with an ACL provider
+     * (here digest auth) creates every znode, parents included, with that ACL, and a client without
+     * the credentials gets a clear error and changes nothing.
+     */
+    @Test
+    void aClientWithoutTheCredentialsCannotChangeTheAgreedState() throws Exception {
+        String secret = "salus:" + NAMESPACES.get();
+        // a mutable list: ZooKeeper's validateACL calls contains(null), which List.of refuses with an NPE
+        List<ACL> acl = new ArrayList<>(List.of(
+                new ACL(ZooDefs.Perms.ALL, new Id("digest", DigestAuthenticationProvider.generateDigest(secret))),
+                new ACL(ZooDefs.Perms.READ, ZooDefs.Ids.ANYONE_ID_UNSAFE)));
+        CuratorFramework owner = CuratorFrameworkFactory.builder().connectString(server.getConnectString())
+                .retryPolicy(new ExponentialBackoffRetry(100, 5)).authorization("digest", secret.getBytes())
+                .aclProvider(new ACLProvider() {
+                    @Override
+                    public List<ACL> getDefaultAcl() {
+                        return acl;
+                    }
+
+                    @Override
+                    public List<ACL> getAclForPath(String path) {
+                        return acl;
+                    }
+                }).build();
+        clients.add(owner);
+        owner.start();
+        String base = CuratorCoordination.volumePath("/salus-acl-" + NAMESPACES.incrementAndGet(), "vol1");
+        CuratorCoordination salus = new CuratorCoordination(owner, base);
+        salus.putLcp(lcp(1, 5));
+        salus.putCheckpoint(checkpoint(R0, 1, 5));
+        salus.report(1, 0, report(4));
+
+        CuratorCoordination intruder = new CuratorCoordination(client(), base);
+        assertEquals(Optional.of(lcp(1, 5)), intruder.lcp(1), "reading is allowed");
+        CoordinationStoreException e = assertThrows(CoordinationStoreException.class,
+                () -> intruder.putCheckpoint(checkpoint(R0, 1, 9)));
+        assertTrue(e.getMessage().contains(base + "/checkpoints/") && e.getMessage().contains("NoAuth"),
+                e.getMessage());
+        assertThrows(CoordinationStoreException.class, () -> intruder.report(1, 0, report(9)));
+        assertThrows(CoordinationStoreException.class, () -> intruder.report(1, 1, report(9)));
+        assertThrows(CoordinationStoreException.class, () -> intruder.putLcp(lcp(2, 9)));
+        assertEquals(5, indexOf(salus.latestCheckpoint(R0)));
+        assertEquals(Map.of(0, report(4)), salus.reports(1));
+        assertEquals(Optional.empty(), salus.lcp(2));
     }
 }
