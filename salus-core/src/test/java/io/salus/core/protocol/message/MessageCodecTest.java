@@ -328,4 +328,30 @@ class MessageCodecTest {
         CanonicalFuzz.Outcome o = CanonicalFuzz.fuzz(valid, 77, 30_000, MessageCodec::decode, MessageCodec::encode);
         assertTrue(o.rejected() > 6_000 && o.decoded() > 1_500, o.toString());
     }
+
+    /** Hostile: the sender's buffer is reused after decoding; the decoded message must not change. */
+    @Test
+    void aDecodedMessageDoesNotAliasItsInputBuffer() {
+        Samples s = new Samples(9);
+        for (MessageCodec.Type t : MessageCodec.Type.values()) {
+            byte[] b = MessageCodec.encode(s.of(t));
+            byte[] original = b.clone();
+            Message m = MessageCodec.decode(b);
+            Arrays.fill(b, (byte) 0x5a);
+            assertArrayEquals(original, MessageCodec.encode(m), t + " changed when its input buffer was reused");
+        }
+    }
+
+    /** Before: a bad put count was reported 4 bytes after the field. */
+    @Test
+    void aBadPutCountIsNamedWhereTheFieldStarts() {
+        Samples s = new Samples(6);
+        Message.SubBatchMsg m = (Message.SubBatchMsg) s.of(MessageCodec.Type.SUB_BATCH);
+        byte[] entry = m.subBatch().encode();
+        int countAt = 1 + 1 + m.subBatch().volume().getBytes(java.nio.charset.StandardCharsets.UTF_8).length + 4 + 8 + 4;
+        java.nio.ByteBuffer.wrap(entry).putInt(countAt, 0);
+        CertificateFormatException e = assertThrows(CertificateFormatException.class, () -> SubBatch.decode(entry));
+        assertTrue(e.getMessage().contains("invalid put count 0"), e.getMessage());
+        assertEquals(countAt, e.offset(), e.getMessage());
+    }
 }
