@@ -7,31 +7,45 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.function.Predicate;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
-/** The protocol, Merkle, crypto and certificate packages must not depend on HBase or Hadoop. */
+/**
+ * The protocol, Merkle, crypto and certificate packages must not depend on HBase or Hadoop, and only
+ * {@code io.salus.core.zk} (and the HBase adapters) may use ZooKeeper or Curator.
+ */
 class ArchitectureTest {
+    private static final Path ROOT = Path.of("src/main/java/io/salus/core");
+
+    private static List<Path> offenders(Predicate<Path> scope, String... forbiddenImports) throws IOException {
+        List<Path> sources;
+        try (Stream<Path> files = Files.walk(ROOT)) {
+            sources = files.filter(p -> p.toString().endsWith(".java")).filter(scope).toList();
+        }
+        assertTrue(sources.size() > 30, "expected the protocol sources under " + ROOT.toAbsolutePath());
+        return sources.stream().filter(p -> {
+            try {
+                String s = Files.readString(p);
+                return Stream.of(forbiddenImports).anyMatch(i -> s.contains("import " + i));
+            } catch (IOException e) {
+                throw new IllegalStateException(e);
+            }
+        }).toList();
+    }
+
+    private static boolean under(Path p, String pkg) {
+        return ROOT.relativize(p).startsWith(pkg);
+    }
+
     @Test
     void protocolPackagesImportNoHBaseOrHadoop() throws IOException {
-        Path root = Path.of("src/main/java/io/salus/core");
-        List<Path> offenders;
-        long checked;
-        try (Stream<Path> files = Files.walk(root)) {
-            List<Path> sources = files.filter(p -> p.toString().endsWith(".java"))
-                    .filter(p -> !root.relativize(p).startsWith("hbase")).toList();
-            checked = sources.size();
-            offenders = sources.stream().filter(p -> {
-                try {
-                    String s = Files.readString(p);
-                    return s.contains("import org.apache.hadoop") || s.contains("import org.apache.hbase")
-                            || s.contains("import org.apache.zookeeper");
-                } catch (IOException e) {
-                    throw new IllegalStateException(e);
-                }
-            }).toList();
-        }
-        assertTrue(checked > 30, "expected the protocol sources under " + root.toAbsolutePath());
-        assertEquals(List.of(), offenders);
+        assertEquals(List.of(), offenders(p -> !under(p, "hbase"), "org.apache.hadoop", "org.apache.hbase"));
+    }
+
+    @Test
+    void onlyTheZkPackageImportsZooKeeperOrCurator() throws IOException {
+        assertEquals(List.of(), offenders(p -> !under(p, "hbase") && !under(p, "zk"), "org.apache.zookeeper",
+                "org.apache.curator"));
     }
 }

@@ -204,8 +204,25 @@ public final class Certificate {
         }
     }
 
-    /** The canonical encoding (see class comment). */
+    /**
+     * The canonical encoding (see class comment). Only what {@link #decode} accepts is encoded: a
+     * signature count other than the type's, or a signature whose length is not the scheme's, is
+     * refused here rather than written as bytes that would decode differently or not at all.
+     *
+     * @throws IllegalArgumentException naming the signature count or the signer whose signature is wrong
+     */
     public byte[] encode() {
+        if (sigs.size() != type.requiredSignatures()) {
+            throw new IllegalArgumentException(type + " must carry " + type.requiredSignatures()
+                    + " signature(s), has " + sigs.size() + ": not encodable (the decoder refuses it)");
+        }
+        for (Sig s : sigs) {
+            if (s.bytes().length != scheme.signatureLength()) {
+                throw new IllegalArgumentException("signature of " + s.signer() + " is " + s.bytes().length
+                        + " bytes, " + scheme + " signatures are " + scheme.signatureLength()
+                        + " bytes: not encodable (the decoder refuses it)");
+            }
+        }
         byte[] st = statement.encode();
         if (st.length > 0xffff) {
             throw new IllegalStateException("statement too large: " + st.length);
@@ -249,8 +266,7 @@ public final class Certificate {
         try {
             statement = Statement.read(type.kind(), new Wire.In(st));
         } catch (CertificateFormatException e) {
-            throw new CertificateFormatException("bad " + type.kind() + " statement: " + e.getMessage(),
-                    stStart + e.offset());
+            throw e.within("bad " + type.kind() + " statement", stStart);
         }
         int n = in.u8("signature count");
         if (n != type.requiredSignatures()) {

@@ -39,10 +39,10 @@ public sealed interface Statement permits Statement.LogEntry, Statement.PutOutco
 
         static LogEntry read(Wire.In in) {
             RegionId r = RegionId.read(in);
-            long g = in.nonNegative(in.i64("generation"), "generation");
-            long i = in.nonNegative(in.i64("log index"), "log index");
+            long g = in.i64NonNegative("generation");
+            long i = in.i64NonNegative("log index");
             Hash d = in.hash("entry digest");
-            int len = (int) in.nonNegative(in.i32("entry length"), "entry length");
+            int len = in.i32NonNegative("entry length");
             return new LogEntry(r, g, i, d, len);
         }
     }
@@ -93,8 +93,8 @@ public sealed interface Statement permits Statement.LogEntry, Statement.PutOutco
 
         static NoNextEntry read(Wire.In in) {
             RegionId r = RegionId.read(in);
-            long g = in.nonNegative(in.i64("generation"), "generation");
-            long i = in.nonNegative(in.i64("log index"), "log index");
+            long g = in.i64NonNegative("generation");
+            long i = in.i64NonNegative("log index");
             return new NoNextEntry(r, g, i);
         }
     }
@@ -119,7 +119,7 @@ public sealed interface Statement permits Statement.LogEntry, Statement.PutOutco
 
         static Checkpoint read(Wire.In in) {
             RegionId r = RegionId.read(in);
-            long g = in.nonNegative(in.i64("generation"), "generation");
+            long g = in.i64NonNegative("generation");
             long k = in.i64("through index");
             long s = in.i64("last seq");
             return new Checkpoint(r, g, k, s, in.hash("region root"));

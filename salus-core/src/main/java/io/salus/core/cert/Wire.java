@@ -1,50 +1,94 @@
 package io.salus.core.cert;
 
 import io.salus.core.merkle.Hash;
-import java.io.ByteArrayOutputStream;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 
 /** Big-endian writer/reader for the canonical encodings; the reader checks every bound. */
 public final class Wire {
     private Wire() {
     }
 
-    /** Canonical big-endian writer. */
+    /**
+     * Canonical big-endian writer over a growable array. Not thread-safe, and deliberately not a
+     * {@code ByteArrayOutputStream}, which synchronizes every {@code write(int)}; encodings are mostly
+     * single-byte and 8-byte fields (before/after: docs/benchmarks/message-codec*.csv).
+     */
     public static final class Out {
-        private final ByteArrayOutputStream b = new ByteArrayOutputStream(128);
+        private byte[] buf;
+        private int len;
 
+        public Out() {
+            this(128);
+        }
+
+        /** A writer whose first buffer holds {@code capacity} bytes (it grows as needed). */
+        public Out(int capacity) {
+            buf = new byte[Math.max(16, capacity)];
+        }
+
+        private void ensure(int n) {
+            if (buf.length - len < n) {
+                if (n > Integer.MAX_VALUE - 16 - len) {
+                    throw new IllegalArgumentException("encoding would exceed 2 GiB (" + len + " + " + n + " bytes)");
+                }
+                buf = Arrays.copyOf(buf, (int) Math.min(Integer.MAX_VALUE - 16L,
+                        Math.max(2L * buf.length, (long) len + n)));
+            }
+        }
+
+        /** One unsigned byte; a value outside 0..255 is refused, never wrapped. */
         public Out u8(int v) {
-            b.write(v);
+            if (v < 0 || v > 0xff) {
+                throw new IllegalArgumentException("value " + v + " does not fit an unsigned byte (0..255)");
+            }
+            ensure(1);
+            buf[len++] = (byte) v;
             return this;
         }
 
+        /** Two bytes, unsigned; a value outside 0..65535 is refused, never wrapped. */
         public Out u16(int v) {
-            b.write(v >>> 8);
-            b.write(v);
+            if (v < 0 || v > 0xffff) {
+                throw new IllegalArgumentException("value " + v + " does not fit an unsigned 16-bit field (0..65535)");
+            }
+            ensure(2);
+            buf[len++] = (byte) (v >>> 8);
+            buf[len++] = (byte) v;
             return this;
         }
 
         public Out i32(int v) {
+            ensure(4);
             for (int s = 24; s >= 0; s -= 8) {
-                b.write(v >>> s);
+                buf[len++] = (byte) (v >>> s);
             }
             return this;
         }
 
         public Out i64(long v) {
+            ensure(8);
             for (int s = 56; s >= 0; s -= 8) {
-                b.write((int) (v >>> s));
+                buf[len++] = (byte) (v >>> s);
             }
             return this;
         }
 
         public Out bytes(byte[] v) {
-            b.writeBytes(v);
+            ensure(v.length);
+            System.arraycopy(v, 0, buf, len, v.length);
+            len += v.length;
             return this;
         }
 
         public Out hash(Hash h) {
-            return bytes(h.bytes());
+            ensure(Hash.LENGTH);
+            h.copyTo(buf, len);
+            len += Hash.LENGTH;
+            return this;
         }
 
         /** UTF-8 string with a one-byte length (max 255 bytes). */
@@ -61,8 +105,13 @@ public final class Wire {
             return i32(v.length).bytes(v);
         }
 
+        /** Bytes written so far. */
+        public int size() {
+            return len;
+        }
+
         public byte[] toByteArray() {
-            return b.toByteArray();
+            return Arrays.copyOf(buf, len);
         }
     }
 
@@ -76,7 +125,9 @@ public final class Wire {
             this(b, 0, b.length);
         }
 
+        /** Reads {@code len} bytes of {@code b} from {@code off}; the range must lie inside the array. */
         public In(byte[] b, int off, int len) {
+            java.util.Objects.checkFromIndexSize(off, len, b.length);
             this.b = b;
             this.pos = off;
             this.end = off + len;
@@ -129,7 +180,7 @@ public final class Wire {
 
         public byte[] bytes(int n, String what) {
             need(n, what);
-            byte[] v = java.util.Arrays.copyOfRange(b, pos, pos + n);
+            byte[] v = Arrays.copyOfRange(b, pos, pos + n);
             pos += n;
             return v;
         }
@@ -138,9 +189,20 @@ public final class Wire {
             return Hash.of(bytes(Hash.LENGTH, what));
         }
 
+        /**
+         * A string written by {@link Out#str8}. Malformed UTF-8 is rejected, not replaced with U+FFFD:
+         * a replaced string would re-encode to different bytes, and the encoding must stay canonical.
+         */
         public String str8(String what) {
             int n = u8(what + " length");
-            return new String(bytes(n, what), StandardCharsets.UTF_8);
+            int start = pos;
+            byte[] u = bytes(n, what);
+            try {
+                return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                        .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(u)).toString();
+            } catch (CharacterCodingException e) {
+                throw new CertificateFormatException(what + " is not valid UTF-8", start);
+            }
         }
 
         public byte[] blob(String what) {
@@ -151,6 +213,25 @@ public final class Wire {
             return bytes(n, what);
         }
 
+        /** An i64 that must be >= 0; a negative value is reported at the field's first byte. */
+        public long i64NonNegative(String what) {
+            long v = i64(what);
+            if (v < 0) {
+                throw new CertificateFormatException(what + " must be >= 0, got " + v, pos - 8);
+            }
+            return v;
+        }
+
+        /** An i32 that must be >= 0; a negative value is reported at the field's first byte. */
+        public int i32NonNegative(String what) {
+            int v = i32(what);
+            if (v < 0) {
+                throw new CertificateFormatException(what + " must be >= 0, got " + v, pos - 4);
+            }
+            return v;
+        }
+
+        /** Prefer {@link #i64NonNegative}/{@link #i32NonNegative}: this one reports the offset after the field. */
         public long nonNegative(long v, String what) {
             if (v < 0) {
                 throw new CertificateFormatException(what + " must be >= 0, got " + v, pos);

@@ -71,7 +71,7 @@ public record SubBatch(String volume, int region, long batchId, int leaderRegion
         int leader = in.i32("leader region");
         int n = in.i32("put count");
         if (n <= 0 || n > 1_000_000) {
-            throw new CertificateFormatException("invalid put count " + n, in.pos());
+            throw new CertificateFormatException("invalid put count " + n + " (1..1000000)", in.pos() - 4);
         }
         List<Put> puts = new ArrayList<>(Math.min(n, 1024));
         for (int i = 0; i < n; i++) {

@@ -1,0 +1,323 @@
+package io.salus.core.protocol.message;
+
+import io.salus.core.cert.Certificate;
+import io.salus.core.cert.CertificateFormatException;
+import io.salus.core.cert.StatementKind;
+import io.salus.core.cert.Wire;
+import io.salus.core.merkle.Hash;
+import io.salus.core.merkle.MerkleProof;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * The versioned, canonical wire encoding of every {@link Message} (the table is in
+ * {@code docs/protocol.md}, section "Wire encoding of messages"). Big-endian, no padding:
+ *
+ * <pre>
+ *   u8 codec version (= 1)   u8 message type code   body (per type)
+ * </pre>
+ *
+ * Canonical: every message has exactly one encoding, and {@link #decode} accepts only that encoding
+ * (trailing bytes, bad lengths, malformed UTF-8, a boolean other than 0/1, a certificate of the wrong
+ * kind for the message, unknown versions or types are rejected with a
+ * {@link CertificateFormatException} naming the field and the byte offset). Signatures are not checked
+ * here; that is the receiver's job.
+ *
+ * <p>Kept apart from the message records so that a change of a record's fields touches one method
+ * here, not the record's own code.
+ */
+public final class MessageCodec {
+    /** The codec version this build writes and reads. */
+    public static final int VERSION = 1;
+    /** Deepest Merkle proof a GET reply may carry (levels of a tree over 2^64 blocks). */
+    public static final int MAX_PROOF_LEVELS = 64;
+
+    /** The stable type codes (version 1). A code is never reused for another message. */
+    public enum Type {
+        SUB_BATCH(1, Message.SubBatchMsg.class),
+        BATCH_INFO(2, Message.BatchInfoMsg.class),
+        LOG_CERT(3, Message.LogCertMsg.class),
+        STORE_ACK(4, Message.StoreAck.class),
+        VOTE(5, Message.Vote.class),
+        DECISION_REQUEST(6, Message.DecisionRequest.class),
+        DECISION(7, Message.DecisionMsg.class),
+        PUT_REPLY(8, Message.PutReply.class),
+        GET_REQUEST(9, Message.GetRequest.class),
+        GET_REPLY(10, Message.GetReply.class),
+        CHECKPOINT_PROPOSE(11, Message.CheckpointPropose.class),
+        CHECKPOINT_VOTE(12, Message.CheckpointVote.class);
+
+        private final int code;
+        private final Class<? extends Message> cls;
+
+        Type(int code, Class<? extends Message> cls) {
+            this.code = code;
+            this.cls = cls;
+        }
+
+        public int code() {
+            return code;
+        }
+
+        public Class<? extends Message> messageClass() {
+            return cls;
+        }
+
+        public static Type of(Message m) {
+            for (Type t : values()) {
+                if (t.cls.isInstance(m)) {
+                    return t;
+                }
+            }
+            throw new IllegalArgumentException("no wire type for " + m.getClass().getName()
+                    + ": add it to MessageCodec.Type with a new code");
+        }
+
+        static Type fromCode(int code, int offset) {
+            for (Type t : values()) {
+                if (t.code == code) {
+                    return t;
+                }
+            }
+            throw new CertificateFormatException("unknown message type code " + code + " (this build knows 1.."
+                    + values().length + ")", offset);
+        }
+    }
+
+    private MessageCodec() {
+    }
+
+    /**
+     * The canonical encoding of {@code m}.
+     *
+     * @throws IllegalArgumentException if a field cannot be encoded (a missing signature or proof, a
+     *                                  string over 255 UTF-8 bytes, a proof deeper than 64 levels)
+     */
+    public static byte[] encode(Message m) {
+        Type t = Type.of(m);
+        Wire.Out o = new Wire.Out(capacityHint(m)).u8(VERSION).u8(t.code);
+        switch (t) {
+            case SUB_BATCH -> {
+                SubBatch sb = ((Message.SubBatchMsg) m).subBatch();
+                requireSigned(sb.clientSig(), "SubBatch.clientSig");
+                o.blob(sb.encode());
+            }
+            case BATCH_INFO -> {
+                BatchInfo i = ((Message.BatchInfoMsg) m).info();
+                o.str8(i.volume()).i64(i.batchId()).i64(i.firstSeq()).i64(i.lastSeq()).i32(i.participants().size());
+                for (int p : i.participants()) {
+                    o.i32(p);
+                }
+                o.i64(i.prevBatchId()).i32(i.prevLeaderRegion()).blob(requireSigned(i.clientSig(), "BatchInfo.clientSig"));
+            }
+            case LOG_CERT -> o.blob(cert(((Message.LogCertMsg) m).tentative(), t));
+            case STORE_ACK -> {
+                Message.StoreAck a = (Message.StoreAck) m;
+                o.i32(a.region()).i64(a.generation()).i64(a.index()).hash(a.digest())
+                        .blob(requireSigned(a.signature(), "StoreAck.signature"));
+            }
+            case VOTE -> {
+                Message.Vote v = (Message.Vote) m;
+                o.i64(v.batchId()).i32(v.region()).i64(v.generation()).u8(v.yes() ? 1 : 0)
+                        .blob(requireSigned(v.signature(), "Vote.signature"));
+            }
+            case DECISION_REQUEST -> o.i64(((Message.DecisionRequest) m).batchId());
+            case DECISION -> o.blob(cert(((Message.DecisionMsg) m).tentative(), t));
+            case PUT_REPLY -> o.blob(cert(((Message.PutReply) m).tentative(), t));
+            case GET_REQUEST -> {
+                Message.GetRequest g = (Message.GetRequest) m;
+                o.i64(g.requestId()).i64(g.block()).i64(g.prevNum());
+            }
+            case GET_REPLY -> {
+                Message.GetReply g = (Message.GetReply) m;
+                if (g.data() == null || g.proof() == null) {
+                    throw new IllegalArgumentException("GetReply without data or proof cannot be encoded");
+                }
+                MerkleProof p = g.proof();
+                if (p.siblings().size() > MAX_PROOF_LEVELS) {
+                    throw new IllegalArgumentException("proof of " + p.siblings().size() + " levels exceeds "
+                            + MAX_PROOF_LEVELS);
+                }
+                o.i64(g.requestId()).i64(g.block()).blob(g.data()).i64(g.appliedSeq())
+                        .i64(p.block()).hash(p.leaf()).u8(p.siblings().size());
+                for (Hash h : p.siblings()) {
+                    o.hash(h);
+                }
+            }
+            case CHECKPOINT_PROPOSE -> {
+                Message.CheckpointPropose c = (Message.CheckpointPropose) m;
+                o.i32(c.region()).i64(c.generation()).i64(c.throughIndex());
+            }
+            case CHECKPOINT_VOTE -> o.blob(cert(((Message.CheckpointVote) m).tentative(), t));
+            default -> throw new AssertionError(t);
+        }
+        return o.toByteArray();
+    }
+
+    /** About the encoded size, so that block-carrying messages are written without regrowing the buffer. */
+    private static int capacityHint(Message m) {
+        if (m instanceof Message.SubBatchMsg s) {
+            long n = 512;
+            for (Put p : s.subBatch().puts()) {
+                n += 96 + p.data().length;
+            }
+            return (int) Math.min(n, 1 << 30);
+        }
+        if (m instanceof Message.GetReply g && g.data() != null && g.proof() != null) {
+            return 128 + g.data().length + Hash.LENGTH * g.proof().siblings().size();
+        }
+        return 256;
+    }
+
+    /** Decodes {@link #encode} output; the whole array must be one message. */
+    public static Message decode(byte[] b) {
+        if (b == null) {
+            throw new CertificateFormatException("no message bytes (null)", 0);
+        }
+        Wire.In in = new Wire.In(b);
+        int version = in.u8("codec version");
+        if (version != VERSION) {
+            throw new CertificateFormatException("unsupported message codec version " + version
+                    + " (this build reads version " + VERSION + ")", 0);
+        }
+        Type t = Type.fromCode(in.u8("message type"), 1);
+        Message m;
+        try {
+            m = body(t, in);
+        } catch (CertificateFormatException e) {
+            throw e;
+        } catch (IllegalArgumentException e) {
+            // a record's own invariant refused the decoded fields
+            throw new CertificateFormatException(t + " message has invalid fields: " + e.getMessage(), in.pos());
+        }
+        in.expectEnd(t + " message");
+        return m;
+    }
+
+    private static Message body(Type t, Wire.In in) {
+        return switch (t) {
+            case SUB_BATCH -> {
+                int start = in.pos() + 4;
+                byte[] entry = in.blob("sub-batch");
+                try {
+                    yield new Message.SubBatchMsg(SubBatch.decode(entry));
+                } catch (CertificateFormatException e) {
+                    throw e.within("sub-batch", start);
+                }
+            }
+            case BATCH_INFO -> {
+                String volume = in.str8("volume");
+                long batchId = in.i64("batch id");
+                long firstSeq = in.i64("first seq");
+                long lastSeq = in.i64("last seq");
+                int n = in.i32("participant count");
+                if (n < 0 || n > in.remaining() / 4) {
+                    throw new CertificateFormatException("participant count " + n + " does not fit the "
+                            + in.remaining() + " bytes left", in.pos() - 4);
+                }
+                List<Integer> participants = new ArrayList<>(n);
+                for (int i = 0; i < n; i++) {
+                    participants.add(in.i32("participant " + i));
+                }
+                long prevBatch = in.i64("previous batch id");
+                int prevLeader = in.i32("previous leader region");
+                byte[] sig = in.blob("client signature");
+                yield new Message.BatchInfoMsg(new BatchInfo(volume, batchId, firstSeq, lastSeq, participants,
+                        prevBatch, prevLeader, sig));
+            }
+            case LOG_CERT -> new Message.LogCertMsg(cert(in, t));
+            case STORE_ACK -> {
+                int region = in.i32("region");
+                long generation = in.i64("generation");
+                long index = in.i64("log index");
+                Hash digest = in.hash("entry digest");
+                yield new Message.StoreAck(region, generation, index, digest, in.blob("store signature"));
+            }
+            case VOTE -> {
+                long batchId = in.i64("batch id");
+                int region = in.i32("region");
+                long generation = in.i64("generation");
+                boolean yes = bool(in, "vote");
+                yield new Message.Vote(batchId, region, generation, yes, in.blob("vote signature"));
+            }
+            case DECISION_REQUEST -> new Message.DecisionRequest(in.i64("batch id"));
+            case DECISION -> new Message.DecisionMsg(cert(in, t));
+            case PUT_REPLY -> new Message.PutReply(cert(in, t));
+            case GET_REQUEST -> new Message.GetRequest(in.i64("request id"), in.i64("block"), in.i64("prevNum"));
+            case GET_REPLY -> {
+                long requestId = in.i64("request id");
+                long block = in.i64("block");
+                byte[] data = in.blob("block data");
+                long applied = in.i64("applied seq");
+                long proofBlock = in.i64("proof block");
+                Hash leaf = in.hash("proof leaf");
+                int levels = in.u8("proof levels");
+                if (levels > MAX_PROOF_LEVELS) {
+                    throw new CertificateFormatException("proof of " + levels + " levels exceeds "
+                            + MAX_PROOF_LEVELS, in.pos() - 1);
+                }
+                List<Hash> siblings = new ArrayList<>(levels);
+                for (int i = 0; i < levels; i++) {
+                    siblings.add(in.hash("proof sibling " + i));
+                }
+                yield new Message.GetReply(requestId, block, data, applied, new MerkleProof(proofBlock, leaf, siblings));
+            }
+            case CHECKPOINT_PROPOSE -> new Message.CheckpointPropose(in.i32("region"), in.i64("generation"),
+                    in.i64("through index"));
+            case CHECKPOINT_VOTE -> new Message.CheckpointVote(cert(in, t));
+        };
+    }
+
+    /** The statement kinds a certificate-carrying message may hold. */
+    public static Set<StatementKind> certificateKinds(Type t) {
+        return switch (t) {
+            case LOG_CERT -> EnumSet.of(StatementKind.LOG_ENTRY);
+            case DECISION -> EnumSet.of(StatementKind.COMMIT, StatementKind.ABORT);
+            case PUT_REPLY -> EnumSet.of(StatementKind.PUT_SUCCESS, StatementKind.PUT_FAILED);
+            case CHECKPOINT_VOTE -> EnumSet.of(StatementKind.CHECKPOINT);
+            default -> EnumSet.noneOf(StatementKind.class);
+        };
+    }
+
+    private static byte[] cert(Certificate c, Type t) {
+        if (!certificateKinds(t).contains(c.type().kind())) {
+            throw new IllegalArgumentException(t + " message carries " + certificateKinds(t) + " certificates, not "
+                    + c.type());
+        }
+        return c.encode();
+    }
+
+    private static Certificate cert(Wire.In in, Type t) {
+        String what = t + " certificate";
+        int start = in.pos() + 4;
+        byte[] bytes = in.blob(what);
+        Certificate c;
+        try {
+            c = Certificate.decode(bytes);
+        } catch (CertificateFormatException e) {
+            throw e.within(what, start);
+        }
+        if (!certificateKinds(t).contains(c.type().kind())) {
+            throw new CertificateFormatException(t + " message carries " + certificateKinds(t)
+                    + " certificates, not " + c.type(), start + 1);
+        }
+        return c;
+    }
+
+    private static boolean bool(Wire.In in, String what) {
+        int v = in.u8(what);
+        if (v > 1) {
+            throw new CertificateFormatException(what + " must be 0 or 1, got " + v, in.pos() - 1);
+        }
+        return v == 1;
+    }
+
+    private static byte[] requireSigned(byte[] sig, String field) {
+        if (sig == null) {
+            throw new IllegalArgumentException(field + " is null: sign the message before encoding it");
+        }
+        return sig;
+    }
+}

@@ -1,0 +1,301 @@
+package io.salus.core.zk;
+
+import io.salus.core.cert.Certificate;
+import io.salus.core.cert.CertificateFormatException;
+import io.salus.core.cert.RegionId;
+import io.salus.core.cert.Statement;
+import io.salus.core.cert.Wire;
+import io.salus.core.protocol.recovery.Coordination;
+import java.nio.charset.StandardCharsets;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.SortedSet;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.function.Consumer;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.utils.PathUtils;
+import org.apache.curator.utils.ZKPaths;
+import org.apache.zookeeper.KeeperException;
+import org.apache.zookeeper.data.Stat;
+
+/**
+ * {@link Coordination} over ZooKeeper through Apache Curator: the trusted coordination service of
+ * §3.3.4 for one volume, under its own base path. Same contract as
+ * {@link io.salus.core.protocol.recovery.InMemoryCoordination} (checked by the same contract test):
+ *
+ * <ul>
+ *   <li>{@code <base>/checkpoints/<hex(volume UTF-8)>/<region index>}: the latest CHECKPOINT
+ *       certificate of a region, replaced only by a newer one (generation, then index). The
+ *       read-compare-write is a compare-and-set on the znode version, so two writers racing
+ *       end with the newer certificate, never the one that wrote last.</li>
+ *   <li>{@code <base>/reports/<epoch>/<region>}: an RRS's identifyLCP report (last write wins).</li>
+ *   <li>{@code <base>/lcp/<epoch>}: the agreed LCP; created once, the first writer wins and every
+ *       caller gets the stored value back.</li>
+ * </ul>
+ *
+ * Every znode is persistent: a report or an LCP must outlive the session (and the process) that wrote
+ * it, so a session expiry loses nothing. Values are versioned canonical encodings (a leading version
+ * byte); a znode that does not decode is reported with its path, never skipped. ZooKeeper failures
+ * surface as {@link CoordinationStoreException} naming the path. The caller owns the Curator client
+ * (started, with its retry policy) and closes it.
+ */
+public final class CuratorCoordination implements Coordination {
+    /** Encoding version of the report and LCP values. */
+    static final int VALUE_VERSION = 1;
+
+    private final CuratorFramework client;
+    private final String base;
+    /** Test hook: runs between the read and the conditional write of a compare-and-set. */
+    private volatile Consumer<String> beforeConditionalWrite = p -> { };
+
+    /**
+     * @param client   a started Curator client
+     * @param basePath absolute ZooKeeper path owned by one volume's coordination, e.g.
+     *                 {@code /salus/volumes/vol1/coordination}
+     * @throws IllegalArgumentException if the path is not a valid absolute ZooKeeper path
+     */
+    public CuratorCoordination(CuratorFramework client, String basePath) {
+        if (client == null) {
+            throw new IllegalArgumentException("a started CuratorFramework is required");
+        }
+        try {
+            PathUtils.validatePath(basePath);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("invalid coordination base path '" + basePath + "': " + e.getMessage()
+                    + " (use an absolute path such as /salus/volumes/<volume>/coordination)", e);
+        }
+        if (basePath.equals("/")) {
+            throw new IllegalArgumentException("the coordination base path must not be the ZooKeeper root: use e.g. "
+                    + "/salus/volumes/<volume>/coordination");
+        }
+        this.client = client;
+        this.base = basePath;
+    }
+
+    /** The base path of one volume's coordination under {@code root} (the volume name is hex-encoded). */
+    public static String volumePath(String root, String volume) {
+        return ZKPaths.makePath(root, "volumes", hex(volume), "coordination");
+    }
+
+    void beforeConditionalWrite(Consumer<String> hook) {
+        this.beforeConditionalWrite = hook;
+    }
+
+    String checkpointPath(RegionId region) {
+        return ZKPaths.makePath(base, "checkpoints", hex(region.volume()), Integer.toString(region.index()));
+    }
+
+    String reportPath(long epoch, int region) {
+        return ZKPaths.makePath(base, "reports", Long.toString(epoch), Integer.toString(region));
+    }
+
+    String lcpPath(long epoch) {
+        return ZKPaths.makePath(base, "lcp", Long.toString(epoch));
+    }
+
+    private static String hex(String s) {
+        return HexFormat.of().formatHex(s.getBytes(StandardCharsets.UTF_8));
+    }
+
+    @Override
+    public void putCheckpoint(Certificate checkpoint) {
+        Statement.Checkpoint st = checkpoint.statement(Statement.Checkpoint.class);
+        String path = checkpointPath(st.region());
+        byte[] bytes = checkpoint.encode();
+        while (true) {
+            Stat stat = new Stat();
+            byte[] current = read(path, stat);
+            if (current != null) {
+                Statement.Checkpoint old = decodeCheckpoint(path, current).statement(Statement.Checkpoint.class);
+                if (old.generation() > st.generation()
+                        || (old.generation() == st.generation() && old.throughIndex() >= st.throughIndex())) {
+                    return; // the stored one is as new or newer
+                }
+            }
+            beforeConditionalWrite.accept(path);
+            try {
+                if (current == null) {
+                    client.create().creatingParentsIfNeeded().forPath(path, bytes);
+                } else {
+                    client.setData().withVersion(stat.getVersion()).forPath(path, bytes);
+                }
+                return;
+            } catch (KeeperException.NodeExistsException | KeeperException.BadVersionException e) {
+                // another writer got there between our read and our write: compare again
+            } catch (Exception e) {
+                throw failure("store checkpoint", path, e);
+            }
+        }
+    }
+
+    @Override
+    public Optional<Certificate> latestCheckpoint(RegionId region) {
+        String path = checkpointPath(region);
+        byte[] b = read(path, null);
+        return b == null ? Optional.empty() : Optional.of(decodeCheckpoint(path, b));
+    }
+
+    @Override
+    public void report(long epoch, int region, RegionReport report) {
+        String path = reportPath(epoch, region);
+        byte[] bytes = encodeReport(report);
+        try {
+            try {
+                client.create().creatingParentsIfNeeded().forPath(path, bytes);
+            } catch (KeeperException.NodeExistsException e) {
+                client.setData().forPath(path, bytes); // a report is replaced, like InMemoryCoordination's put
+            }
+        } catch (Exception e) {
+            throw failure("store report", path, e);
+        }
+    }
+
+    @Override
+    public Map<Integer, RegionReport> reports(long epoch) {
+        String dir = ZKPaths.makePath(base, "reports", Long.toString(epoch));
+        List<String> children;
+        try {
+            children = client.getChildren().forPath(dir);
+        } catch (KeeperException.NoNodeException e) {
+            return new TreeMap<>();
+        } catch (Exception e) {
+            throw failure("list reports", dir, e);
+        }
+        Map<Integer, RegionReport> out = new TreeMap<>();
+        for (String c : children) {
+            String path = ZKPaths.makePath(dir, c);
+            int region;
+            try {
+                region = Integer.parseInt(c);
+            } catch (NumberFormatException e) {
+                throw new CoordinationStoreException("unexpected znode " + path + " among the reports (names are "
+                        + "region indexes); remove it or use a base path that only Salus writes to", e);
+            }
+            byte[] b = read(path, null);
+            if (b != null) {
+                out.put(region, decodeReport(path, b));
+            }
+        }
+        return out;
+    }
+
+    @Override
+    public Lcp putLcp(Lcp lcp) {
+        String path = lcpPath(lcp.epoch());
+        byte[] bytes = encodeLcp(lcp);
+        beforeConditionalWrite.accept(path);
+        try {
+            client.create().creatingParentsIfNeeded().forPath(path, bytes);
+            return lcp;
+        } catch (KeeperException.NodeExistsException e) {
+            // first writer wins; fall through and return what it stored
+        } catch (Exception e) {
+            throw failure("store LCP", path, e);
+        }
+        return lcp(lcp.epoch()).orElseThrow(() -> new CoordinationStoreException(path
+                + " existed when the LCP was created but is gone now; LCP znodes are never deleted by Salus", null));
+    }
+
+    @Override
+    public Optional<Lcp> lcp(long epoch) {
+        String path = lcpPath(epoch);
+        byte[] b = read(path, null);
+        return b == null ? Optional.empty() : Optional.of(decodeLcp(path, b, epoch));
+    }
+
+    /** The znode's data, or null if it does not exist. */
+    private byte[] read(String path, Stat stat) {
+        try {
+            return stat == null ? client.getData().forPath(path) : client.getData().storingStatIn(stat).forPath(path);
+        } catch (KeeperException.NoNodeException e) {
+            return null;
+        } catch (Exception e) {
+            throw failure("read", path, e);
+        }
+    }
+
+    private CoordinationStoreException failure(String what, String path, Exception e) {
+        if (e instanceof InterruptedException) {
+            Thread.currentThread().interrupt();
+        }
+        return new CoordinationStoreException("cannot " + what + " at " + path + " on ZooKeeper "
+                + client.getZookeeperClient().getCurrentConnectionString() + ": " + e, e);
+    }
+
+    private static Certificate decodeCheckpoint(String path, byte[] b) {
+        try {
+            Certificate c = Certificate.decode(b);
+            c.statement(Statement.Checkpoint.class);
+            return c;
+        } catch (IllegalArgumentException e) {
+            throw new CoordinationStoreException(path + " does not hold a checkpoint certificate: " + e.getMessage(), e);
+        }
+    }
+
+    static byte[] encodeReport(RegionReport r) {
+        Wire.Out o = new Wire.Out().u8(VALUE_VERSION).i64(r.committedSeq()).i32(r.preparedSeqs().size());
+        for (long s : r.preparedSeqs()) {
+            o.i64(s);
+        }
+        return o.toByteArray();
+    }
+
+    static RegionReport decodeReport(String path, byte[] b) {
+        try {
+            Wire.In in = new Wire.In(b);
+            version(in);
+            long committed = in.i64("committed seq");
+            int n = in.i32("prepared count");
+            if (n < 0 || n > in.remaining() / 8) {
+                throw new CertificateFormatException("prepared count " + n + " does not fit the bytes left",
+                        in.pos() - 4);
+            }
+            SortedSet<Long> prepared = new TreeSet<>();
+            long prev = Long.MIN_VALUE;
+            for (int i = 0; i < n; i++) {
+                long seq = in.i64("prepared seq " + i);
+                if (i > 0 && seq <= prev) {
+                    throw new CertificateFormatException("prepared seqs must be strictly increasing, " + seq
+                            + " follows " + prev, in.pos() - 8);
+                }
+                prepared.add(seq);
+                prev = seq;
+            }
+            in.expectEnd("report");
+            return new RegionReport(committed, prepared);
+        } catch (CertificateFormatException e) {
+            throw new CoordinationStoreException(path + " does not hold a region report: " + e.getMessage(), e);
+        }
+    }
+
+    static byte[] encodeLcp(Lcp l) {
+        return new Wire.Out().u8(VALUE_VERSION).i64(l.epoch()).i64(l.seq()).hash(l.root()).toByteArray();
+    }
+
+    static Lcp decodeLcp(String path, byte[] b, long epoch) {
+        try {
+            Wire.In in = new Wire.In(b);
+            version(in);
+            long e = in.i64("epoch");
+            if (e != epoch) {
+                throw new CertificateFormatException("holds the LCP of epoch " + e + ", not " + epoch, 1);
+            }
+            Lcp l = new Lcp(e, in.i64("seq"), in.hash("root"));
+            in.expectEnd("LCP");
+            return l;
+        } catch (CertificateFormatException e) {
+            throw new CoordinationStoreException(path + " does not hold an LCP: " + e.getMessage(), e);
+        }
+    }
+
+    private static void version(Wire.In in) {
+        int v = in.u8("value version");
+        if (v != VALUE_VERSION) {
+            throw new CertificateFormatException("unsupported value version " + v + " (this build reads "
+                    + VALUE_VERSION + ")", 0);
+        }
+    }
+}

@@ -1,0 +1,214 @@
+package io.salus.core.zk;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.salus.core.cert.CertType;
+import io.salus.core.cert.Certificate;
+import io.salus.core.cert.RegionId;
+import io.salus.core.cert.Statement;
+import io.salus.core.crypto.NodeId;
+import io.salus.core.crypto.NodeKeys;
+import io.salus.core.crypto.SignatureScheme;
+import io.salus.core.merkle.Hash;
+import io.salus.core.merkle.HashAlgorithm;
+import io.salus.core.protocol.recovery.Coordination;
+import io.salus.core.protocol.recovery.Coordination.Lcp;
+import io.salus.core.protocol.recovery.Coordination.RegionReport;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The contract of {@link Coordination}, run against every implementation. Each test gets a fresh,
+ * empty store from {@link #newStore()}; {@link #peer(Coordination)} is a second handle on the same
+ * store (for ZooKeeper: another client and session), used for racing writers.
+ */
+abstract class CoordinationContract {
+    static final RegionId R0 = new RegionId("vol1", 0);
+    static final RegionId R1 = new RegionId("vol1", 1);
+    static final List<NodeKeys> KEYS = List.of(
+            NodeKeys.deterministic(SignatureScheme.WEAK_CRC32C, NodeId.of("rs0"), 1),
+            NodeKeys.deterministic(SignatureScheme.WEAK_CRC32C, NodeId.of("rs1"), 1),
+            NodeKeys.deterministic(SignatureScheme.WEAK_CRC32C, NodeId.of("rs2"), 1));
+
+    /** A fresh, empty store. */
+    abstract Coordination newStore() throws Exception;
+
+    /** Another handle on the same store as {@code c}. */
+    abstract Coordination peer(Coordination c) throws Exception;
+
+    static Certificate checkpoint(RegionId r, long generation, long index) {
+        Hash root = HashAlgorithm.SHA256.hash(new byte[] {(byte) generation, (byte) index});
+        Statement.Checkpoint st = new Statement.Checkpoint(r, generation, index, index * 2, root);
+        List<Certificate> t = new ArrayList<>();
+        for (NodeKeys k : KEYS) {
+            t.add(Certificate.sign(CertType.TENTATIVE_CHECKPOINT, st, k.signer()));
+        }
+        return Certificate.combine(t);
+    }
+
+    static long indexOf(Optional<Certificate> c) {
+        return c.orElseThrow().statement(Statement.Checkpoint.class).throughIndex();
+    }
+
+    static Lcp lcp(long epoch, long seq) {
+        return new Lcp(epoch, seq, HashAlgorithm.SHA256.hash(new byte[] {(byte) seq}));
+    }
+
+    static RegionReport report(long committed, Long... prepared) {
+        return new RegionReport(committed, new TreeSet<>(List.of(prepared)));
+    }
+
+    @Test
+    void noCheckpointUntilOneIsStored() throws Exception {
+        Coordination c = newStore();
+        assertEquals(Optional.empty(), c.latestCheckpoint(R0));
+        Certificate cp = checkpoint(R0, 1, 5);
+        c.putCheckpoint(cp);
+        assertEquals(Optional.of(cp), c.latestCheckpoint(R0));
+        assertEquals(Optional.empty(), c.latestCheckpoint(R1), "regions are independent");
+        assertEquals(Optional.empty(), c.latestCheckpoint(new RegionId("vol2", 0)), "volumes are independent");
+    }
+
+    @Test
+    void aCheckpointIsReplacedOnlyByANewerOne() throws Exception {
+        Coordination c = newStore();
+        c.putCheckpoint(checkpoint(R0, 1, 5));
+        c.putCheckpoint(checkpoint(R0, 1, 3)); // stale index
+        assertEquals(5, indexOf(c.latestCheckpoint(R0)));
+        c.putCheckpoint(checkpoint(R0, 1, 9));
+        assertEquals(9, indexOf(c.latestCheckpoint(R0)));
+        c.putCheckpoint(checkpoint(R0, 2, 1)); // newer generation beats a higher index
+        assertEquals(1, indexOf(c.latestCheckpoint(R0)));
+        c.putCheckpoint(checkpoint(R0, 1, 100)); // stale generation
+        assertEquals(2, c.latestCheckpoint(R0).orElseThrow().statement(Statement.Checkpoint.class).generation());
+        Certificate first = c.latestCheckpoint(R0).orElseThrow();
+        Statement.Checkpoint st = first.statement(Statement.Checkpoint.class);
+        Certificate sameIndexOtherRoot = Certificate.combine(KEYS.stream().map(k -> Certificate.sign(
+                CertType.TENTATIVE_CHECKPOINT, new Statement.Checkpoint(R0, st.generation(), st.throughIndex(),
+                        st.lastSeq(), HashAlgorithm.SHA256.hash(new byte[] {42})), k.signer())).toList());
+        c.putCheckpoint(sameIndexOtherRoot);
+        assertEquals(first, c.latestCheckpoint(R0).orElseThrow(), "an equal (generation, index) keeps the first");
+    }
+
+    @Test
+    void onlyCheckpointCertificatesAreAccepted() throws Exception {
+        Coordination c = newStore();
+        Certificate notACheckpoint = Certificate.sign(CertType.NO_NEXT_ENTRY,
+                new Statement.NoNextEntry(R0, 1, 4), KEYS.get(0).signer());
+        assertThrows(IllegalArgumentException.class, () -> c.putCheckpoint(notACheckpoint));
+        assertEquals(Optional.empty(), c.latestCheckpoint(R0));
+    }
+
+    @Test
+    void reportsAreKeptPerEpochAndRegionAndReplaced() throws Exception {
+        Coordination c = newStore();
+        assertEquals(Map.of(), c.reports(7));
+        c.report(7, 1, report(3, 5L, 7L));
+        c.report(7, 0, report(2));
+        c.report(8, 0, report(9, 10L));
+        Map<Integer, RegionReport> r = c.reports(7);
+        assertEquals(List.of(0, 1), new ArrayList<>(r.keySet()), "ordered by region");
+        assertEquals(report(3, 5L, 7L), r.get(1));
+        assertEquals(report(2), r.get(0));
+        c.report(7, 1, report(4, 6L));
+        assertEquals(report(4, 6L), c.reports(7).get(1), "a second report of a region replaces the first");
+        assertEquals(Map.of(0, report(9, 10L)), c.reports(8));
+        c.reports(7).clear();
+        assertEquals(2, c.reports(7).size(), "reports() returns a copy");
+    }
+
+    @Test
+    void theFirstLcpOfAnEpochWins() throws Exception {
+        Coordination c = newStore();
+        assertEquals(Optional.empty(), c.lcp(3));
+        assertEquals(lcp(3, 10), c.putLcp(lcp(3, 10)));
+        assertEquals(lcp(3, 10), c.putLcp(lcp(3, 12)), "the stored value is returned, not the loser's");
+        assertEquals(Optional.of(lcp(3, 10)), c.lcp(3));
+        assertEquals(lcp(4, 12), c.putLcp(lcp(4, 12)));
+        assertEquals(Optional.of(lcp(3, 10)), c.lcp(3));
+    }
+
+    @Test
+    void aSecondHandleSeesTheFirstOnesWrites() throws Exception {
+        Coordination a = newStore();
+        Coordination b = peer(a);
+        a.putCheckpoint(checkpoint(R0, 1, 5));
+        a.report(1, 0, report(2, 3L));
+        a.putLcp(lcp(1, 2));
+        assertEquals(5, indexOf(b.latestCheckpoint(R0)));
+        assertEquals(Map.of(0, report(2, 3L)), b.reports(1));
+        assertEquals(Optional.of(lcp(1, 2)), b.lcp(1));
+    }
+
+    /** Hostile: writers on separate handles race for one epoch's LCP; all must see the same winner. */
+    @Test
+    void racingLcpWritersAllGetTheSameWinner() throws Exception {
+        Coordination first = newStore();
+        int writers = 6;
+        List<Lcp> returned = race(first, writers, (c, i) -> c.putLcp(lcp(9, 100 + i)));
+        Lcp stored = first.lcp(9).orElseThrow();
+        assertEquals(Set.of(stored), new HashSet<>(returned), "every writer got the stored LCP back");
+        assertTrue(stored.seq() >= 100 && stored.seq() < 100 + writers);
+    }
+
+    /** Hostile: writers race checkpoints of one region; the newest must survive whatever the order. */
+    @Test
+    void racingCheckpointWritersLeaveTheNewest() throws Exception {
+        Coordination first = newStore();
+        int writers = 6;
+        race(first, writers, (c, i) -> {
+            for (int k = 0; k < 5; k++) {
+                c.putCheckpoint(checkpoint(R0, 1, i * 5 + k));
+            }
+            return null;
+        });
+        assertEquals((writers - 1) * 5 + 4, indexOf(first.latestCheckpoint(R0)));
+    }
+
+    interface Writer<T> {
+        T write(Coordination c, int i) throws Exception;
+    }
+
+    /** Runs {@code n} writers, each on its own handle, released together by a barrier. */
+    <T> List<T> race(Coordination first, int n, Writer<T> w) throws Exception {
+        List<Coordination> handles = new ArrayList<>();
+        handles.add(first);
+        for (int i = 1; i < n; i++) {
+            handles.add(peer(first));
+        }
+        CyclicBarrier start = new CyclicBarrier(n);
+        ExecutorService pool = Executors.newFixedThreadPool(n);
+        try {
+            List<Future<T>> fs = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                int id = i;
+                Callable<T> task = () -> {
+                    start.await();
+                    return w.write(handles.get(id), id);
+                };
+                fs.add(pool.submit(task));
+            }
+            List<T> out = new ArrayList<>();
+            for (Future<T> f : fs) {
+                out.add(f.get(2, TimeUnit.MINUTES)); // a hang guard only: failure, not a timing assertion
+            }
+            return out;
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+}
