@@ -87,7 +87,7 @@ public class MessageCodecBenchmark {
                     new Statement.LogEntry(region, 3, 123_456, h, 4200), s));
             case STORE_ACK -> new Message.StoreAck(17, 3, 123_456, h, sig);
             case VOTE -> new Message.Vote(99, 17, 3, true, sig);
-            case DECISION_REQUEST -> new Message.DecisionRequest(99);
+            case DECISION_REQUEST -> new Message.DecisionRequest(1, 99);
             case DECISION -> new Message.DecisionMsg(Certificate.sign(CertType.TENTATIVE_COMMIT,
                     new Statement.Decision(true, "volume-0001", 99, 1000, 1249, new RegionId("volume-0001", 3)), s));
             case PUT_REPLY -> new Message.PutReply(Certificate.sign(CertType.TENTATIVE_PUT_SUCCESS,

@@ -123,7 +123,11 @@ public final class MessageCodec {
                 o.i64(v.batchId()).i32(v.region()).i64(v.generation()).u8(v.yes() ? 1 : 0)
                         .blob(requireSigned(v.signature(), "Vote.signature"));
             }
-            case DECISION_REQUEST -> o.i64(((Message.DecisionRequest) m).batchId());
+            case DECISION_REQUEST -> {
+                Message.DecisionRequest r = (Message.DecisionRequest) m;
+                o.i32(r.leaderRegion());
+                o.i64(r.batchId());
+            }
             case DECISION -> o.blob(cert(((Message.DecisionMsg) m).tentative(), t));
             case PUT_REPLY -> o.blob(cert(((Message.PutReply) m).tentative(), t));
             case GET_REQUEST -> {
@@ -242,7 +246,10 @@ public final class MessageCodec {
                 boolean yes = bool(in, "vote");
                 yield new Message.Vote(batchId, region, generation, yes, in.blob("vote signature"));
             }
-            case DECISION_REQUEST -> new Message.DecisionRequest(in.i64("batch id"));
+            case DECISION_REQUEST -> {
+                int leaderRegion = in.i32("leader region");
+                yield new Message.DecisionRequest(leaderRegion, in.i64("batch id"));
+            }
             case DECISION -> new Message.DecisionMsg(cert(in, t));
             case PUT_REPLY -> new Message.PutReply(cert(in, t));
             case GET_REQUEST -> new Message.GetRequest(in.i64("request id"), in.i64("block"), in.i64("prevNum"));

@@ -135,7 +135,7 @@ class MessageCodecTest {
                 case LOG_CERT -> new Message.LogCertMsg(logEntry());
                 case STORE_ACK -> new Message.StoreAck(rnd.nextInt(64), rnd.nextInt(9), anyLong(), hash(), bytes(64));
                 case VOTE -> new Message.Vote(anyLong(), rnd.nextInt(64), rnd.nextInt(9), rnd.nextBoolean(), bytes(64));
-                case DECISION_REQUEST -> new Message.DecisionRequest(anyLong());
+                case DECISION_REQUEST -> new Message.DecisionRequest(rnd.nextInt(64), anyLong());
                 case DECISION -> new Message.DecisionMsg(decision());
                 case PUT_REPLY -> new Message.PutReply(putOutcome());
                 case GET_REQUEST -> new Message.GetRequest(anyLong(), anyLong(), anyLong());
@@ -232,7 +232,7 @@ class MessageCodecTest {
 
     @Test
     void unknownVersionAndTypeAreNamed() {
-        byte[] b = MessageCodec.encode(new Message.DecisionRequest(5));
+        byte[] b = MessageCodec.encode(new Message.DecisionRequest(2, 5));
         byte[] v2 = b.clone();
         v2[0] = 2;
         CertificateFormatException e = assertThrows(CertificateFormatException.class, () -> MessageCodec.decode(v2));
