@@ -466,4 +466,34 @@ class PipelinedCommitTest {
         }
         assertEquals(after40.keySet(), replicas.get(configs.get(0).primary()).retainedSizes().keySet());
     }
+
+    /** A checkpoint writes the blocks changed since the previous one, not the whole region. */
+    @Test
+    void aCheckpointWritesWhatChangedAndTheDiskComposesTheRegion() {
+        NodeId primary = configs.get(0).primary();
+        List<Integer> written = new ArrayList<>();
+        disks.put(primary, new InMemoryReplicaDisk() {
+            @Override
+            public void writeCheckpoint(long g, long k, long seq, Map<Long, byte[]> changed,
+                                        io.salus.core.merkle.VolumeRootRecord rec) {
+                written.add(changed.size());
+                super.writeCheckpoint(g, k, seq, changed, rec);
+            }
+        });
+        start(configs.get(0), primary);
+        for (int b = 0; b < 8; b++) { // fill the region: checkpoint at entries 3 and 7
+            client.submit(List.of(new BlockWrite(b, data(b + 1))));
+            drain();
+        }
+        for (int b = 0; b < 4; b++) { // then change one block four times: checkpoint at entry 11
+            client.submit(List.of(new BlockWrite(2, data(50 + b))));
+            drain();
+        }
+        assertEquals(List.of(4, 4, 1), written, "checkpoint sizes (blocks written) must follow what changed");
+        RegionSnapshot composed = disks.get(primary).readSnapshot(0, 11);
+        assertEquals(8, composed.blocks().size());
+        assertArrayEquals(data(53), composed.blocks().get(2L));
+        assertEquals(replicas.get(primary).regionRoot(), composed.regionRoot(cfg.hash(), cfg.blockSize(),
+                cfg.layout()));
+    }
 }

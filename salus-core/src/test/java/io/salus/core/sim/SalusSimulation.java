@@ -162,6 +162,16 @@ final class SalusSimulation {
                     super.writeSnapshot(new RegionSnapshot(snap.generation(), snap.throughIndex(), snap.lastSeq(),
                             blocks, snap.rootRecord()));
                 }
+
+                @Override
+                public void writeCheckpoint(long generation, long throughIndex, long lastSeq, Map<Long, byte[]> changed,
+                                            io.salus.core.merkle.VolumeRootRecord rootRecord) {
+                    Map<Long, byte[]> blocks = new HashMap<>(changed);
+                    byte[] junk = new byte[cfg.blockSize()];
+                    junk[0] = 0x42;
+                    blocks.put(0L, junk);
+                    super.writeCheckpoint(generation, throughIndex, lastSeq, blocks, rootRecord);
+                }
             } : new InMemoryReplicaDisk();
             this.rsId = witnessOnly ? null : NodeId.of("rs" + num);
             this.storeId = NodeId.of((witnessOnly ? "w" : "dn") + num);

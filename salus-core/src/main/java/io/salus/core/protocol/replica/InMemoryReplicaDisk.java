@@ -55,9 +55,36 @@ public class InMemoryReplicaDisk implements ReplicaDisk {
         snapshots.put(s.generation() + ":" + s.throughIndex(), s);
     }
 
+    /** Per generation: checkpoint deltas by index (only the blocks changed since the previous one). */
+    protected final Map<Long, TreeMap<Long, RegionSnapshot>> deltas = new HashMap<>();
+
+    @Override
+    public void writeCheckpoint(long generation, long throughIndex, long lastSeq, Map<Long, byte[]> changed,
+                                io.salus.core.merkle.VolumeRootRecord rootRecord) {
+        Map<Long, byte[]> copy = new HashMap<>();
+        changed.forEach((k, v) -> copy.put(k, v.clone()));
+        deltas.computeIfAbsent(generation, g -> new TreeMap<>()).put(throughIndex,
+                new RegionSnapshot(generation, throughIndex, lastSeq, copy, rootRecord));
+    }
+
     @Override
     public RegionSnapshot readSnapshot(long generation, long throughIndex) {
-        return snapshots.get(generation + ":" + throughIndex);
+        RegionSnapshot whole = snapshots.get(generation + ":" + throughIndex);
+        if (whole != null) {
+            return whole;
+        }
+        TreeMap<Long, RegionSnapshot> d = deltas.get(generation);
+        if (d == null || !d.containsKey(throughIndex)) {
+            return null;
+        }
+        // compose: the generation's starting snapshot (if any) then every delta through the index
+        RegionSnapshot start = snapshots.get(generation + ":-1");
+        Map<Long, byte[]> blocks = new TreeMap<>(start == null ? Map.of() : start.blocks());
+        for (RegionSnapshot delta : d.headMap(throughIndex, true).values()) {
+            blocks.putAll(delta.blocks());
+        }
+        RegionSnapshot last = d.get(throughIndex);
+        return new RegionSnapshot(generation, throughIndex, last.lastSeq(), blocks, last.rootRecord());
     }
 
     @Override
@@ -83,6 +110,7 @@ public class InMemoryReplicaDisk implements ReplicaDisk {
     public void deleteAll() {
         logs.clear();
         snapshots.clear();
+        deltas.clear();
         decisionRecords.clear();
     }
 }

@@ -9,8 +9,6 @@ import io.salus.core.crypto.NodeId;
 import io.salus.core.crypto.Signer;
 import io.salus.core.crypto.Verifier;
 import io.salus.core.merkle.Hash;
-import io.salus.core.merkle.InMemoryNodeStore;
-import io.salus.core.merkle.MerkleTree;
 import io.salus.core.merkle.VolumeRootRecord;
 import io.salus.core.protocol.Membership;
 import io.salus.core.protocol.Mutation;
@@ -67,8 +65,7 @@ public final class RegionReplica {
     private final ReplicaHooks hooks;
 
     // region state
-    private final Map<Long, byte[]> blocks = new HashMap<>();
-    private final MerkleTree tree;
+    private final RegionStore store;
     private long appliedSeq;
     private VolumeRootRecord rootRecord;
     private long committedIndex;
@@ -151,19 +148,15 @@ public final class RegionReplica {
         this.disk = disk;
         this.coordination = coordination;
         this.hooks = hooks;
-        this.tree = cfg.layout().newRegionTree(cfg.hash(), cfg.blockSize(), new InMemoryNodeStore());
-        base.blocks().forEach((k, v) -> {
-            blocks.put(k, v.clone());
-            tree.putBlock(k, v);
-        });
+        this.store = new InMemoryRegionStore(cfg, base.blocks());
         this.appliedSeq = base.lastSeq();
         this.lastAcceptedSeq = base.lastSeq();
         this.rootRecord = base.rootRecord();
         this.committedIndex = base.throughIndex();
         this.checkpointedIndex = base.throughIndex();
         this.nextIndex = base.throughIndex() + 1;
-        rootHistory.put(appliedSeq, tree.root());
-        snapshotRoots.put(base.throughIndex(), tree.root());
+        rootHistory.put(appliedSeq, store.root());
+        snapshotRoots.put(base.throughIndex(), store.root());
         snapshotSeqs.put(base.throughIndex(), base.lastSeq());
         // restart: entries on disk after the base are prepared; decisions are re-learned from leaders
         for (long i = nextIndex; i <= disk.lastIndex(rrs.generation()); i++) {
@@ -216,7 +209,7 @@ public final class RegionReplica {
     }
 
     public Hash regionRoot() {
-        return tree.root();
+        return store.root();
     }
 
     /** Region root after the sub-batch ending at {@code seq} was applied, or null if unknown. */
@@ -233,15 +226,12 @@ public final class RegionReplica {
     }
 
     public byte[] block(long localIndex) {
-        byte[] b = blocks.get(localIndex);
-        return b == null ? new byte[cfg.blockSize()] : b.clone();
+        return store.read(localIndex);
     }
 
     /** Leaf hashes of written blocks (for a client fetching the region subtree at mount). */
     public Map<Long, Hash> leafHashes() {
-        Map<Long, Hash> m = new TreeMap<>();
-        blocks.keySet().forEach(k -> m.put(k, tree.leaf(k)));
-        return m;
+        return store.leafHashes();
     }
 
     /** The commit certificate this replica holds for a batch, or null. */
@@ -678,12 +668,11 @@ public final class RegionReplica {
         for (Put p : e.sb.puts()) {
             long local = p.block() - first;
             byte[] data = hooks.onApply(p.data().clone());
-            blocks.put(local, data);
-            tree.putBlock(local, data);
+            store.apply(local, data);
             rootRecord = rootRecord.newer(new VolumeRootRecord(p.volumeRoot(), p.seq()));
         }
         appliedSeq = e.sb.lastSeq();
-        rootHistory.put(appliedSeq, tree.root());
+        rootHistory.put(appliedSeq, store.root());
         serveGets();
         if ((e.index + 1) % CHECKPOINT_EVERY == 0) {
             flush(e.index);
@@ -715,7 +704,7 @@ public final class RegionReplica {
             }
             long local = cfg.layout().localIndex(p.req.block());
             net.send(p.from, new Message.GetReply(p.req.requestId(), p.req.block(), hooks.onGetReply(block(local)),
-                    appliedSeq, tree.proof(local, tree.depth())));
+                    appliedSeq, store.proof(local)));
             return true;
         });
     }
@@ -723,9 +712,10 @@ public final class RegionReplica {
     // ------------------------------------------------------------------ flush / compaction consent
 
     private void flush(long index) {
-        RegionSnapshot s = new RegionSnapshot(rrs.generation(), index, appliedSeq, blocks, rootRecord);
-        disk.writeSnapshot(s);
-        snapshotRoots.put(index, tree.root());
+        // a checkpoint costs what changed since the previous one, not the region's size
+        disk.writeCheckpoint(rrs.generation(), index, appliedSeq, store.dirty(), rootRecord);
+        store.markDurable();
+        snapshotRoots.put(index, store.root());
         snapshotSeqs.put(index, appliedSeq);
         if (me.equals(rrs.primary())) {
             for (NodeId r : rrs.replicas()) {

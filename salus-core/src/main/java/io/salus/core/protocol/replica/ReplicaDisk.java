@@ -1,7 +1,9 @@
 package io.salus.core.protocol.replica;
 
 import io.salus.core.cert.Certificate;
+import io.salus.core.merkle.VolumeRootRecord;
 import java.util.List;
+import java.util.Map;
 
 /**
  * A replica's files on its colocated DataNode: the region log (one file per generation in HDFS,
@@ -17,9 +19,19 @@ public interface ReplicaDisk {
     /** Highest index stored for the generation, or -1. */
     long lastIndex(long generation);
 
+    /** Writes a whole-region snapshot (the generation's starting state after recovery). */
     void writeSnapshot(RegionSnapshot s);
 
-    /** The snapshot of the generation through the given index, or null. */
+    /**
+     * Writes a checkpoint (flush) through log index {@code throughIndex} that costs what changed:
+     * only the blocks changed since the generation's previous checkpoint (or its starting
+     * snapshot), with the last seq and root record at that point. {@link #readSnapshot} composes
+     * the full state from the starting snapshot and the checkpoints up to the one asked for.
+     */
+    void writeCheckpoint(long generation, long throughIndex, long lastSeq, Map<Long, byte[]> changed,
+                         VolumeRootRecord rootRecord);
+
+    /** The region state of the generation through the given index (composed), or null. */
     RegionSnapshot readSnapshot(long generation, long throughIndex);
 
     /**

@@ -1,0 +1,77 @@
+package io.salus.core.protocol.replica;
+
+import io.salus.core.merkle.Hash;
+import io.salus.core.merkle.InMemoryNodeStore;
+import io.salus.core.merkle.MerkleProof;
+import io.salus.core.merkle.MerkleTree;
+import io.salus.core.protocol.ProtocolConfig;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+
+/** A {@link RegionStore} in memory (simulator, unit tests, benchmarks). Not thread-safe. */
+public final class InMemoryRegionStore implements RegionStore {
+    private final int blockSize;
+    private final Map<Long, byte[]> blocks = new HashMap<>();
+    private final MerkleTree tree;
+    private final Set<Long> dirty = new LinkedHashSet<>();
+
+    /** A store holding {@code initial} (local index to content), all of it durable already. */
+    public InMemoryRegionStore(ProtocolConfig cfg, Map<Long, byte[]> initial) {
+        this.blockSize = cfg.blockSize();
+        this.tree = cfg.layout().newRegionTree(cfg.hash(), cfg.blockSize(), new InMemoryNodeStore());
+        initial.forEach((k, v) -> {
+            blocks.put(k, v.clone());
+            tree.putBlock(k, v);
+        });
+    }
+
+    @Override
+    public void apply(long localBlock, byte[] data) {
+        blocks.put(localBlock, data);
+        tree.putBlock(localBlock, data);
+        dirty.add(localBlock);
+    }
+
+    @Override
+    public byte[] read(long localBlock) {
+        byte[] b = blocks.get(localBlock);
+        return b == null ? new byte[blockSize] : b.clone();
+    }
+
+    @Override
+    public MerkleProof proof(long localBlock) {
+        return tree.proof(localBlock, tree.depth());
+    }
+
+    @Override
+    public Hash root() {
+        return tree.root();
+    }
+
+    @Override
+    public Map<Long, Hash> leafHashes() {
+        Map<Long, Hash> m = new TreeMap<>();
+        blocks.keySet().forEach(k -> m.put(k, tree.leaf(k)));
+        return m;
+    }
+
+    @Override
+    public Map<Long, byte[]> dirty() {
+        Map<Long, byte[]> m = new TreeMap<>();
+        dirty.forEach(k -> m.put(k, blocks.get(k)));
+        return m;
+    }
+
+    @Override
+    public void markDurable() {
+        dirty.clear();
+    }
+
+    /** Every written block (full copy: for tests and the benchmark's whole-region baseline). */
+    public Map<Long, byte[]> allBlocks() {
+        return new TreeMap<>(blocks);
+    }
+}

@@ -1,0 +1,36 @@
+package io.salus.core.protocol.replica;
+
+import io.salus.core.merkle.Hash;
+import io.salus.core.merkle.MerkleProof;
+import java.util.Map;
+
+/**
+ * The storage seam of a replica: the region's cells and its region tree. {@link RegionReplica}
+ * applies committed writes here and reads blocks with their proofs; at a checkpoint it writes only
+ * what changed since the previous one ({@link #dirty}) and then marks it durable. The simulator uses
+ * {@link InMemoryRegionStore}; the HBase adapter implements it over a region (block cells, tree
+ * nodes persisted so that opening a region does not rehash it). Local block indexes (0-based inside
+ * the region).
+ */
+public interface RegionStore {
+    /** Applies a committed write of one block and updates the region tree. */
+    void apply(long localBlock, byte[] data);
+
+    /** The block's content (all zeros if never written). */
+    byte[] read(long localBlock);
+
+    /** The proof from the block's leaf to the region root. */
+    MerkleProof proof(long localBlock);
+
+    /** The region tree root over the current cells. */
+    Hash root();
+
+    /** Leaf hashes of the written blocks (what a mounting client fetches). */
+    Map<Long, Hash> leafHashes();
+
+    /** The blocks changed since the last {@link #markDurable()}: what a checkpoint must write. */
+    Map<Long, byte[]> dirty();
+
+    /** The state is durable (a checkpoint wrote {@link #dirty()}): forget the dirty set. */
+    void markDurable();
+}
