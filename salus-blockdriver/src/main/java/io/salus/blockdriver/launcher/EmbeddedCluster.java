@@ -203,6 +203,13 @@ public final class EmbeddedCluster implements AutoCloseable {
             .build();
     dfs.waitActive();
     dfs.waitClusterUp();
+    for (var dn : dfs.getDataNodes()) {
+      var problem = WitnessDataNodePlugin.problem(dn);
+      if (problem.isPresent() || WitnessDataNodePlugin.running(dn) == null) {
+        throw new LauncherException(problem.orElse("the witness plugin of DataNode "
+            + dn.getXferAddress() + " did not start; see " + layout.dir("logs") + "/salus.log"));
+      }
+    }
   }
 
   private void startWitnesses() throws Exception {

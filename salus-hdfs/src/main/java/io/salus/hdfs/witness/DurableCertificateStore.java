@@ -37,11 +37,12 @@ import org.slf4j.LoggerFactory;
  * {@link #awaitDurable}; concurrent writers share one fsync (group commit), so many logs append in
  * parallel at the cost of roughly one fsync per group.
  *
- * <p><b>Recovery.</b> On open every segment is scanned. A record cut short at the end of the newest
- * segment (or trailing zero bytes) is a torn tail of a write that was never acknowledged: it is
- * truncated and reported. A damaged record anywhere else, or a complete record whose CRC does not
- * match, makes {@link #open} throw {@link CorruptWitnessStoreException}, unless the store is opened
- * with {@code repair}, which moves the damaged bytes to a {@code .corrupt} file.
+ * <p><b>Recovery.</b> On open every segment is scanned. A torn tail of the newest segment — a
+ * record cut short, trailing zero bytes, or a full-length last record whose CRC fails (a page of it
+ * never reached the disk) with nothing intact after it — is a write that was never acknowledged: it
+ * is truncated and reported. A damaged record with intact records after it, or damage in an older
+ * segment, makes {@link #open} throw {@link CorruptWitnessStoreException}, unless the store is
+ * opened with {@code repair}, which moves the damaged bytes to a {@code .corrupt} file.
  */
 public final class DurableCertificateStore implements CertificateStore, Closeable {
   private static final Logger LOG = LoggerFactory.getLogger(DurableCertificateStore.class);
@@ -185,7 +186,8 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
       records += r.records;
       if (r.badOffset >= 0) {
         long end = seg.size;
-        if (r.incomplete && last || last && allZero(ch, r.badOffset, end)) {
+        if (last && (r.incomplete || allZero(ch, r.badOffset, end)
+            || tornLastRecord(ch, r, end))) {
           LOG.warn("Witness journal {}: truncating torn tail of {} bytes at offset {} ({})", p,
               end - r.badOffset, r.badOffset, r.reason);
           ch.truncate(r.badOffset);
@@ -224,7 +226,42 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
     long records;
     long badOffset = -1;
     boolean incomplete;
+    /** The damaged record's header is intact and it ends exactly at the end of the file. */
+    boolean lastRecord;
+    /** The damaged record's header (magic, header CRC or length) is what failed. */
+    boolean headerDamaged;
     String reason;
+  }
+
+  /**
+   * A damaged record at the end of the newest segment is a torn write (a page of the last,
+   * unacknowledged record did not reach the disk before the crash) when nothing valid follows it:
+   * either its header is intact and it ends exactly at the end of the file, or its header is
+   * damaged, the rest of the file is no longer than one record, and no intact record header starts
+   * anywhere in it. Anything else is mid-log corruption.
+   */
+  private boolean tornLastRecord(FileChannel ch, ScanResult r, long end) throws IOException {
+    if (r.lastRecord) {
+      return true;
+    }
+    long rest = end - r.badOffset;
+    long maxRecord = JournalRecord.HEADER + options.maxRecordBytes + 512L + JournalRecord.TRAILER;
+    if (!r.headerDamaged || rest > maxRecord) {
+      return false;
+    }
+    ByteBuffer buf = ByteBuffer.allocate((int) rest);
+    readFully(ch, buf, r.badOffset);
+    byte[] b = buf.array();
+    for (int i = 1; i + JournalRecord.HEADER <= b.length; i++) {
+      ByteBuffer hb = ByteBuffer.wrap(b, i, JournalRecord.HEADER);
+      if (hb.getInt() == JournalRecord.MAGIC) {
+        hb.position(i + 9);
+        if (hb.getInt() == JournalRecord.crc(b, i, 9)) {
+          return false; // an intact record follows the damage
+        }
+      }
+    }
+    return true;
   }
 
   private ScanResult scan(Segment seg) throws IOException {
@@ -249,11 +286,13 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
       int hcrc = hb.getInt();
       if (magic != JournalRecord.MAGIC || hcrc != JournalRecord.crc(h, 0, 9)) {
         r.badOffset = pos;
+        r.headerDamaged = true;
         r.reason = magic != JournalRecord.MAGIC ? "bad record magic" : "record header CRC mismatch";
         return r;
       }
       if (bodyLen < 22 || bodyLen > options.maxRecordBytes + 512) {
         r.badOffset = pos;
+        r.headerDamaged = true;
         r.reason = "implausible record length " + bodyLen;
         return r;
       }
@@ -270,6 +309,7 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
       int bcrc = ByteBuffer.wrap(b, bodyLen, 4).getInt();
       if (bcrc != JournalRecord.crc(b, 0, bodyLen)) {
         r.badOffset = pos;
+        r.lastRecord = end == size;
         r.reason = "record body CRC mismatch";
         return r;
       }
