@@ -49,8 +49,11 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
   static final String PREFIX = "journal-";
   static final String SUFFIX = ".log";
 
-  /** Where a stored certificate lives. */
-  private record Loc(int segment, long offset, int length) {
+  /**
+   * Where a stored certificate lives; {@code end} is the logical write position after it (0 for
+   * records recovered at open): it may be read only once {@code durable >= end}.
+   */
+  private record Loc(int segment, long offset, int length, long end) {
   }
 
   /** A log: one region's log generation. */
@@ -351,7 +354,7 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
     LogIndex li = logs.computeIfAbsent(new LogKey(rec.region(), rec.generation()), k -> new LogIndex());
     if (rec.type() == JournalRecord.PUT) {
       if (rec.index() > li.truncatedThrough) {
-        Loc loc = new Loc(segment, offset, length);
+        Loc loc = new Loc(segment, offset, length, 0);
         if (li.entries.putIfAbsent(rec.index(), loc) == null) {
           liveCount(segment).incrementAndGet();
         }
@@ -503,7 +506,12 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
     }
     current.size += rec.length;
     written += rec.length;
-    return new Loc(current.number, off, rec.length);
+    return new Loc(current.number, off, rec.length, written);
+  }
+
+  /** Logical write position known to be fsynced. */
+  public long durablePosition() {
+    return durable;
   }
 
   /** Current logical write position (bytes written since open). */
@@ -583,7 +591,8 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
   }
 
   /**
-   * The stored certificate bytes, re-checked against their CRC.
+   * The stored certificate bytes, re-checked against their CRC. Only fsynced certificates are
+   * returned: one written but still waiting for its group commit is returned after that fsync.
    *
    * @throws UncheckedIOException wrapping {@link CorruptWitnessStoreException} if the record
    *     rotted on disk since it was written
@@ -596,6 +605,11 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
     Loc loc = li.entries.get(index);
     if (loc == null) {
       return Optional.empty();
+    }
+    if (loc.end > durable) {
+      // Written but not yet fsynced: a query must never answer with (or act on) a certificate that
+      // a crash could still take back, so it waits for the group commit that covers it.
+      awaitDurable(loc.end);
     }
     Segment seg = segments.get(loc.segment);
     if (seg == null) {

@@ -226,6 +226,19 @@ class DurableCertificateStoreTest {
   }
 
   @Test
+  void aWrittenEntryIsReadOnlyOnceItIsFsynced() throws Exception {
+    try (DurableCertificateStore s = DurableCertificateStore.open(dir)) {
+      s.putIfAbsent(R, 1, 0, cert(0));
+      long pos = s.write(R, 1, 1, cert(1).encode()); // written, its fsync not awaited
+      assertTrue(s.durablePosition() < pos, "nothing fsynced the second record yet");
+      // A query (WitnessLog.query reads the store) must not answer with a record a crash could
+      // still take back: it gets the certificate only once it is on disk.
+      assertEquals(cert(1), s.get(R, 1, 1).orElseThrow());
+      assertTrue(s.durablePosition() >= pos, "read an entry before it was fsynced");
+    }
+  }
+
+  @Test
   void bitRotAfterOpenIsDetectedOnRead() throws Exception {
     try (DurableCertificateStore s = DurableCertificateStore.open(dir)) {
       s.putIfAbsent(R, 1, 0, cert(0));
