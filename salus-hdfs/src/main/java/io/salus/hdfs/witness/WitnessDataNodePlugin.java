@@ -36,6 +36,7 @@ public final class WitnessDataNodePlugin implements ServicePlugin {
   public static final String MAX_INFLIGHT_KEY = "salus.witness.max-inflight";
   public static final String SEGMENT_BYTES_KEY = "salus.witness.segment-bytes";
   public static final String REPAIR_KEY = "salus.witness.repair";
+  public static final String IDLE_TIMEOUT_KEY = "salus.witness.idle-timeout-ms";
 
   /** Running plugins of this JVM by DataNode transfer address ("host:port"). */
   private static final Map<String, WitnessNode> RUNNING = new ConcurrentHashMap<>();
@@ -112,7 +113,9 @@ public final class WitnessDataNodePlugin implements ServicePlugin {
         .withNodeId(conf.getTrimmed(NODE_ID_KEY, "dn-witness@" + dnKey))
         .withLimits(conf.getInt(MAX_CONNECTIONS_KEY, 256), conf.getInt(MAX_INFLIGHT_KEY, 1024))
         .withSegmentBytes(conf.getLong(SEGMENT_BYTES_KEY, 64L << 20))
-        .withRepair(conf.getBoolean(REPAIR_KEY, false));
+        .withRepair(conf.getBoolean(REPAIR_KEY, false))
+        .withIdleTimeout(conf.getInt(IDLE_TIMEOUT_KEY,
+            WitnessNode.Settings.DEFAULT_IDLE_TIMEOUT_MILLIS));
     String trust = conf.getTrimmed(TRUST_FILE_KEY);
     if (trust != null && !trust.isEmpty()) {
       s = s.withTrustFile(Paths.get(trust));
