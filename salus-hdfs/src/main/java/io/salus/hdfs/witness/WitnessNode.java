@@ -19,7 +19,7 @@ import io.salus.core.crypto.SignatureScheme;
  */
 public final class WitnessNode implements Closeable {
   /** Everything needed to start a witness. {@code trust} null means: load {@code trustFile}, or an
-   *  empty weak-scheme trust (every offer rejected until membership is configured). */
+   *  empty Ed25519 trust (every offer rejected until membership is configured). */
   public record Settings(Path dir, String bindHost, int port, String nodeId, Path trustFile,
       WitnessTrust trust, Path keyFile, int maxConnections, int maxInflight, int maxFrameBytes,
       long segmentBytes, boolean repair, int idleTimeoutMillis) {
@@ -104,7 +104,7 @@ public final class WitnessNode implements Closeable {
     WitnessTrust trust = s.trust();
     if (trust == null) {
       trust = s.trustFile() != null ? WitnessTrust.load(s.trustFile())
-          : new WitnessTrust(SignatureScheme.WEAK_CRC32C);
+          : new WitnessTrust(WitnessTrust.DEFAULT_SCHEME);
     }
     DurableCertificateStore store = DurableCertificateStore.open(s.dir(),
         new DurableCertificateStore.Options(s.segmentBytes(), s.maxFrameBytes(), s.repair()));
