@@ -14,7 +14,6 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
-import sun.misc.Signal;
 
 /** {@code salus up}: the whole stack in one JVM, state under --data, Ctrl-C to stop. */
 @Command(
@@ -103,9 +102,7 @@ public final class UpCommand implements Callable<Integer> {
     // HDFS and HBase register JVM shutdown hooks of their own (FileSystem cache, DataNode
     // volumes) that must not run while region servers are still flushing.
     CountDownLatch stopRequested = new CountDownLatch(1);
-    for (String sig : new String[] {"TERM", "INT"}) {
-      Signal.handle(new Signal(sig), s -> stopRequested.countDown());
-    }
+    StopSignals.install(stopRequested::countDown, new java.io.PrintWriter(System.err, true));
     try {
       cluster.start();
     } catch (LauncherException e) {
