@@ -105,6 +105,10 @@ public final class NbdCommand implements Callable<Integer> {
       err.println("error: " + e.getMessage());
       err.flush();
       return 2;
+    } catch (HBaseConf.ClusterUnreachableException e) {
+      err.println("error: " + e.getMessage());
+      err.flush();
+      return 1;
     } catch (Exception e) {
       err.println("error: " + e + " (is the cluster up? check --hbase-conf)");
       err.flush();
