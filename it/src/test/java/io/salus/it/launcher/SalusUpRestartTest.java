@@ -128,6 +128,15 @@ class SalusUpRestartTest {
         }
       }
 
+      // The readiness line's salus command works as printed: the client configuration that
+      // 'salus up' wrote reaches the cluster and lists the demo volume.
+      assertTrue(ready.contains("./salus volume list --hbase-conf " + data + "/conf"), ready);
+      try (LauncherProcess list = LauncherProcess.start("512m", "volume", "list", "--hbase-conf",
+          data.resolve("conf").toString())) {
+        assertEquals(0, list.waitForExit(120, TimeUnit.SECONDS), list.output());
+        assertTrue(list.output().contains("demo"), list.output());
+      }
+
       // 'salus status' reports every component healthy.
       try (LauncherProcess status = LauncherProcess.start("512m", "status", "--data", data.toString())) {
         assertEquals(0, status.waitForExit(120, TimeUnit.SECONDS), status.output());
