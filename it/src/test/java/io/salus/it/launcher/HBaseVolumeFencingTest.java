@@ -1,0 +1,97 @@
+package io.salus.it.launcher;
+
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import io.salus.blockdriver.volume.HBaseVolume;
+import io.salus.blockdriver.volume.VolumeCatalog;
+import io.salus.blockdriver.volume.VolumeException;
+import io.salus.blockdriver.volume.VolumeInfo;
+import io.salus.blockdriver.volume.VolumeLease;
+import io.salus.it.volume.MiniHBase;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.apache.hadoop.hbase.TableName;
+import org.apache.hadoop.hbase.client.Admin;
+import org.apache.hadoop.hbase.client.RegionInfo;
+import org.apache.hadoop.hbase.zookeeper.ZKConfig;
+import org.apache.zookeeper.ZooKeeper;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The writer lease is checked before acknowledging, not only before sending: a write sent while the
+ * lease was held, which completes in HBase after the lease was lost, is answered with the fencing
+ * error (another writer may own the volume by then). Real HBase mini cluster; the write is held in
+ * flight by taking its region offline, and the lease is lost by ending its ZooKeeper session.
+ */
+class HBaseVolumeFencingTest {
+  private static MiniHBase hbase;
+
+  @BeforeAll
+  static void start() throws Exception {
+    hbase = new MiniHBase();
+  }
+
+  @AfterAll
+  static void stop() throws Exception {
+    if (hbase != null) {
+      hbase.close();
+    }
+  }
+
+  @Test
+  void aWriteThatCompletesAfterTheLeaseIsLostIsNotAcknowledged() throws Exception {
+    VolumeCatalog catalog = new VolumeCatalog(hbase.connection());
+    VolumeInfo info = catalog.create("fenced", 256, 4096, "SHA-256", 1);
+    try (HBaseVolume v = HBaseVolume.open(hbase.connection(), "fenced");
+        Admin admin = hbase.connection().getAdmin()) {
+      v.write(0, new byte[4096], false).join();
+      v.read(0, 256).join(); // the whole tree is loaded: the write below only waits for its put
+      List<RegionInfo> regions = admin.getRegions(TableName.valueOf(info.table()));
+      for (RegionInfo r : regions) {
+        admin.unassign(r.getRegionName());
+      }
+      byte[] data = new byte[4096];
+      data[0] = 42;
+      CompletableFuture<Void> inFlight = v.write(1, data, false); // sent with the lease held
+      expire(ZKConfig.getZKQuorumServersString(hbase.conf()), v.lease());
+      assertTrue(v.lease().isLost());
+      for (RegionInfo r : regions) {
+        admin.assign(r.getRegionName());
+      }
+      // The bound only guards against a hang; a timeout fails the test as well.
+      ExecutionException e = assertThrows(ExecutionException.class,
+          () -> inFlight.get(120, TimeUnit.SECONDS),
+          "a write that completed after the lease was lost was acknowledged");
+      assertTrue(e.getCause() instanceof VolumeException.Closed
+          && e.getCause().getMessage().contains("fenced"), String.valueOf(e.getCause()));
+    }
+  }
+
+  /** Ends the lease's session on the server: a second client attaches to it and closes it. */
+  private static void expire(String quorum, VolumeLease lease) throws Exception {
+    for (int attempt = 0; attempt < 10 && !lease.isLost(); attempt++) {
+      CountDownLatch connected = new CountDownLatch(1);
+      ZooKeeper dup = new ZooKeeper(quorum, 20_000, event -> {
+        if (event.getState() == org.apache.zookeeper.Watcher.Event.KeeperState.SyncConnected) {
+          connected.countDown();
+        }
+      }, lease.sessionId(), lease.sessionPassword());
+      connected.await(10, TimeUnit.SECONDS);
+      dup.close();
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+      while (!lease.isLost() && System.nanoTime() < deadline) {
+        Thread.sleep(50);
+      }
+    }
+    if (!lease.isLost()) {
+      fail("could not end the lease holder's ZooKeeper session");
+    }
+  }
+}
