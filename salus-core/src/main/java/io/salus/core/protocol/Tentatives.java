@@ -70,6 +70,11 @@ public final class Tentatives<K> {
     }
 
     /** Slots with tentatives held (memory accounting, tests). */
+    /** The slots that hold tentatives (a read-only view). */
+    public java.util.Set<K> slots() {
+        return java.util.Collections.unmodifiableSet(bySlot.keySet());
+    }
+
     public int size() {
         return bySlot.size();
     }

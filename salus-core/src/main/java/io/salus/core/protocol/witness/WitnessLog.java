@@ -112,7 +112,7 @@ public final class WitnessLog {
 
     /** Forgets pending tentatives of a log at or below an index (a checkpoint covers them). */
     public void dropPendingThrough(RegionId region, long generation, long throughIndex) {
-        pending.keySet().removeIf(s -> s.region.equals(region) && s.generation == generation
+        pending.forgetIf(s -> s.region.equals(region) && s.generation == generation
                 && s.index <= throughIndex);
     }
 
@@ -125,11 +125,11 @@ public final class WitnessLog {
         if (excess <= 0) {
             return 0;
         }
-        List<Slot> oldest = pending.keySet().stream()
+        List<Slot> oldest = pending.slots().stream()
                 .sorted(java.util.Comparator.comparingLong(Slot::generation)
                         .thenComparingLong(Slot::index))
                 .limit(excess).toList();
-        oldest.forEach(pending::remove);
+        oldest.forEach(pending::forget);
         return oldest.size();
     }
 
