@@ -150,7 +150,8 @@ class NbdHBaseVolumeTest {
       Result r = t.get(new Get(Bytes.toBytes(3L)));
       byte[] data = r.getValue(HBaseVolume.FAMILY, HBaseVolume.DATA).clone();
       data[1234] ^= 0x01;
-      t.put(new Put(Bytes.toBytes(3L)).addColumn(HBaseVolume.FAMILY, HBaseVolume.DATA, data));
+      t.put(new Put(Bytes.toBytes(3L), MiniHBase.newerVersion(t, 3))
+          .addColumn(HBaseVolume.FAMILY, HBaseVolume.DATA, data));
       Tools.Result bad = Tools.run(60, "qemu-io", "-f", "raw", uri, "-c", "read -P 0x42 12k 4k");
       assertTrue(bad.output().contains("Input/output error"), bad.output());
       Tools.run(60, "qemu-io", "-f", "raw", uri, "-c", "read -P 0x42 0 12k",

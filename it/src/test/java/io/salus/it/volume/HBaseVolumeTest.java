@@ -24,6 +24,10 @@ import java.util.Arrays;
 import java.util.Random;
 import java.util.concurrent.CompletionException;
 import org.apache.hadoop.hbase.TableName;
+import org.apache.hadoop.hbase.client.Admin;
+import org.apache.hadoop.hbase.client.RegionInfo;
+import org.apache.hadoop.hbase.util.EnvironmentEdge;
+import org.apache.hadoop.hbase.util.EnvironmentEdgeManager;
 import org.apache.hadoop.hbase.client.Get;
 import org.apache.hadoop.hbase.client.Put;
 import org.apache.hadoop.hbase.client.Result;
@@ -128,6 +132,73 @@ class HBaseVolumeTest {
     }
   }
 
+  /**
+   * A delete never hides a later write: zero-then-write on one block in a tight loop (the
+   * delete and the put often fall in the same millisecond), then across a region reopen on a
+   * region server whose clock is 60 s behind (as after a move to a skewed host; the mini
+   * cluster runs in this JVM, so its clock is the injected {@link EnvironmentEdge}), then after
+   * a flush and a major compaction, and after a remount.
+   */
+  @Test
+  void aDeleteNeverHidesALaterWrite() throws Exception {
+    catalog.create("zw", 1024, 4096);
+    TableName tn = VolumeCatalog.dataTable("zw");
+    byte[] last7 = null;
+    byte[] last8 = null;
+    try (HBaseVolume v = HBaseVolume.open(hbase.connection(), "zw")) {
+      for (int i = 0; i < 300; i++) {
+        last7 = random(4096, i);
+        v.writeZeroes(7, 1, false).join();
+        v.write(7, last7, false).join();
+        assertArrayEquals(last7, v.read(7, 1).join(), "zero-then-write, iteration " + i);
+        last8 = random(4096, 1000 + i);
+        v.write(8, new byte[4096], false).join(); // an all-zero write is a delete too
+        v.write(8, last8, false).join();
+        assertArrayEquals(last8, v.read(8, 1).join(), "zero-write-then-write, iteration " + i);
+      }
+      v.write(9, random(4096, 4999), false).join();
+      v.trim(9, 1).join();
+      v.write(10, random(4096, 5000), false).join();
+      long skew = 60_000;
+      EnvironmentEdgeManager.injectEdge(() -> System.currentTimeMillis() - skew);
+      try {
+        reopenRegions(tn);
+        byte[] d9 = random(4096, 5001);
+        byte[] d10 = random(4096, 5002);
+        v.write(9, d9, false).join();
+        v.write(10, d10, false).join();
+        assertArrayEquals(d9, v.read(9, 1).join(), "write after a trim, on a skewed clock");
+        assertArrayEquals(d10, v.read(10, 1).join(), "overwrite on a skewed clock");
+        hbase.util().flush(tn);
+        hbase.util().compact(tn, true);
+        assertArrayEquals(d9, v.read(9, 1).join(), "after major compaction");
+        assertArrayEquals(d10, v.read(10, 1).join(), "after major compaction");
+        assertArrayEquals(last7, v.read(7, 1).join());
+        assertArrayEquals(last8, v.read(8, 1).join());
+      } finally {
+        EnvironmentEdgeManager.reset();
+      }
+    }
+    try (HBaseVolume v = HBaseVolume.open(hbase.connection(), "zw")) {
+      assertTrue(v.mountRootMatchesRecorded());
+      assertArrayEquals(last7, v.read(7, 1).join());
+      assertArrayEquals(last8, v.read(8, 1).join());
+      assertArrayEquals(random(4096, 5001), v.read(9, 1).join());
+      assertArrayEquals(random(4096, 5002), v.read(10, 1).join());
+    }
+  }
+
+  /** Closes and reopens every region of {@code tn} (a move on a one-server cluster). */
+  static void reopenRegions(TableName tn) throws Exception {
+    Admin admin = hbase.util().getAdmin();
+    for (RegionInfo ri : admin.getRegions(tn)) {
+      admin.unassign(ri.getRegionName());
+      admin.assign(ri.getRegionName());
+    }
+    hbase.util().waitUntilAllRegionsAssigned(tn);
+    hbase.util().waitTableAvailable(tn);
+  }
+
   @Test
   void overlappingConcurrentWritesKeepTreeAndStorageInStep() throws Exception {
     catalog.create("overlap", 256, 4096);
@@ -177,7 +248,8 @@ class HBaseVolumeTest {
       Result r = t.get(new Get(Bytes.toBytes(5L)));
       byte[] data = r.getValue(HBaseVolume.FAMILY, HBaseVolume.DATA).clone();
       data[100] ^= 0x40;
-      t.put(new Put(Bytes.toBytes(5L)).addColumn(HBaseVolume.FAMILY, HBaseVolume.DATA, data));
+      long v5 = MiniHBase.newerVersion(t, 5);
+      t.put(new Put(Bytes.toBytes(5L), v5).addColumn(HBaseVolume.FAMILY, HBaseVolume.DATA, data));
       CompletionException e = assertThrows(CompletionException.class, () -> v.read(5, 1).join());
       assertTrue(e.getCause() instanceof BlockCorruptedException, e.toString());
       assertThrows(CompletionException.class, () -> v.read(0, 16).join());
@@ -185,12 +257,13 @@ class HBaseVolumeTest {
       assertArrayEquals(Arrays.copyOfRange(d, 0, 5 * 4096), v.read(0, 5).join());
       // consistent forgery (data and stored hash both replaced) is caught by the tree too
       byte[] forged = random(4096, 77);
-      t.put(new Put(Bytes.toBytes(7L))
+      t.put(new Put(Bytes.toBytes(7L), v5)
           .addColumn(HBaseVolume.FAMILY, HBaseVolume.DATA, forged)
           .addColumn(HBaseVolume.FAMILY, HBaseVolume.HASH, v.tree().leafHash(forged, 0)));
       assertThrows(CompletionException.class, () -> v.read(7, 1).join());
       // a block that should be empty but appears in storage
-      t.put(new Put(Bytes.toBytes(300L)).addColumn(HBaseVolume.FAMILY, HBaseVolume.DATA, forged));
+      t.put(new Put(Bytes.toBytes(300L), v5)
+          .addColumn(HBaseVolume.FAMILY, HBaseVolume.DATA, forged));
       assertThrows(CompletionException.class, () -> v.read(300, 1).join());
       assertEquals(4, v.metrics().verificationFailures.sum(), "each failed block is counted");
       // rewriting the block repairs it

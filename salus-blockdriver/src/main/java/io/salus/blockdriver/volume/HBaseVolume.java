@@ -17,6 +17,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BiConsumer;
+import java.util.function.LongFunction;
 import java.util.function.Supplier;
 import org.apache.hadoop.hbase.TableName;
 import org.apache.hadoop.hbase.client.AsyncConnection;
@@ -77,6 +78,8 @@ public final class HBaseVolume implements Volume {
    * straight from the lease so that no write is acknowledged after the loss is known.
    */
   private final VolumeLease lease;
+  /** Explicit cell versions of this open (a delete never hides a later write). */
+  private final WriteVersions versions;
 
   private HBaseVolume(Connection connection, VolumeInfo info) throws IOException {
     this.connection = connection;
@@ -86,6 +89,7 @@ public final class HBaseVolume implements Volume {
     this.tableName = TableName.valueOf(info.table());
     this.lease = VolumeLease.acquire(connection.getConfiguration(), info.name());
     try {
+      this.versions = new WriteVersions(catalog.nextWriterEpoch(info.name()));
       this.async = ConnectionFactory.createAsyncConnection(connection.getConfiguration()).get();
     } catch (Exception e) {
       lease.close();
@@ -267,20 +271,25 @@ public final class HBaseVolume implements Volume {
     }
     return withTree(firstBlock, count, () -> {
       byte[][] leaves = new byte[count][];
-      List<Row> batch = new ArrayList<>(count);
+      boolean[] zero = new boolean[count];
       for (int i = 0; i < count; i++) {
-        long block = firstBlock + i;
-        if (BlockGeometry.isAllZero(data, i * bs, bs)) {
-          leaves[i] = tree.emptyLeaf();
-          batch.add(new Delete(row(block)));
-        } else {
-          leaves[i] = tree.leafHash(data, i * bs);
-          batch.add(new Put(row(block))
-              .addColumn(FAMILY, DATA, Arrays.copyOfRange(data, i * bs, (i + 1) * bs))
-              .addColumn(FAMILY, HASH, leaves[i]));
-        }
+        zero[i] = BlockGeometry.isAllZero(data, i * bs, bs);
+        leaves[i] = zero[i] ? tree.emptyLeaf() : tree.leafHash(data, i * bs);
       }
-      return apply(firstBlock, leaves, batch);
+      return apply(firstBlock, leaves, version -> {
+        List<Row> batch = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+          long block = firstBlock + i;
+          if (zero[i]) {
+            batch.add(new Delete(row(block), version));
+          } else {
+            batch.add(new Put(row(block), version)
+                .addColumn(FAMILY, DATA, Arrays.copyOfRange(data, i * bs, (i + 1) * bs))
+                .addColumn(FAMILY, HASH, leaves[i]));
+          }
+        }
+        return batch;
+      });
     });
   }
 
@@ -289,9 +298,12 @@ public final class HBaseVolume implements Volume {
    * the in-flight batches touching any of its blocks, so HBase never holds two unordered
    * mutations of one block and the tree's commit order matches the stored state (otherwise two
    * concurrent writes of a block could land in HBase in the opposite order of their
-   * acknowledgements, and a correct block would later fail verification).
+   * acknowledgements, and a correct block would later fail verification). The batch is built
+   * when it is sent, with the next explicit cell version ({@link WriteVersions}), so a later
+   * batch always carries a higher version than an earlier one.
    */
-  private CompletableFuture<Void> apply(long firstBlock, byte[][] leaves, List<Row> batch) {
+  private CompletableFuture<Void> apply(long firstBlock, byte[][] leaves,
+      LongFunction<List<Row>> batchAt) {
     CompletableFuture<Void> mine = new CompletableFuture<>();
     List<CompletableFuture<Void>> before = new ArrayList<>();
     synchronized (inflight) {
@@ -311,6 +323,18 @@ public final class HBaseVolume implements Volume {
         if (leaves[i] != null) {
           tree.beginUpdate(firstBlock + i, leaves[i]);
         }
+      }
+      List<Row> batch;
+      try {
+        batch = batchAt.apply(versions.next());
+      } catch (RuntimeException e) {
+        batch = null;
+        for (int i = 0; i < leaves.length; i++) {
+          if (leaves[i] != null) {
+            tree.abortUpdate(firstBlock + i, leaves[i]);
+          }
+        }
+        return CompletableFuture.failedFuture(e);
       }
       return table.batchAll(batch).handle((r, t) -> {
         for (int i = 0; i < leaves.length; i++) {
@@ -410,11 +434,16 @@ public final class HBaseVolume implements Volume {
       long base = part.get(0);
       long last = part.get(part.size() - 1);
       byte[][] leaves = new byte[(int) (last - base + 1)][];
-      List<Row> batch = new ArrayList<>(part.size());
       for (long b : part) {
         leaves[(int) (b - base)] = empty;
-        batch.add(new Delete(row(b)));
       }
+      LongFunction<List<Row>> batch = version -> {
+        List<Row> rows = new ArrayList<>(part.size());
+        for (long b : part) {
+          rows.add(new Delete(row(b), version));
+        }
+        return rows;
+      };
       parts.add(apply(base, leaves, batch));
     }
     return CompletableFuture.allOf(parts.toArray(new CompletableFuture[0]));

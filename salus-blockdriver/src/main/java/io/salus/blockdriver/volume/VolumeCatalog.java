@@ -54,6 +54,7 @@ public final class VolumeCatalog {
   private static final byte[] Q_ROOT = Bytes.toBytes("root");
   private static final byte[] Q_ROOT_SEQ = Bytes.toBytes("rootSeq");
   private static final byte[] Q_CLEAN = Bytes.toBytes("cleanClose");
+  private static final byte[] Q_EPOCH = Bytes.toBytes("writerEpoch");
 
   private final Connection connection;
 
@@ -232,6 +233,16 @@ public final class VolumeCatalog {
   private void deleteRow(String name) throws IOException {
     try (Table t = connection.getTable(CATALOG_TABLE)) {
       t.delete(new Delete(Bytes.toBytes(name)));
+    }
+  }
+
+  /**
+   * Increments and returns the volume's writer epoch (called by the lease holder at every
+   * open; {@link WriteVersions} derives the cell versions of that open from it).
+   */
+  long nextWriterEpoch(String name) throws IOException {
+    try (Table t = connection.getTable(CATALOG_TABLE)) {
+      return t.incrementColumnValue(Bytes.toBytes(name), FAMILY, Q_EPOCH, 1);
     }
   }
 
