@@ -199,6 +199,57 @@ class HBaseVolumeTest {
     hbase.util().waitTableAvailable(tn);
   }
 
+  /**
+   * A root mismatch at mount stops the mount with a clear error and keeps the recorded root as
+   * evidence; the operator's explicit option accepts the current state; sequence numbers only
+   * grow across opens.
+   */
+  @Test
+  void rootMismatchStopsTheMountAndSequenceNumbersOnlyGrow() throws Exception {
+    catalog.create("evidence", 1024, 4096);
+    try (HBaseVolume v = HBaseVolume.open(hbase.connection(), "evidence")) {
+      v.write(0, random(8 * 4096, 3), false).join();
+    }
+    VolumeInfo closed = catalog.require("evidence");
+    assertTrue(closed.rootSeq() >= 8, "seq counts the writes: " + closed.rootSeq());
+    try (HBaseVolume v = HBaseVolume.open(hbase.connection(), "evidence")) {
+      assertTrue(v.mountRootMatchesRecorded());
+      assertTrue(catalog.require("evidence").rootSeq() >= closed.rootSeq(),
+          "reopening must not lower the sequence number");
+      v.write(8, random(4096, 4), false).join();
+      v.flush().join();
+    }
+    VolumeInfo before = catalog.require("evidence");
+    assertTrue(before.rootSeq() > closed.rootSeq());
+    // forge block 2 (data and hash) behind the driver's back
+    try (Table t = hbase.connection().getTable(VolumeCatalog.dataTable("evidence"))) {
+      byte[] forged = random(4096, 66);
+      t.put(new Put(Bytes.toBytes(2L), MiniHBase.newerVersion(t, 2))
+          .addColumn(HBaseVolume.FAMILY, HBaseVolume.DATA, forged)
+          .addColumn(HBaseVolume.FAMILY, HBaseVolume.HASH,
+              io.salus.blockdriver.tree.TreeHashes.forName("SHA-256", 4096).leaf(forged, 0)));
+    }
+    for (int i = 0; i < 2; i++) { // refused every time, and the lease is released each time
+      VolumeException.RootMismatch e = assertThrows(VolumeException.RootMismatch.class,
+          () -> HBaseVolume.open(hbase.connection(), "evidence"));
+      assertTrue(e.getMessage().contains("does not match the root recorded")
+          && e.getMessage().contains("--accept-current-state"), e.getMessage());
+    }
+    VolumeInfo kept = catalog.require("evidence");
+    assertArrayEquals(before.rootHash(), kept.rootHash(), "the evidence is kept");
+    assertEquals(before.rootSeq(), kept.rootSeq());
+    try (HBaseVolume v = HBaseVolume.open(hbase.connection(), "evidence", true)) {
+      assertFalse(v.mountRootMatchesRecorded());
+      VolumeInfo accepted = catalog.require("evidence");
+      assertTrue(accepted.rootSeq() > before.rootSeq(), "accepted state gets a higher sequence");
+      assertArrayEquals(random(4096, 66), v.read(2, 1).join());
+    }
+    try (HBaseVolume v = HBaseVolume.open(hbase.connection(), "evidence")) {
+      assertTrue(v.mountRootMatchesRecorded());
+    }
+    assertTrue(catalog.require("evidence").rootSeq() > before.rootSeq());
+  }
+
   @Test
   void overlappingConcurrentWritesKeepTreeAndStorageInStep() throws Exception {
     catalog.create("overlap", 256, 4096);
@@ -379,6 +430,7 @@ class HBaseVolumeTest {
     String quorum = ZKConfig.getZKQuorumServersString(hbase.conf());
     try (HBaseVolume first = HBaseVolume.open(hbase.connection(), "leased")) {
       first.write(0, random(4096, 11), false).join();
+      first.flush().join(); // recorded: the next writer's mount must match it
       VolumeException.InUse second = assertThrows(VolumeException.InUse.class,
           () -> HBaseVolume.open(hbase.connection(), "leased"));
       assertTrue(second.getMessage().contains("pid=" + ProcessHandle.current().pid()),

@@ -156,9 +156,21 @@ public final class ClientVolumeTree {
     return tree.root().bytes();
   }
 
-  /** Number of block updates applied (the write sequence number). */
+  /** The write sequence number: the base set at mount plus the block updates applied since. */
   public synchronized long seq() {
     return seq;
+  }
+
+  /**
+   * Continues the write sequence from {@code base} (the sequence number recorded for the
+   * mounted root), so that sequence numbers only grow across opens.
+   */
+  public synchronized void startSeqAt(long base) {
+    if (base < seq) {
+      throw new IllegalStateException("write sequence cannot go back from " + seq + " to "
+          + base);
+    }
+    seq = base;
   }
 
   /**

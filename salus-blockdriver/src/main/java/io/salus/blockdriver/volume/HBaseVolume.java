@@ -81,7 +81,8 @@ public final class HBaseVolume implements Volume {
   /** Explicit cell versions of this open (a delete never hides a later write). */
   private final WriteVersions versions;
 
-  private HBaseVolume(Connection connection, VolumeInfo info) throws IOException {
+  private HBaseVolume(Connection connection, VolumeInfo info, boolean acceptCurrentState)
+      throws IOException {
     this.connection = connection;
     this.info = info;
     this.bs = info.blockSize();
@@ -115,27 +116,61 @@ public final class HBaseVolume implements Volume {
     }
     this.mountRoot = tree.root();
     this.mountRootMatches = info.rootHash() == null || Arrays.equals(info.rootHash(), mountRoot);
+    long seq = info.rootSeq();
     if (!mountRootMatches) {
-      LOG.warn("volume '{}': volume tree root rebuilt from stored hashes ({}) differs from the"
-          + " root recorded at the last {} ({}); {}", info.name(), VolumeCatalog.hex(mountRoot),
-          info.cleanClose() ? "clean close" : "flush", VolumeCatalog.hex(info.rootHash()),
-          info.cleanClose() ? "the table was modified outside the block driver"
-              : "the previous writer did not close cleanly (unflushed writes may have landed)");
+      String why = info.cleanClose()
+          ? "the stored blocks were changed outside the block driver"
+          : "the stored blocks were changed outside the block driver, or the previous writer"
+              + " did not close cleanly and writes after its last flush landed";
+      String problem = "volume '" + info.name() + "': the volume tree rebuilt from storage (root "
+          + VolumeCatalog.hex(mountRoot) + ") does not match the root recorded at the last "
+          + (info.cleanClose() ? "clean close" : "flush") + " (" + VolumeCatalog.hex(info.rootHash())
+          + ", sequence " + info.rootSeq() + "); " + why + ".";
+      if (!acceptCurrentState) {
+        releaseResources();
+        throw new VolumeException.RootMismatch(problem + " Nothing was mounted and the recorded"
+            + " root is kept as evidence. Inspect the table " + info.table() + "; to trust what"
+            + " is stored now, mount once with 'salus nbd --volume " + info.name()
+            + " --accept-current-state' (HBaseVolume.open(connection, name, true)).");
+      }
+      seq = info.rootSeq() + 1; // a new state: its sequence number is above the old one
+      LOG.warn("{} The operator accepted the current state: recording it as sequence {}.",
+          problem, seq);
     }
-    LOG.info("mounted volume '{}' ({} blocks of {} B) in {} ms, root {}", info.name(),
+    tree.startSeqAt(seq);
+    LOG.info("mounted volume '{}' ({} blocks of {} B) in {} ms, root {} sequence {}", info.name(),
         info.sizeInBlocks(), bs, (System.nanoTime() - t0) / 1_000_000,
-        VolumeCatalog.hex(mountRoot));
-    catalog.recordRoot(info.name(), mountRoot, 0, false);
+        VolumeCatalog.hex(mountRoot), seq);
+    try {
+      catalog.recordRoot(info.name(), mountRoot, seq, false);
+    } catch (IOException | RuntimeException e) {
+      releaseResources();
+      throw e;
+    }
+    recordedSeq = seq;
   }
 
-  /** Opens an existing volume of kind {@code hbase} and rebuilds its client volume tree. */
+  /**
+   * Opens an existing volume of kind {@code hbase} and rebuilds its client volume tree; refuses
+   * ({@link VolumeException.RootMismatch}) when the rebuilt root differs from the recorded one.
+   */
   public static HBaseVolume open(Connection connection, String name) throws IOException {
+    return open(connection, name, false);
+  }
+
+  /**
+   * Like {@link #open(Connection, String)}; with {@code acceptCurrentState} a root mismatch is
+   * accepted (the operator's explicit decision to trust what is stored now): the rebuilt root is
+   * recorded with the next sequence number.
+   */
+  public static HBaseVolume open(Connection connection, String name, boolean acceptCurrentState)
+      throws IOException {
     VolumeInfo info = new VolumeCatalog(connection).require(name);
     if (!VolumeCatalog.KIND_HBASE.equals(info.kind())) {
       throw new IllegalArgumentException("volume '" + name + "' is of kind '" + info.kind()
           + "', not a plain-HBase volume");
     }
-    return new HBaseVolume(connection, info);
+    return new HBaseVolume(connection, info, acceptCurrentState);
   }
 
   public VolumeInfo info() {
