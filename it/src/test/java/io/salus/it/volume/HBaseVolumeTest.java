@@ -20,7 +20,10 @@ import org.apache.hadoop.hbase.zookeeper.ZKConfig;
 import org.apache.zookeeper.ZooKeeper;
 import java.io.File;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.Random;
 import java.util.concurrent.CompletionException;
 import org.apache.hadoop.hbase.TableName;
@@ -248,6 +251,70 @@ class HBaseVolumeTest {
       assertTrue(v.mountRootMatchesRecorded());
     }
     assertTrue(catalog.require("evidence").rootSeq() > before.rootSeq());
+  }
+
+  /**
+   * Close waits for the writes in flight before it records the clean root, so the next strict
+   * mount matches and every acknowledged write is there.
+   */
+  @Test
+  void closeWaitsForWritesInFlight() throws Exception {
+    catalog.create("closing", 4096, 4096, "SHA-256", 2);
+    List<CompletableFuture<Void>> writes = new ArrayList<>();
+    HBaseVolume v = HBaseVolume.open(hbase.connection(), "closing");
+    for (int i = 0; i < 64; i++) {
+      writes.add(v.write(i * 37L, random(4 * 4096, 100 + i), false));
+    }
+    v.close();
+    for (CompletableFuture<Void> w : writes) {
+      assertTrue(w.isDone() && !w.isCompletedExceptionally(), "write finished before close");
+    }
+    assertTrue(catalog.require("closing").cleanClose());
+    try (HBaseVolume again = HBaseVolume.open(hbase.connection(), "closing")) {
+      assertTrue(again.mountRootMatchesRecorded());
+      for (int i = 0; i < 64; i++) {
+        assertArrayEquals(random(4 * 4096, 100 + i), again.read(i * 37L, 4).join());
+      }
+    }
+  }
+
+  /**
+   * A failure while opening releases the writer lease (and the connection): a catalog entry
+   * naming an unknown hash fails the open, and the volume is not left "in use".
+   */
+  @Test
+  void failedOpenReleasesTheLease() throws Exception {
+    catalog.create("badhash", 64, 4096);
+    try (Table t = hbase.connection().getTable(VolumeCatalog.CATALOG_TABLE)) {
+      t.put(new Put(Bytes.toBytes("badhash"))
+          .addColumn(Bytes.toBytes("m"), Bytes.toBytes("hash"), Bytes.toBytes("MD5")));
+    }
+    assertThrows(IllegalArgumentException.class,
+        () -> HBaseVolume.open(hbase.connection(), "badhash"));
+    assertTrue(VolumeLease.holder(hbase.conf(), "badhash").isEmpty(),
+        "a failed open must not keep the lease");
+    assertTrue(catalog.delete("badhash"));
+  }
+
+  /**
+   * A data table left without a catalog entry makes create fail with the fix; the claimed
+   * catalog row is undone, so the suggested retry (drop the table, create again) works.
+   */
+  @Test
+  void createWithOrphanTableUndoesItsClaimSoTheRetryWorks() throws Exception {
+    TableName orphan = VolumeCatalog.dataTable("orphan");
+    catalog.ensureCatalog();
+    Admin admin = hbase.util().getAdmin();
+    admin.createTable(org.apache.hadoop.hbase.client.TableDescriptorBuilder.newBuilder(orphan)
+        .setColumnFamily(org.apache.hadoop.hbase.client.ColumnFamilyDescriptorBuilder.of("b"))
+        .build());
+    IllegalStateException e = assertThrows(IllegalStateException.class,
+        () -> catalog.create("orphan", 64, 4096));
+    assertTrue(e.getMessage().contains("exists without a catalog entry"), e.getMessage());
+    assertTrue(catalog.describe("orphan").isEmpty(), "no claimed row is left behind");
+    admin.disableTable(orphan);
+    admin.deleteTable(orphan);
+    assertEquals(64, catalog.create("orphan", 64, 4096).sizeInBlocks());
   }
 
   @Test

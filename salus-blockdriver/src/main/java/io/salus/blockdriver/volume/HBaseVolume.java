@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -56,6 +57,7 @@ public final class HBaseVolume implements Volume {
   public static final byte[] HASH = Bytes.toBytes("h");
   private static final int TRIM_BATCH = 4096;
   private static final int SUBTREE_CACHE = 4096;
+  private static final int CLOSE_WAIT_SECONDS = 60;
 
   private final VolumeInfo info;
   private final VolumeCatalog catalog;
@@ -73,6 +75,8 @@ public final class HBaseVolume implements Volume {
   private final byte[] mountRoot;
   private final boolean mountRootMatches;
   private volatile boolean closed;
+  /** Operations admitted and not yet complete (close waits for them). */
+  private final java.util.Set<CompletableFuture<Void>> outstanding = new java.util.HashSet<>();
   /**
    * Single-writer lease; once it is lost the volume is fenced: every operation fails, read
    * straight from the lease so that no write is acknowledged after the loss is known.
@@ -89,65 +93,71 @@ public final class HBaseVolume implements Volume {
     this.catalog = new VolumeCatalog(connection);
     this.tableName = TableName.valueOf(info.table());
     this.lease = VolumeLease.acquire(connection.getConfiguration(), info.name());
+    // From here on, any failure releases everything acquired so far: the lease (so the volume
+    // is not left "in use" by a writer that never started), the connection and the threads.
+    AsyncConnection ac = null;
+    ExecutorService ex = null;
     try {
       this.versions = new WriteVersions(catalog.nextWriterEpoch(info.name()));
-      this.async = ConnectionFactory.createAsyncConnection(connection.getConfiguration()).get();
-    } catch (Exception e) {
-      lease.close();
-      throw new IOException("cannot connect to HBase for volume '" + info.name() + "'", e);
-    }
-    AtomicInteger n = new AtomicInteger();
-    this.executor = Executors.newFixedThreadPool(
-        Math.max(2, Runtime.getRuntime().availableProcessors()), r -> {
-          Thread t = new Thread(r, "hbase-volume-" + info.name() + "-" + n.incrementAndGet());
-          t.setDaemon(true);
-          return t;
-        });
-    this.table = async.getTable(tableName, executor);
-    this.tree = new ClientVolumeTree(info.name(), TreeHashes.forName(info.hashAlgorithm(), bs),
-        info.sizeInBlocks(), info.subtreeHeight(), new HBaseSubtreeSource(), metrics,
-        SUBTREE_CACHE);
-    long t0 = System.nanoTime();
-    try {
-      tree.mount();
-    } catch (IOException | RuntimeException e) {
-      releaseResources();
-      throw e;
-    }
-    this.mountRoot = tree.root();
-    this.mountRootMatches = info.rootHash() == null || Arrays.equals(info.rootHash(), mountRoot);
-    long seq = info.rootSeq();
-    if (!mountRootMatches) {
-      String why = info.cleanClose()
-          ? "the stored blocks were changed outside the block driver"
-          : "the stored blocks were changed outside the block driver, or the previous writer"
-              + " did not close cleanly and writes after its last flush landed";
-      String problem = "volume '" + info.name() + "': the volume tree rebuilt from storage (root "
-          + VolumeCatalog.hex(mountRoot) + ") does not match the root recorded at the last "
-          + (info.cleanClose() ? "clean close" : "flush") + " (" + VolumeCatalog.hex(info.rootHash())
-          + ", sequence " + info.rootSeq() + "); " + why + ".";
-      if (!acceptCurrentState) {
-        releaseResources();
-        throw new VolumeException.RootMismatch(problem + " Nothing was mounted and the recorded"
-            + " root is kept as evidence. Inspect the table " + info.table() + "; to trust what"
-            + " is stored now, mount once with 'salus nbd --volume " + info.name()
-            + " --accept-current-state' (HBaseVolume.open(connection, name, true)).");
+      try {
+        ac = ConnectionFactory.createAsyncConnection(connection.getConfiguration()).get();
+      } catch (ExecutionException e) {
+        throw new IOException("cannot connect to HBase for volume '" + info.name() + "'",
+            e.getCause());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IOException("interrupted while connecting volume '" + info.name() + "'", e);
       }
-      seq = info.rootSeq() + 1; // a new state: its sequence number is above the old one
-      LOG.warn("{} The operator accepted the current state: recording it as sequence {}.",
-          problem, seq);
-    }
-    tree.startSeqAt(seq);
-    LOG.info("mounted volume '{}' ({} blocks of {} B) in {} ms, root {} sequence {}", info.name(),
-        info.sizeInBlocks(), bs, (System.nanoTime() - t0) / 1_000_000,
-        VolumeCatalog.hex(mountRoot), seq);
-    try {
+      this.async = ac;
+      AtomicInteger n = new AtomicInteger();
+      ex = Executors.newFixedThreadPool(
+          Math.max(2, Runtime.getRuntime().availableProcessors()), r -> {
+            Thread t = new Thread(r, "hbase-volume-" + info.name() + "-" + n.incrementAndGet());
+            t.setDaemon(true);
+            return t;
+          });
+      this.executor = ex;
+      this.table = async.getTable(tableName, executor);
+      this.tree = new ClientVolumeTree(info.name(), TreeHashes.forName(info.hashAlgorithm(), bs),
+          info.sizeInBlocks(), info.subtreeHeight(), new HBaseSubtreeSource(), metrics,
+          SUBTREE_CACHE);
+      long t0 = System.nanoTime();
+      tree.mount();
+      this.mountRoot = tree.root();
+      this.mountRootMatches = info.rootHash() == null
+          || Arrays.equals(info.rootHash(), mountRoot);
+      long seq = info.rootSeq();
+      if (!mountRootMatches) {
+        String why = info.cleanClose()
+            ? "the stored blocks were changed outside the block driver"
+            : "the stored blocks were changed outside the block driver, or the previous writer"
+                + " did not close cleanly and writes after its last flush landed";
+        String problem = "volume '" + info.name() + "': the volume tree rebuilt from storage"
+            + " (root " + VolumeCatalog.hex(mountRoot) + ") does not match the root recorded at"
+            + " the last " + (info.cleanClose() ? "clean close" : "flush") + " ("
+            + VolumeCatalog.hex(info.rootHash()) + ", sequence " + info.rootSeq() + "); " + why
+            + ".";
+        if (!acceptCurrentState) {
+          throw new VolumeException.RootMismatch(problem + " Nothing was mounted and the"
+              + " recorded root is kept as evidence. Inspect the table " + info.table()
+              + "; to trust what is stored now, mount once with 'salus nbd --volume "
+              + info.name() + " --accept-current-state' (HBaseVolume.open(connection, name,"
+              + " true)).");
+        }
+        seq = info.rootSeq() + 1; // a new state: its sequence number is above the old one
+        LOG.warn("{} The operator accepted the current state: recording it as sequence {}.",
+            problem, seq);
+      }
+      tree.startSeqAt(seq);
+      LOG.info("mounted volume '{}' ({} blocks of {} B) in {} ms, root {} sequence {}",
+          info.name(), info.sizeInBlocks(), bs, (System.nanoTime() - t0) / 1_000_000,
+          VolumeCatalog.hex(mountRoot), seq);
       catalog.recordRoot(info.name(), mountRoot, seq, false);
-    } catch (IOException | RuntimeException e) {
-      releaseResources();
+      recordedSeq = seq;
+    } catch (IOException | RuntimeException | Error e) {
+      release(ac, ex, lease, info.name());
       throw e;
     }
-    recordedSeq = seq;
   }
 
   /**
@@ -248,7 +258,7 @@ public final class HBaseVolume implements Volume {
     if (e != null) {
       return CompletableFuture.failedFuture(e);
     }
-    return withTree(firstBlock, count, () -> {
+    return admitted(() -> withTree(firstBlock, count, () -> {
       CompletableFuture<List<Result>> rows;
       if (count == 1) {
         rows = table.get(new Get(row(firstBlock)).addFamily(FAMILY)).thenApply(List::of);
@@ -258,7 +268,7 @@ public final class HBaseVolume implements Volume {
             .setCaching(count).setLimit(count).setReadType(Scan.ReadType.PREAD));
       }
       return rows.thenApply(results -> assemble(firstBlock, count, results));
-    });
+    }));
   }
 
   private byte[] assemble(long first, int count, List<Result> results) {
@@ -304,7 +314,7 @@ public final class HBaseVolume implements Volume {
     if (e != null) {
       return CompletableFuture.failedFuture(e);
     }
-    return withTree(firstBlock, count, () -> {
+    return admitted(() -> withTree(firstBlock, count, () -> {
       byte[][] leaves = new byte[count][];
       boolean[] zero = new boolean[count];
       for (int i = 0; i < count; i++) {
@@ -325,7 +335,7 @@ public final class HBaseVolume implements Volume {
         }
         return batch;
       });
-    });
+    }));
   }
 
   /**
@@ -407,7 +417,7 @@ public final class HBaseVolume implements Volume {
       return CompletableFuture.failedFuture(e);
     }
     // Every acknowledged put is already in the WAL (SYNC_WAL); record the tree root.
-    return CompletableFuture.runAsync(() -> recordRoot(false), executor);
+    return admitted(() -> CompletableFuture.runAsync(() -> recordRoot(false), executor));
   }
 
   private synchronized void recordRoot(boolean clean) {
@@ -435,6 +445,10 @@ public final class HBaseVolume implements Volume {
     if (e != null) {
       return CompletableFuture.failedFuture(e);
     }
+    return admitted(() -> zeroRange(firstBlock, count));
+  }
+
+  private CompletableFuture<Void> zeroRange(long firstBlock, long count) {
     CompletableFuture<Void> chain = CompletableFuture.completedFuture(null);
     long end = firstBlock + count;
     long pos = firstBlock;
@@ -484,15 +498,64 @@ public final class HBaseVolume implements Volume {
     return CompletableFuture.allOf(parts.toArray(new CompletableFuture[0]));
   }
 
-  @Override
-  public synchronized void close() {
-    if (closed) {
-      return;
+  /**
+   * Runs an operation unless the volume is closed (or fenced), counting it as in flight until it
+   * completes; {@link #close} waits for every operation admitted before it.
+   */
+  private <T> CompletableFuture<T> admitted(Supplier<CompletableFuture<T>> op) {
+    CompletableFuture<Void> token = new CompletableFuture<>();
+    synchronized (outstanding) {
+      VolumeException e = unusable();
+      if (e != null) {
+        return CompletableFuture.failedFuture(e);
+      }
+      outstanding.add(token);
     }
-    closed = true;
+    CompletableFuture<T> f;
+    try {
+      f = op.get();
+    } catch (RuntimeException e) {
+      f = CompletableFuture.failedFuture(e);
+    }
+    f.whenComplete((r, t) -> {
+      outstanding.remove(token);
+      token.complete(null);
+    });
+    return f;
+  }
+
+  /**
+   * Closes the volume: refuses new operations, waits for the ones in flight (bounded, so a
+   * hung cluster cannot hang close forever), then records the clean root, which therefore
+   * covers every acknowledged write, and releases the lease and the connection.
+   */
+  @Override
+  public void close() {
+    List<CompletableFuture<Void>> inFlight;
+    synchronized (outstanding) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      inFlight = new ArrayList<>(outstanding);
+    }
+    boolean drained = true;
+    try {
+      CompletableFuture.allOf(inFlight.toArray(new CompletableFuture[0]))
+          .get(CLOSE_WAIT_SECONDS, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      drained = false;
+    } catch (ExecutionException | java.util.concurrent.TimeoutException e) {
+      drained = false;
+    }
+    if (!drained) {
+      LOG.warn("volume '{}' closed with {} operations still in flight after {} s; its root is"
+          + " recorded as unclean", info.name(), outstanding.size(), CLOSE_WAIT_SECONDS);
+    }
     if (lease.isHeld()) {
       try {
-        recordRoot(true);
+        recordRoot(drained);
       } catch (RuntimeException e) {
         LOG.warn("could not record root at close of '{}'", info.name(), e);
       }
@@ -504,16 +567,25 @@ public final class HBaseVolume implements Volume {
   }
 
   private void releaseResources() {
-    try {
-      async.close();
-    } catch (IOException e) {
-      LOG.warn("closing HBase connection of '{}'", info.name(), e);
+    release(async, executor, lease, info.name());
+  }
+
+  private static void release(AsyncConnection async, ExecutorService executor, VolumeLease lease,
+      String name) {
+    if (async != null) {
+      try {
+        async.close();
+      } catch (IOException e) {
+        LOG.warn("closing HBase connection of '{}'", name, e);
+      }
     }
-    executor.shutdown();
-    try {
-      executor.awaitTermination(5, TimeUnit.SECONDS);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
+    if (executor != null) {
+      executor.shutdown();
+      try {
+        executor.awaitTermination(5, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
     }
     lease.close();
   }

@@ -165,9 +165,7 @@ public final class VolumeCatalog {
         admin.createTable(td.build());
       }
     } catch (IOException | RuntimeException e) {
-      if (!(e instanceof IllegalStateException)) {
-        deleteRow(name);
-      }
+      deleteRow(name); // the claim is undone on every failure, so the suggested retry works
       throw e;
     }
     return describe(name).orElseThrow();
