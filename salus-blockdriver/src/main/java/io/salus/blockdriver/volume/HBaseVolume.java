@@ -26,6 +26,7 @@ import org.apache.hadoop.hbase.client.AsyncTable;
 import org.apache.hadoop.hbase.client.Connection;
 import org.apache.hadoop.hbase.client.ConnectionFactory;
 import org.apache.hadoop.hbase.client.Delete;
+import org.apache.hadoop.hbase.client.Durability;
 import org.apache.hadoop.hbase.client.Get;
 import org.apache.hadoop.hbase.client.Put;
 import org.apache.hadoop.hbase.client.Result;
@@ -55,6 +56,8 @@ public final class HBaseVolume implements Volume {
   public static final byte[] FAMILY = Bytes.toBytes("b");
   public static final byte[] DATA = Bytes.toBytes("d");
   public static final byte[] HASH = Bytes.toBytes("h");
+  /** Column of the per-region sync markers written by FLUSH (see {@link #flush}). */
+  static final byte[] SYNC_MARKER = Bytes.toBytes("s");
   private static final int TRIM_BATCH = 4096;
   private static final int SUBTREE_CACHE = 4096;
   private static final int CLOSE_WAIT_SECONDS = 60;
@@ -75,7 +78,7 @@ public final class HBaseVolume implements Volume {
   private final byte[] mountRoot;
   private final boolean mountRootMatches;
   private volatile boolean closed;
-  /** Operations admitted and not yet complete (close waits for them). */
+  /** Operations admitted and not yet complete (close waits for them); guarded by itself. */
   private final java.util.Set<CompletableFuture<Void>> outstanding = new java.util.HashSet<>();
   /**
    * Single-writer lease; once it is lost the volume is fenced: every operation fails, read
@@ -261,10 +264,11 @@ public final class HBaseVolume implements Volume {
     return admitted(() -> withTree(firstBlock, count, () -> {
       CompletableFuture<List<Result>> rows;
       if (count == 1) {
-        rows = table.get(new Get(row(firstBlock)).addFamily(FAMILY)).thenApply(List::of);
+        rows = table.get(new Get(row(firstBlock)).addColumn(FAMILY, DATA).addColumn(FAMILY, HASH))
+            .thenApply(List::of);
       } else {
         rows = table.scanAll(new Scan().withStartRow(row(firstBlock))
-            .withStopRow(row(firstBlock + count)).addFamily(FAMILY)
+            .withStopRow(row(firstBlock + count)).addColumn(FAMILY, DATA).addColumn(FAMILY, HASH)
             .setCaching(count).setLimit(count).setReadType(Scan.ReadType.PREAD));
       }
       return rows.thenApply(results -> assemble(firstBlock, count, results));
@@ -326,11 +330,12 @@ public final class HBaseVolume implements Volume {
         for (int i = 0; i < count; i++) {
           long block = firstBlock + i;
           if (zero[i]) {
-            batch.add(new Delete(row(block), version));
+            batch.add(new Delete(row(block), version).setDurability(durability(fua)));
           } else {
             batch.add(new Put(row(block), version)
                 .addColumn(FAMILY, DATA, Arrays.copyOfRange(data, i * bs, (i + 1) * bs))
-                .addColumn(FAMILY, HASH, leaves[i]));
+                .addColumn(FAMILY, HASH, leaves[i])
+                .setDurability(durability(fua)));
           }
         }
         return batch;
@@ -410,14 +415,47 @@ public final class HBaseVolume implements Volume {
     return result;
   }
 
+  /**
+   * FLUSH: every write acknowledged so far is made durable on non-volatile storage (hsync), then
+   * the tree root is recorded. Acknowledged writes are already in their region server's WAL
+   * (SYNC_WAL: replicated, in DataNode memory); a marker put with {@code FSYNC_WAL} into each
+   * region of the volume's table makes that WAL hsync everything appended before the marker
+   * (a WAL syncs in order), which covers every acknowledged write of every connection.
+   */
   @Override
   public CompletableFuture<Void> flush() {
-    VolumeException e = unusable();
-    if (e != null) {
-      return CompletableFuture.failedFuture(e);
-    }
-    // Every acknowledged put is already in the WAL (SYNC_WAL); record the tree root.
-    return admitted(() -> CompletableFuture.runAsync(() -> recordRoot(false), executor));
+    return admitted(() -> syncWals()
+        .thenRunAsync(() -> recordRoot(false), executor)
+        .exceptionallyCompose(t -> CompletableFuture.failedFuture(translate(t))));
+  }
+
+  /** One {@code FSYNC_WAL} marker put per region of the table (see {@link #flush}). */
+  private CompletableFuture<Void> syncWals() {
+    return async.getRegionLocator(tableName).getAllRegionLocations().thenCompose(locations -> {
+      long version = versions.next();
+      List<Row> markers = new ArrayList<>(locations.size());
+      for (org.apache.hadoop.hbase.HRegionLocation l : locations) {
+        markers.add(new Put(syncMarkerRow(l.getRegion().getStartKey()), version)
+            .addColumn(FAMILY, SYNC_MARKER, Bytes.toBytes(version))
+            .setDurability(Durability.FSYNC_WAL));
+      }
+      return table.batchAll(markers).thenApply(r -> (Void) null);
+    });
+  }
+
+  /**
+   * The row of a region's sync marker: its first block's row key plus one zero byte (9 bytes),
+   * inside the region and never a block row. Reads select only {@code b:d} and {@code b:h}, so
+   * a marker row is never seen as a block.
+   */
+  static byte[] syncMarkerRow(byte[] regionStartKey) {
+    byte[] start = regionStartKey.length == 0 ? row(0) : regionStartKey;
+    return Arrays.copyOf(start, start.length + 1);
+  }
+
+  /** Durability of a write: FUA means on non-volatile storage when acknowledged (hsync). */
+  private static Durability durability(boolean fua) {
+    return fua ? Durability.FSYNC_WAL : Durability.USE_DEFAULT;
   }
 
   private synchronized void recordRoot(boolean clean) {
@@ -445,10 +483,10 @@ public final class HBaseVolume implements Volume {
     if (e != null) {
       return CompletableFuture.failedFuture(e);
     }
-    return admitted(() -> zeroRange(firstBlock, count));
+    return admitted(() -> zeroRange(firstBlock, count, fua));
   }
 
-  private CompletableFuture<Void> zeroRange(long firstBlock, long count) {
+  private CompletableFuture<Void> zeroRange(long firstBlock, long count, boolean fua) {
     CompletableFuture<Void> chain = CompletableFuture.completedFuture(null);
     long end = firstBlock + count;
     long pos = firstBlock;
@@ -462,13 +500,14 @@ public final class HBaseVolume implements Volume {
         if (tree.subtreeEmpty(idx)) {
           return CompletableFuture.completedFuture(null);
         }
-        return withTree(chunkStart, chunkEnd - chunkStart, () -> zeroChunk(chunkStart, chunkEnd));
+        return withTree(chunkStart, chunkEnd - chunkStart,
+            () -> zeroChunk(chunkStart, chunkEnd, fua));
       });
     }
     return chain;
   }
 
-  private CompletableFuture<Void> zeroChunk(long start, long end) {
+  private CompletableFuture<Void> zeroChunk(long start, long end, boolean fua) {
     byte[] empty = tree.emptyLeaf();
     List<Long> blocks = new ArrayList<>();
     for (long b = start; b < end; b++) {
@@ -489,7 +528,7 @@ public final class HBaseVolume implements Volume {
       LongFunction<List<Row>> batch = version -> {
         List<Row> rows = new ArrayList<>(part.size());
         for (long b : part) {
-          rows.add(new Delete(row(b), version));
+          rows.add(new Delete(row(b), version).setDurability(durability(fua)));
         }
         return rows;
       };
@@ -518,7 +557,9 @@ public final class HBaseVolume implements Volume {
       f = CompletableFuture.failedFuture(e);
     }
     f.whenComplete((r, t) -> {
-      outstanding.remove(token);
+      synchronized (outstanding) {
+        outstanding.remove(token);
+      }
       token.complete(null);
     });
     return f;
@@ -551,7 +592,7 @@ public final class HBaseVolume implements Volume {
     }
     if (!drained) {
       LOG.warn("volume '{}' closed with {} operations still in flight after {} s; its root is"
-          + " recorded as unclean", info.name(), outstanding.size(), CLOSE_WAIT_SECONDS);
+          + " recorded as unclean", info.name(), inFlight.size(), CLOSE_WAIT_SECONDS);
     }
     if (lease.isHeld()) {
       try {
