@@ -18,6 +18,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -70,6 +71,16 @@ final class NbdConnection implements Runnable {
   private boolean structured;
   private boolean noZeroes;
   private Thread readerThread;
+  /**
+   * Replies completed on threads other than this connection's reader (for HBaseVolume: the
+   * HBase completion pool shared by every connection) are queued here and written by this
+   * connection's own reply thread, so a client that stops reading blocks only that thread,
+   * never a shared completion thread. Bounded by the in-flight limits (a request's permits are
+   * released only after its reply is written).
+   */
+  private final LinkedBlockingQueue<Runnable> replyQueue = new LinkedBlockingQueue<>();
+  private static final Runnable STOP_REPLIES = () -> { };
+  private Thread replyThread;
   private boolean pendingFlush;
   private boolean drained;
 
@@ -132,8 +143,53 @@ final class NbdConnection implements Runnable {
       LOG.warn("NBD connection {} failed", remote, e);
     } finally {
       drain();
-      closeQuietly();
+      stopReplyThread();
       onClose.run();
+    }
+  }
+
+  /** Runs {@code reply} now on the reader thread, else on this connection's reply thread. */
+  private void replyOn(Runnable reply) {
+    if (Thread.currentThread() == readerThread || replyThread == null) {
+      reply.run();
+    } else {
+      replyQueue.add(reply);
+    }
+  }
+
+  private void replyLoop() {
+    try {
+      while (true) {
+        Runnable r = replyQueue.take();
+        if (r == STOP_REPLIES) {
+          return;
+        }
+        r.run();
+        if (replyQueue.isEmpty()) {
+          flushPendingReplies();
+        }
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  private void stopReplyThread() {
+    replyQueue.add(STOP_REPLIES);
+    if (replyThread != null) {
+      try {
+        replyThread.join(5000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    closeQuietly(); // also unblocks a reply write to a client that stopped reading
+    if (replyThread != null) {
+      try {
+        replyThread.join(5000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
     }
   }
 
@@ -336,6 +392,9 @@ final class NbdConnection implements Runnable {
   // ---------------------------------------------------------------- transmission
 
   private void transmission(ByteRangeIo io) throws IOException, Disconnect {
+    replyThread = new Thread(this::replyLoop, readerThread.getName() + "-replies");
+    replyThread.setDaemon(true);
+    replyThread.start();
     Volume volume = io.volume();
     long size = volume.sizeInBytes();
     while (true) {
@@ -455,7 +514,7 @@ final class NbdConnection implements Runnable {
               f = CompletableFuture.failedFuture(e);
             }
           }
-          f.whenComplete((v, t) -> {
+          f.whenComplete((v, t) -> replyOn(() -> {
             try {
               if (t == null) {
                 buf.flip();
@@ -467,7 +526,7 @@ final class NbdConnection implements Runnable {
               pool.release(buf);
               release((int) length);
             }
-          });
+          }));
           break;
         }
         case CMD_FLUSH:
@@ -554,7 +613,7 @@ final class NbdConnection implements Runnable {
 
   private void submit(long handle, int bytes, CompletableFuture<Void> f) throws IOException {
     acquire(bytes);
-    f.whenComplete((v, t) -> {
+    f.whenComplete((v, t) -> replyOn(() -> {
       try {
         if (t == null) {
           reply(handle, 0, null);
@@ -564,7 +623,7 @@ final class NbdConnection implements Runnable {
       } finally {
         release(bytes);
       }
-    });
+    }));
   }
 
   private int errno(Throwable t) {
@@ -692,10 +751,14 @@ final class NbdConnection implements Runnable {
     return b.length <= 1024 ? b : java.util.Arrays.copyOf(b, 1024);
   }
 
-  /** Replies produced on the reader thread are batched until it is about to block. */
+  /**
+   * Replies produced on the reader thread are batched until it is about to block; those on the
+   * reply thread until its queue is empty.
+   */
   private void afterReply() throws IOException {
-    if (Thread.currentThread() == readerThread && in.buffered() > 0) {
-      pendingFlush = true;
+    if ((Thread.currentThread() == readerThread && in.buffered() > 0)
+        || Thread.currentThread() == replyThread) {
+      pendingFlush = true; // the reply thread flushes when its queue is empty
     } else {
       out.flush();
     }
