@@ -141,6 +141,10 @@ final class NbdConnection implements Runnable {
       LOG.debug("NBD connection {} I/O error: {}", remote, e.toString());
     } catch (RuntimeException e) {
       LOG.warn("NBD connection {} failed", remote, e);
+    } catch (OutOfMemoryError e) {
+      // e.g. direct memory outside the buffer pool (socket buffers): end this connection only
+      LOG.warn("NBD connection {} closed: out of memory ({}); lower -Dsalus.nbd.maxBufferBytes"
+          + " or raise -XX:MaxDirectMemorySize", remote, e.getMessage());
     } finally {
       drain();
       stopReplyThread();
@@ -428,7 +432,14 @@ final class NbdConnection implements Runnable {
         if (viewed) {
           data = in.view((int) length);
         } else {
-          data = pool.get((int) length);
+          try {
+            data = pool.get((int) length);
+          } catch (BufferPool.Exhausted e) {
+            in.skip(length); // nowhere to keep the payload: consume it, refuse the request
+            metrics.writes.increment();
+            reply(handle, ENOMEM, e.getMessage());
+            continue;
+          }
           try {
             in.readFully(data);
           } catch (IOException e) {
@@ -500,7 +511,14 @@ final class NbdConnection implements Runnable {
               break;
             }
           }
-          ByteBuffer buf = pool.get((int) length);
+          ByteBuffer buf;
+          try {
+            buf = pool.get((int) length);
+          } catch (BufferPool.Exhausted e) {
+            release((int) length);
+            reply(handle, ENOMEM, e.getMessage());
+            break;
+          }
           CompletableFuture<Void> f;
           if (length >= OFFLOAD_BYTES) {
             // large read: fill and send it from a worker while this thread reads on
