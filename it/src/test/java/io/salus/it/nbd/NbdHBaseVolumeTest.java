@@ -92,8 +92,13 @@ class NbdHBaseVolumeTest {
     }
     root = catalog.require("ext4").rootHash();
     assertTrue(catalog.require("ext4").cleanClose());
-    // restart: a new server and a freshly mounted volume tree
-    try (NbdServer s = serve("ext4")) {
+    // restart: a new server and a freshly mounted volume tree, whose root must be the one
+    // recorded at the clean close (a mismatch would refuse the mount)
+    HBaseExports restarted = HBaseExports.single(hbase.connection(), "ext4");
+    HBaseVolume remounted = restarted.volume("ext4");
+    assertTrue(remounted.mountRootMatchesRecorded());
+    assertArrayEquals(root, remounted.tree().root(), "root rebuilt after the restart");
+    try (NbdServer s = new NbdServer(InetAddress.getLoopbackAddress(), 0, restarted).start()) {
       Process p = Tools.nbdfuse(fuse, s.uri("ext4"), size);
       try {
         String img = new File(fuse, "nbd").getAbsolutePath();
@@ -114,7 +119,8 @@ class NbdHBaseVolumeTest {
       }
       assertEquals(0, s.metrics().eioReplies.sum());
     }
-    assertNotNull(root);
+    // the read-only session changed nothing: same root recorded again
+    assertArrayEquals(root, catalog.require("ext4").rootHash());
   }
 
   /**

@@ -38,6 +38,8 @@ import java.util.concurrent.CompletableFuture;
  * returns data whose hash matches neither; it fails with {@link BlockCorruptedException}.
  */
 public final class ClientVolumeTree {
+  /** Rows between two progress reports of the mount scan. */
+  public static final int PROGRESS_EVERY = 4096;
   private final String volume;
   private final TreeHashes hashes;
   private final int blockSize;
@@ -178,6 +180,16 @@ public final class ClientVolumeTree {
    * as the top levels ({@link MerkleTree#installRegionRoots}). No subtree stays cached.
    */
   public void mount() throws IOException {
+    mount(block -> { });
+  }
+
+  /**
+   * Like {@link #mount()}, reporting progress: {@code progress} receives the block number the
+   * scan has reached (rows come in block order) every {@value #PROGRESS_EVERY} rows, and
+   * {@code sizeInBlocks} when the scan is done.
+   */
+  public void mount(java.util.function.LongConsumer progress) throws IOException {
+    long[] rows = {0};
     Map<Long, Hash> roots = new HashMap<>();
     MerkleTree[] cur = {null};
     long[] curIndex = {-1};
@@ -185,6 +197,9 @@ public final class ClientVolumeTree {
     source.scanAllLeaves((block, hash) -> {
       if (block < 0 || block >= sizeInBlocks) {
         return;
+      }
+      if (++rows[0] % PROGRESS_EVERY == 0) {
+        progress.accept(block);
       }
       long idx = layout.regionOf(block);
       if (idx != curIndex[0]) {
@@ -203,6 +218,7 @@ public final class ClientVolumeTree {
     if (cur[0] != null) {
       roots.put(curIndex[0], cur[0].root());
     }
+    progress.accept(sizeInBlocks);
     if (bad[0] != null) {
       warn(bad[0]);
     }

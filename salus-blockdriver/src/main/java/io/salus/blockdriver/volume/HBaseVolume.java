@@ -36,6 +36,10 @@ import org.apache.hadoop.hbase.client.Scan;
 import org.apache.hadoop.hbase.client.ScanResultConsumer;
 import org.apache.hadoop.hbase.client.Table;
 import org.apache.hadoop.hbase.util.Bytes;
+import me.tongfei.progressbar.DelegatingProgressBarConsumer;
+import me.tongfei.progressbar.ProgressBar;
+import me.tongfei.progressbar.ProgressBarBuilder;
+import me.tongfei.progressbar.ProgressBarStyle;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -125,7 +129,18 @@ public final class HBaseVolume implements Volume {
           info.sizeInBlocks(), info.subtreeHeight(), new HBaseSubtreeSource(), metrics,
           SUBTREE_CACHE);
       long t0 = System.nanoTime();
-      tree.mount();
+      // the scan reads every written block's hash: show how far it got (rows come in block
+      // order), as log lines once a second
+      try (ProgressBar bar = new ProgressBarBuilder()
+          .setTaskName("mount " + info.name())
+          .setInitialMax(info.sizeInBlocks())
+          .setUnit(" blocks", 1)
+          .setUpdateIntervalMillis(1000)
+          .setStyle(ProgressBarStyle.ASCII)
+          .setConsumer(new DelegatingProgressBarConsumer(LOG::info))
+          .build()) {
+        tree.mount(bar::stepTo);
+      }
       this.mountRoot = tree.root();
       this.mountRootMatches = info.rootHash() == null
           || Arrays.equals(info.rootHash(), mountRoot);

@@ -222,6 +222,26 @@ class ClientVolumeTreeTest {
     t.release(1, 1);
   }
 
+  /** A mount that scans reports how far it got, in block order, ending at the volume size. */
+  @Test
+  void mountScanReportsProgress() throws Exception {
+    Store store = new Store();
+    long blocks = 20_000;
+    ClientVolumeTree t = new ClientVolumeTree("v", TreeHashes.forName("SHA-256", BS), blocks, 6,
+        store, new BlockDriverMetrics(), 4);
+    for (long b = 0; b < 9000; b++) {
+      store.leaves.put(b * 2, t.leafHash(block((int) b), 0));
+    }
+    java.util.List<Long> seen = new java.util.ArrayList<>();
+    t.mount(seen::add);
+    assertTrue(seen.size() >= 3, "intermediate progress reported: " + seen);
+    for (int i = 1; i < seen.size(); i++) {
+      assertTrue(seen.get(i) >= seen.get(i - 1), "progress only grows: " + seen);
+    }
+    assertEquals(blocks, seen.get(seen.size() - 1));
+    assertTrue(seen.get(0) < blocks);
+  }
+
   @Test
   void rejectsUnknownHash() {
     assertThrows(IllegalArgumentException.class, () -> TreeHashes.forName("MD5"));
