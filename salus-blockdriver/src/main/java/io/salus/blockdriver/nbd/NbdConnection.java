@@ -311,11 +311,17 @@ final class NbdConnection implements Runnable {
     throw new Disconnect("too many options");
   }
 
+  /** Why the last {@link #resolve} found no volume, for the option reply. */
+  private String resolveProblem;
+
   private Volume resolve(String name) {
+    resolveProblem = "unknown export '" + name + "'";
     try {
       return exports.resolve(name);
     } catch (Exception e) {
+      // e.g. a volume whose mount was refused (root mismatch): tell the client why
       LOG.warn("cannot open export '{}'", name, e);
+      resolveProblem = "cannot open export '" + name + "': " + e.getMessage();
       return null;
     }
   }
@@ -347,7 +353,7 @@ final class NbdConnection implements Runnable {
     String name = new String(nb, StandardCharsets.UTF_8);
     Volume v = resolve(name);
     if (v == null) {
-      optionReply(option, REP_ERR_UNKNOWN, "unknown export '" + name + "'");
+      optionReply(option, REP_ERR_UNKNOWN, resolveProblem);
       return null;
     }
     java.nio.ByteBuffer e = java.nio.ByteBuffer.allocate(12);

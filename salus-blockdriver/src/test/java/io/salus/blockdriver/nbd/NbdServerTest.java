@@ -262,6 +262,32 @@ class NbdServerTest {
     }
   }
 
+  /** An export whose volume cannot be opened (e.g. its mount was refused) says why. */
+  @Test
+  void refusedMountIsExplainedInTheOptionReply() throws Exception {
+    NbdExports refusing = new NbdExports() {
+      @Override
+      public Volume resolve(String exportName) {
+        throw new io.salus.blockdriver.volume.VolumeException.RootMismatch(
+            "volume 'vol': the volume tree rebuilt from storage does not match");
+      }
+
+      @Override
+      public java.util.Collection<String> names() {
+        return java.util.List.of("vol");
+      }
+    };
+    try (NbdServer s2 = new NbdServer(InetAddress.getLoopbackAddress(), 0, refusing).start();
+        RawNbdClient c = new RawNbdClient(s2.port())) {
+      c.greet(FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES);
+      c.sendOption(OPT_GO, RawNbdClient.infoRequest("vol"));
+      RawNbdClient.OptReply r = c.readOptReply();
+      assertEquals(REP_ERR_UNKNOWN, r.type());
+      String msg = new String(r.data(), StandardCharsets.UTF_8);
+      assertTrue(msg.contains("does not match"), msg);
+    }
+  }
+
   static byte[] pattern(int len, int seed) {
     byte[] b = new byte[len];
     new Random(seed).nextBytes(b);
