@@ -20,10 +20,17 @@ import org.apache.hadoop.hbase.zookeeper.ZKConfig;
 import org.apache.zookeeper.ZooKeeper;
 import java.io.File;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.Random;
 import java.util.concurrent.CompletionException;
 import org.apache.hadoop.hbase.TableName;
+import org.apache.hadoop.hbase.client.Admin;
+import org.apache.hadoop.hbase.client.RegionInfo;
+import org.apache.hadoop.hbase.util.EnvironmentEdge;
+import org.apache.hadoop.hbase.util.EnvironmentEdgeManager;
 import org.apache.hadoop.hbase.client.Get;
 import org.apache.hadoop.hbase.client.Put;
 import org.apache.hadoop.hbase.client.Result;
@@ -128,6 +135,188 @@ class HBaseVolumeTest {
     }
   }
 
+  /**
+   * A delete never hides a later write: zero-then-write on one block in a tight loop (the
+   * delete and the put often fall in the same millisecond), then across a region reopen on a
+   * region server whose clock is 60 s behind (as after a move to a skewed host; the mini
+   * cluster runs in this JVM, so its clock is the injected {@link EnvironmentEdge}), then after
+   * a flush and a major compaction, and after a remount.
+   */
+  @Test
+  void aDeleteNeverHidesALaterWrite() throws Exception {
+    catalog.create("zw", 1024, 4096);
+    TableName tn = VolumeCatalog.dataTable("zw");
+    byte[] last7 = null;
+    byte[] last8 = null;
+    try (HBaseVolume v = HBaseVolume.open(hbase.connection(), "zw")) {
+      for (int i = 0; i < 300; i++) {
+        last7 = random(4096, i);
+        v.writeZeroes(7, 1, false).join();
+        v.write(7, last7, false).join();
+        assertArrayEquals(last7, v.read(7, 1).join(), "zero-then-write, iteration " + i);
+        last8 = random(4096, 1000 + i);
+        v.write(8, new byte[4096], false).join(); // an all-zero write is a delete too
+        v.write(8, last8, false).join();
+        assertArrayEquals(last8, v.read(8, 1).join(), "zero-write-then-write, iteration " + i);
+      }
+      v.write(9, random(4096, 4999), false).join();
+      v.trim(9, 1).join();
+      v.write(10, random(4096, 5000), false).join();
+      long skew = 60_000;
+      EnvironmentEdgeManager.injectEdge(() -> System.currentTimeMillis() - skew);
+      try {
+        reopenRegions(tn);
+        byte[] d9 = random(4096, 5001);
+        byte[] d10 = random(4096, 5002);
+        v.write(9, d9, false).join();
+        v.write(10, d10, false).join();
+        assertArrayEquals(d9, v.read(9, 1).join(), "write after a trim, on a skewed clock");
+        assertArrayEquals(d10, v.read(10, 1).join(), "overwrite on a skewed clock");
+        hbase.util().flush(tn);
+        hbase.util().compact(tn, true);
+        assertArrayEquals(d9, v.read(9, 1).join(), "after major compaction");
+        assertArrayEquals(d10, v.read(10, 1).join(), "after major compaction");
+        assertArrayEquals(last7, v.read(7, 1).join());
+        assertArrayEquals(last8, v.read(8, 1).join());
+      } finally {
+        EnvironmentEdgeManager.reset();
+      }
+    }
+    try (HBaseVolume v = HBaseVolume.open(hbase.connection(), "zw")) {
+      assertTrue(v.mountRootMatchesRecorded());
+      assertArrayEquals(last7, v.read(7, 1).join());
+      assertArrayEquals(last8, v.read(8, 1).join());
+      assertArrayEquals(random(4096, 5001), v.read(9, 1).join());
+      assertArrayEquals(random(4096, 5002), v.read(10, 1).join());
+    }
+  }
+
+  /** Closes and reopens every region of {@code tn} (a move on a one-server cluster). */
+  static void reopenRegions(TableName tn) throws Exception {
+    Admin admin = hbase.util().getAdmin();
+    for (RegionInfo ri : admin.getRegions(tn)) {
+      admin.unassign(ri.getRegionName());
+      admin.assign(ri.getRegionName());
+    }
+    hbase.util().waitUntilAllRegionsAssigned(tn);
+    hbase.util().waitTableAvailable(tn);
+  }
+
+  /**
+   * A root mismatch at mount stops the mount with a clear error and keeps the recorded root as
+   * evidence; the operator's explicit option accepts the current state; sequence numbers only
+   * grow across opens.
+   */
+  @Test
+  void rootMismatchStopsTheMountAndSequenceNumbersOnlyGrow() throws Exception {
+    catalog.create("evidence", 1024, 4096);
+    try (HBaseVolume v = HBaseVolume.open(hbase.connection(), "evidence")) {
+      v.write(0, random(8 * 4096, 3), false).join();
+    }
+    VolumeInfo closed = catalog.require("evidence");
+    assertTrue(closed.rootSeq() >= 8, "seq counts the writes: " + closed.rootSeq());
+    try (HBaseVolume v = HBaseVolume.open(hbase.connection(), "evidence")) {
+      assertTrue(v.mountRootMatchesRecorded());
+      assertTrue(catalog.require("evidence").rootSeq() >= closed.rootSeq(),
+          "reopening must not lower the sequence number");
+      v.write(8, random(4096, 4), false).join();
+      v.flush().join();
+    }
+    VolumeInfo before = catalog.require("evidence");
+    assertTrue(before.rootSeq() > closed.rootSeq());
+    // forge block 2 (data and hash) behind the driver's back
+    try (Table t = hbase.connection().getTable(VolumeCatalog.dataTable("evidence"))) {
+      byte[] forged = random(4096, 66);
+      t.put(new Put(Bytes.toBytes(2L), MiniHBase.newerVersion(t, 2))
+          .addColumn(HBaseVolume.FAMILY, HBaseVolume.DATA, forged)
+          .addColumn(HBaseVolume.FAMILY, HBaseVolume.HASH,
+              io.salus.blockdriver.tree.TreeHashes.forName("SHA-256", 4096).leaf(forged, 0)));
+    }
+    for (int i = 0; i < 2; i++) { // refused every time, and the lease is released each time
+      VolumeException.RootMismatch e = assertThrows(VolumeException.RootMismatch.class,
+          () -> HBaseVolume.open(hbase.connection(), "evidence"));
+      assertTrue(e.getMessage().contains("does not match the root recorded")
+          && e.getMessage().contains("--accept-current-state"), e.getMessage());
+    }
+    VolumeInfo kept = catalog.require("evidence");
+    assertArrayEquals(before.rootHash(), kept.rootHash(), "the evidence is kept");
+    assertEquals(before.rootSeq(), kept.rootSeq());
+    try (HBaseVolume v = HBaseVolume.open(hbase.connection(), "evidence", true)) {
+      assertFalse(v.mountRootMatchesRecorded());
+      VolumeInfo accepted = catalog.require("evidence");
+      assertTrue(accepted.rootSeq() > before.rootSeq(), "accepted state gets a higher sequence");
+      assertArrayEquals(random(4096, 66), v.read(2, 1).join());
+    }
+    try (HBaseVolume v = HBaseVolume.open(hbase.connection(), "evidence")) {
+      assertTrue(v.mountRootMatchesRecorded());
+    }
+    assertTrue(catalog.require("evidence").rootSeq() > before.rootSeq());
+  }
+
+  /**
+   * Close waits for the writes in flight before it records the clean root, so the next strict
+   * mount matches and every acknowledged write is there.
+   */
+  @Test
+  void closeWaitsForWritesInFlight() throws Exception {
+    catalog.create("closing", 4096, 4096, "SHA-256", 2);
+    List<CompletableFuture<Void>> writes = new ArrayList<>();
+    HBaseVolume v = HBaseVolume.open(hbase.connection(), "closing");
+    for (int i = 0; i < 64; i++) {
+      writes.add(v.write(i * 37L, random(4 * 4096, 100 + i), false));
+    }
+    v.close();
+    for (CompletableFuture<Void> w : writes) {
+      assertTrue(w.isDone() && !w.isCompletedExceptionally(), "write finished before close");
+    }
+    assertTrue(catalog.require("closing").cleanClose());
+    try (HBaseVolume again = HBaseVolume.open(hbase.connection(), "closing")) {
+      assertTrue(again.mountRootMatchesRecorded());
+      for (int i = 0; i < 64; i++) {
+        assertArrayEquals(random(4 * 4096, 100 + i), again.read(i * 37L, 4).join());
+      }
+    }
+  }
+
+  /**
+   * A failure while opening releases the writer lease (and the connection): a catalog entry
+   * naming an unknown hash fails the open, and the volume is not left "in use".
+   */
+  @Test
+  void failedOpenReleasesTheLease() throws Exception {
+    catalog.create("badhash", 64, 4096);
+    try (Table t = hbase.connection().getTable(VolumeCatalog.CATALOG_TABLE)) {
+      t.put(new Put(Bytes.toBytes("badhash"))
+          .addColumn(Bytes.toBytes("m"), Bytes.toBytes("hash"), Bytes.toBytes("MD5")));
+    }
+    assertThrows(IllegalArgumentException.class,
+        () -> HBaseVolume.open(hbase.connection(), "badhash"));
+    assertTrue(VolumeLease.holder(hbase.conf(), "badhash").isEmpty(),
+        "a failed open must not keep the lease");
+    assertTrue(catalog.delete("badhash"));
+  }
+
+  /**
+   * A data table left without a catalog entry makes create fail with the fix; the claimed
+   * catalog row is undone, so the suggested retry (drop the table, create again) works.
+   */
+  @Test
+  void createWithOrphanTableUndoesItsClaimSoTheRetryWorks() throws Exception {
+    TableName orphan = VolumeCatalog.dataTable("orphan");
+    catalog.ensureCatalog();
+    Admin admin = hbase.util().getAdmin();
+    admin.createTable(org.apache.hadoop.hbase.client.TableDescriptorBuilder.newBuilder(orphan)
+        .setColumnFamily(org.apache.hadoop.hbase.client.ColumnFamilyDescriptorBuilder.of("b"))
+        .build());
+    IllegalStateException e = assertThrows(IllegalStateException.class,
+        () -> catalog.create("orphan", 64, 4096));
+    assertTrue(e.getMessage().contains("exists without a catalog entry"), e.getMessage());
+    assertTrue(catalog.describe("orphan").isEmpty(), "no claimed row is left behind");
+    admin.disableTable(orphan);
+    admin.deleteTable(orphan);
+    assertEquals(64, catalog.create("orphan", 64, 4096).sizeInBlocks());
+  }
+
   @Test
   void overlappingConcurrentWritesKeepTreeAndStorageInStep() throws Exception {
     catalog.create("overlap", 256, 4096);
@@ -177,7 +366,8 @@ class HBaseVolumeTest {
       Result r = t.get(new Get(Bytes.toBytes(5L)));
       byte[] data = r.getValue(HBaseVolume.FAMILY, HBaseVolume.DATA).clone();
       data[100] ^= 0x40;
-      t.put(new Put(Bytes.toBytes(5L)).addColumn(HBaseVolume.FAMILY, HBaseVolume.DATA, data));
+      long v5 = MiniHBase.newerVersion(t, 5);
+      t.put(new Put(Bytes.toBytes(5L), v5).addColumn(HBaseVolume.FAMILY, HBaseVolume.DATA, data));
       CompletionException e = assertThrows(CompletionException.class, () -> v.read(5, 1).join());
       assertTrue(e.getCause() instanceof BlockCorruptedException, e.toString());
       assertThrows(CompletionException.class, () -> v.read(0, 16).join());
@@ -185,12 +375,13 @@ class HBaseVolumeTest {
       assertArrayEquals(Arrays.copyOfRange(d, 0, 5 * 4096), v.read(0, 5).join());
       // consistent forgery (data and stored hash both replaced) is caught by the tree too
       byte[] forged = random(4096, 77);
-      t.put(new Put(Bytes.toBytes(7L))
+      t.put(new Put(Bytes.toBytes(7L), v5)
           .addColumn(HBaseVolume.FAMILY, HBaseVolume.DATA, forged)
           .addColumn(HBaseVolume.FAMILY, HBaseVolume.HASH, v.tree().leafHash(forged, 0)));
       assertThrows(CompletionException.class, () -> v.read(7, 1).join());
       // a block that should be empty but appears in storage
-      t.put(new Put(Bytes.toBytes(300L)).addColumn(HBaseVolume.FAMILY, HBaseVolume.DATA, forged));
+      t.put(new Put(Bytes.toBytes(300L), v5)
+          .addColumn(HBaseVolume.FAMILY, HBaseVolume.DATA, forged));
       assertThrows(CompletionException.class, () -> v.read(300, 1).join());
       assertEquals(4, v.metrics().verificationFailures.sum(), "each failed block is counted");
       // rewriting the block repairs it
@@ -306,6 +497,7 @@ class HBaseVolumeTest {
     String quorum = ZKConfig.getZKQuorumServersString(hbase.conf());
     try (HBaseVolume first = HBaseVolume.open(hbase.connection(), "leased")) {
       first.write(0, random(4096, 11), false).join();
+      first.flush().join(); // recorded: the next writer's mount must match it
       VolumeException.InUse second = assertThrows(VolumeException.InUse.class,
           () -> HBaseVolume.open(hbase.connection(), "leased"));
       assertTrue(second.getMessage().contains("pid=" + ProcessHandle.current().pid()),

@@ -1,5 +1,6 @@
 package io.salus.it.volume;
 
+import io.salus.blockdriver.volume.HBaseVolume;
 import java.io.File;
 import java.io.FileOutputStream;
 import java.io.IOException;
@@ -8,6 +9,10 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hbase.HBaseTestingUtility;
 import org.apache.hadoop.hbase.StartMiniClusterOption;
 import org.apache.hadoop.hbase.client.Connection;
+import org.apache.hadoop.hbase.client.Get;
+import org.apache.hadoop.hbase.client.Result;
+import org.apache.hadoop.hbase.client.Table;
+import org.apache.hadoop.hbase.util.Bytes;
 import org.apache.log4j.Level;
 import org.apache.log4j.LogManager;
 
@@ -59,6 +64,15 @@ public final class MiniHBase implements AutoCloseable {
       c.writeXml(o);
     }
     return f;
+  }
+
+  /**
+   * The version a tamperer uses to replace a block behind the driver's back: one newer than the
+   * stored cell (the driver writes explicit versions, see WriteVersions).
+   */
+  public static long newerVersion(Table t, long block) throws IOException {
+    Result r = t.get(new Get(Bytes.toBytes(block)));
+    return r.getColumnLatestCell(HBaseVolume.FAMILY, HBaseVolume.DATA).getTimestamp() + 1;
   }
 
   @Override

@@ -34,7 +34,8 @@ import org.knowm.xchart.CategoryChartBuilder;
  *
  * <pre>
  * java -Xmx2g -cp 'salus-blockdriver/target/salus-blockdriver-0.1.0-SNAPSHOT.jar:salus-blockdriver/target/lib/*' \
- *   io.salus.blockdriver.bench.NbdBenchmark [--out docs/benchmarks] [--runtime 10] [--reps 3] [--skip-hbase]
+ *   io.salus.blockdriver.bench.NbdBenchmark [--out docs/benchmarks] [--runtime 8] [--reps 7] [--skip-hbase]
+ *   [--skip-memory] [--hdfs]
  * </pre>
  *
  * Writes {@code nbd-memory-vs-nbdkit.csv/.png} (with a {@code ratio} column = ours / nbdkit,
@@ -43,8 +44,12 @@ import org.knowm.xchart.CategoryChartBuilder;
 public final class NbdBenchmark {
   private static final ObjectMapper JSON = new ObjectMapper();
 
-  /** One fio workload. */
-  record Workload(String name, String rw, String bs, int iodepth, boolean read) {}
+  /** One fio workload; {@code fsync} > 0 sends an NBD FLUSH after every that many writes. */
+  record Workload(String name, String rw, String bs, int iodepth, boolean read, int fsync) {
+    Workload(String name, String rw, String bs, int iodepth, boolean read) {
+      this(name, rw, bs, iodepth, read, 0);
+    }
+  }
 
   /** Result of one fio run. */
   record Fio(double mibps, double iops, double latUsec) {}
@@ -58,6 +63,7 @@ public final class NbdBenchmark {
   static final List<Workload> HBASE_WORKLOADS = List.of(
       new Workload("seq-write-4k-qd32", "write", "4k", 32, false),
       new Workload("rand-write-4k-qd32", "randwrite", "4k", 32, false),
+      new Workload("rand-write-4k-qd32-flush32", "randwrite", "4k", 32, false, 32),
       new Workload("seq-read-4k-qd32", "read", "4k", 32, true),
       new Workload("rand-read-4k-qd32", "randread", "4k", 32, true));
 
@@ -68,6 +74,7 @@ public final class NbdBenchmark {
     boolean hbase = true;
     boolean memory = true;
     List<String> only = null;
+    boolean hdfs = false;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
         case "--out": out = new File(args[++i]); break;
@@ -76,9 +83,10 @@ public final class NbdBenchmark {
         case "--skip-hbase": hbase = false; break;
         case "--skip-memory": memory = false; break;
         case "--workloads": only = List.of(args[++i].split(",")); break;
+        case "--hdfs": hdfs = true; break;
         default:
           System.err.println("usage: NbdBenchmark [--out DIR] [--runtime S] [--reps N]"
-              + " [--skip-hbase] [--skip-memory] [--workloads NAME,...]");
+              + " [--skip-hbase] [--skip-memory] [--workloads NAME,...] [--hdfs]");
           System.exit(2);
       }
     }
@@ -92,12 +100,13 @@ public final class NbdBenchmark {
       memoryVsNbdkit(out, runtime, reps, workloads);
     }
     if (hbase) {
-      hbaseBaseline(out, Math.max(runtime, 15));
+      hbaseBaseline(out, Math.max(runtime, 15), hdfs);
     }
   }
 
   static void memoryVsNbdkit(File out, int runtime, int reps, List<Workload> workloads)
       throws Exception {
+    String loadBefore = machineLoad();
     long size = 1L << 30;
     String fioSize = "512M";
     MemoryVolume vol = new MemoryVolume("mem", size / 4096, 4096);
@@ -153,7 +162,8 @@ public final class NbdBenchmark {
         pw.println("# fio --ioengine=nbd, size " + fioSize + ", runtime " + runtime + " s, "
             + reps + " back-to-back pairs (order alternating) after a discarded warm-up; throughput columns = best run,"
             + " ratio = median of the per-pair ratios ours/nbdkit, ratio_best = best/best; "
-            + version + "; " + Instant.now() + "; shared noisy 2-core machine");
+            + version + "; " + Instant.now() + "; load before: " + loadBefore + "; load after: "
+            + machineLoad());
         pw.println("workload,salus_mibps,salus_iops,salus_lat_usec,nbdkit_mibps,nbdkit_iops,"
             + "nbdkit_lat_usec,ratio,ratio_best");
         for (Map.Entry<String, Fio[]> e : best.entrySet()) {
@@ -181,16 +191,27 @@ public final class NbdBenchmark {
     }
   }
 
-  static void hbaseBaseline(File out, int runtime) throws Exception {
+  /**
+   * The plain-HBase volume over NBD. Local file system + FSHLog by default; with {@code hdfs}
+   * on a one-DataNode MiniDFSCluster with HBase's default async FS WAL, where FLUSH (and FUA)
+   * mean a DataNode fsync, so the FLUSH workload shows what durability costs.
+   */
+  static void hbaseBaseline(File out, int runtime, boolean hdfs) throws Exception {
+    String loadBefore = machineLoad();
     HBaseTestingUtility util = new HBaseTestingUtility();
     Configuration conf = util.getConfiguration();
     conf.setInt("hbase.master.info.port", -1);
     conf.setInt("hbase.regionserver.info.port", -1);
-    conf.setBoolean("hbase.unsafe.stream.capability.enforce", false);
-    conf.set("hbase.wal.provider", "filesystem");
     conf.setInt("hbase.regionserver.handler.count", 32);
-    util.startMiniZKCluster();
-    util.startMiniHBaseCluster(StartMiniClusterOption.builder().numRegionServers(1).build());
+    if (hdfs) {
+      util.startMiniCluster(StartMiniClusterOption.builder()
+          .numRegionServers(1).numDataNodes(1).build());
+    } else {
+      conf.setBoolean("hbase.unsafe.stream.capability.enforce", false);
+      conf.set("hbase.wal.provider", "filesystem");
+      util.startMiniZKCluster();
+      util.startMiniHBaseCluster(StartMiniClusterOption.builder().numRegionServers(1).build());
+    }
     try {
       VolumeCatalog catalog = new VolumeCatalog(util.getConnection());
       catalog.create("bench", (1L << 30) / 4096, 4096, "SHA-256", 4);
@@ -205,11 +226,15 @@ public final class NbdBenchmark {
           results.put(w.name(), f);
         }
       }
-      File csv = new File(out, "hbase-volume-baseline.csv");
+      String name = hdfs ? "hbase-volume-baseline-hdfs" : "hbase-volume-baseline";
+      File csv = new File(out, name + ".csv");
       try (PrintWriter pw = new PrintWriter(csv, StandardCharsets.UTF_8)) {
-        pw.println("# plain-HBase volume (Salus baseline) over NBD: 1 RS mini cluster on local FS"
-            + " with FSHLog WAL, in the benchmark JVM; fio size 256M, runtime " + runtime
-            + " s; " + Instant.now() + "; shared noisy 2-core machine");
+        pw.println("# plain-HBase volume (Salus baseline) over NBD: 1 RS mini cluster "
+            + (hdfs ? "on a 1-DataNode MiniDFSCluster with the async FS WAL"
+                : "on local FS with FSHLog WAL")
+            + ", in the benchmark JVM; fio size 256M, runtime " + runtime
+            + " s; flush32 = NBD FLUSH after every 32 writes (fio --fsync=32); " + Instant.now()
+            + "; load before: " + loadBefore + "; load after: " + machineLoad());
         pw.println("workload,mibps,iops,mean_lat_usec");
         for (Map.Entry<String, Fio> e : results.entrySet()) {
           pw.printf("%s,%.2f,%.0f,%.0f%n", e.getKey(), e.getValue().mibps(), e.getValue().iops(),
@@ -222,7 +247,7 @@ public final class NbdBenchmark {
           .xAxisTitle("fio workload").yAxisTitle("IOPS").build();
       chart.addSeries("IOPS", new ArrayList<>(results.keySet()),
           results.values().stream().map(Fio::iops).toList());
-      BitmapEncoder.saveBitmap(chart, new File(out, "hbase-volume-baseline").getPath(),
+      BitmapEncoder.saveBitmap(chart, new File(out, name).getPath(),
           BitmapEncoder.BitmapFormat.PNG);
     } finally {
       util.shutdownMiniCluster();
@@ -233,6 +258,9 @@ public final class NbdBenchmark {
     List<String> cmd = new ArrayList<>(List.of("fio", "--name=" + w.name(), "--ioengine=nbd",
         "--uri=" + uri, "--rw=" + w.rw(), "--bs=" + w.bs(), "--iodepth=" + w.iodepth(),
         "--size=" + size, "--output-format=json", "--randrepeat=0", "--norandommap"));
+    if (w.fsync() > 0) {
+      cmd.add("--fsync=" + w.fsync());
+    }
     if (runtime > 0) {
       cmd.add("--time_based");
       cmd.add("--runtime=" + runtime);
@@ -262,6 +290,21 @@ public final class NbdBenchmark {
       return s;
     } finally {
       log.delete();
+    }
+  }
+
+  /**
+   * The machine's load as measured now (1/5/15-minute load averages from /proc/loadavg and the
+   * CPU count), written into each CSV instead of a fixed remark.
+   */
+  static String machineLoad() {
+    try {
+      String[] f = Files.readString(java.nio.file.Path.of("/proc/loadavg")).trim().split("\\s+");
+      return "load average " + f[0] + " " + f[1] + " " + f[2] + " on "
+          + Runtime.getRuntime().availableProcessors() + " CPUs";
+    } catch (IOException e) {
+      return "load average unknown (" + e.getMessage() + ") on "
+          + Runtime.getRuntime().availableProcessors() + " CPUs";
     }
   }
 

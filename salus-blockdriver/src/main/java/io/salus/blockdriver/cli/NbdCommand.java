@@ -36,6 +36,12 @@ public final class NbdCommand implements Callable<Integer> {
       description = "Directory with the cluster's hbase-site.xml (default: classpath).")
   File hbaseConf;
 
+  @Option(names = "--accept-current-state",
+      description = "Mount even if the volume tree rebuilt from storage differs from the root"
+          + " recorded at the last flush/close, and trust what is stored now (an operator"
+          + " decision after inspecting the volume; default: refuse to mount).")
+  boolean acceptCurrentState;
+
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
   /** A running export: the server, the volume it serves and the HBase connection. */
@@ -68,6 +74,12 @@ public final class NbdCommand implements Callable<Integer> {
    */
   public static Running serve(String volume, String bind, int port, File hbaseConf)
       throws IOException {
+    return serve(volume, bind, port, hbaseConf, false);
+  }
+
+  /** Like {@link #serve(String, String, int, File)}, optionally accepting the current state. */
+  public static Running serve(String volume, String bind, int port, File hbaseConf,
+      boolean acceptCurrentState) throws IOException {
     if (port < 0 || port > 65535) {
       throw new IllegalArgumentException("bad port " + port + ": use 0..65535");
     }
@@ -75,7 +87,7 @@ public final class NbdCommand implements Callable<Integer> {
     Connection c = HBaseConf.connect(hbaseConf);
     HBaseExports exports = null;
     try {
-      exports = HBaseExports.single(c, volume);
+      exports = HBaseExports.single(c, volume, acceptCurrentState);
       HBaseVolume v = exports.volume(volume);
       NbdServer server;
       try {
@@ -100,8 +112,9 @@ public final class NbdCommand implements Callable<Integer> {
     PrintWriter err = spec.commandLine().getErr();
     Running r;
     try {
-      r = serve(volume, bind, port, hbaseConf);
-    } catch (IllegalArgumentException | BindException | VolumeException.InUse e) {
+      r = serve(volume, bind, port, hbaseConf, acceptCurrentState);
+    } catch (IllegalArgumentException | BindException | VolumeException.InUse
+        | VolumeException.RootMismatch e) {
       err.println("error: " + e.getMessage());
       err.flush();
       return 2;

@@ -6,31 +6,27 @@ import io.salus.blockdriver.metrics.BlockDriverMetrics;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * Byte-granular access to a block {@link Volume}. Aligned requests go straight to the volume;
  * requests that start or end inside a block are served by read-modify-write of the edge blocks.
- * Read-modify-writes of the same block are serialized (striped locks), so two concurrent
- * unaligned writes to disjoint bytes of one block both survive.
+ * Read-modify-writes of the same block are serialized per volume ({@link VolumeLocks}, shared by
+ * all connections to the volume), so two concurrent unaligned writes to disjoint bytes of one
+ * block both survive, also when they arrive on different connections.
  */
 public final class ByteRangeIo {
-  private static final int STRIPES = 256;
-
   private final Volume volume;
   private final int bs;
   private final ExecutorService rmwExecutor;
   private final BlockDriverMetrics metrics;
-  private final ReentrantLock[] locks = new ReentrantLock[STRIPES];
+  private final VolumeLocks locks;
 
   public ByteRangeIo(Volume volume, ExecutorService rmwExecutor, BlockDriverMetrics metrics) {
     this.volume = volume;
     this.bs = volume.blockSize();
     this.rmwExecutor = rmwExecutor;
     this.metrics = metrics;
-    for (int i = 0; i < STRIPES; i++) {
-      locks[i] = new ReentrantLock();
-    }
+    this.locks = VolumeLocks.of(volume);
   }
 
   public Volume volume() {
@@ -120,15 +116,7 @@ public final class ByteRangeIo {
     int count = (int) (last - first + 1);
     boolean headPartial = offset % bs != 0;
     boolean tailPartial = (offset + length) % bs != 0;
-    int s1 = stripe(first);
-    int s2 = stripe(last);
-    ReentrantLock a = locks[Math.min(s1, s2)];
-    ReentrantLock b = locks[Math.max(s1, s2)];
-    a.lock();
-    if (b != a) {
-      b.lock();
-    }
-    try {
+    try (VolumeLocks.Unlock held = locks.lock(first, last)) {
       byte[] buf = new byte[count * bs];
       if (headPartial) {
         System.arraycopy(volume.read(first, 1).join(), 0, buf, 0, bs);
@@ -140,15 +128,6 @@ public final class ByteRangeIo {
       volume.write(first, buf, fua).join();
     } catch (CompletionException e) {
       throw e.getCause() instanceof VolumeException ? (VolumeException) e.getCause() : e;
-    } finally {
-      if (b != a) {
-        b.unlock();
-      }
-      a.unlock();
     }
-  }
-
-  private static int stripe(long block) {
-    return (int) ((block ^ (block >>> 17)) & (STRIPES - 1));
   }
 }

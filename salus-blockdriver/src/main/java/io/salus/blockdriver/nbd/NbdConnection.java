@@ -18,6 +18,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -70,6 +71,16 @@ final class NbdConnection implements Runnable {
   private boolean structured;
   private boolean noZeroes;
   private Thread readerThread;
+  /**
+   * Replies completed on threads other than this connection's reader (for HBaseVolume: the
+   * HBase completion pool shared by every connection) are queued here and written by this
+   * connection's own reply thread, so a client that stops reading blocks only that thread,
+   * never a shared completion thread. Bounded by the in-flight limits (a request's permits are
+   * released only after its reply is written).
+   */
+  private final LinkedBlockingQueue<Runnable> replyQueue = new LinkedBlockingQueue<>();
+  private static final Runnable STOP_REPLIES = () -> { };
+  private Thread replyThread;
   private boolean pendingFlush;
   private boolean drained;
 
@@ -130,10 +141,59 @@ final class NbdConnection implements Runnable {
       LOG.debug("NBD connection {} I/O error: {}", remote, e.toString());
     } catch (RuntimeException e) {
       LOG.warn("NBD connection {} failed", remote, e);
+    } catch (OutOfMemoryError e) {
+      // e.g. direct memory outside the buffer pool (socket buffers): end this connection only
+      LOG.warn("NBD connection {} closed: out of memory ({}); lower -Dsalus.nbd.maxBufferBytes"
+          + " or raise -XX:MaxDirectMemorySize", remote, e.getMessage());
     } finally {
       drain();
-      closeQuietly();
+      stopReplyThread();
       onClose.run();
+    }
+  }
+
+  /** Runs {@code reply} now on the reader thread, else on this connection's reply thread. */
+  private void replyOn(Runnable reply) {
+    if (Thread.currentThread() == readerThread || replyThread == null) {
+      reply.run();
+    } else {
+      replyQueue.add(reply);
+    }
+  }
+
+  private void replyLoop() {
+    try {
+      while (true) {
+        Runnable r = replyQueue.take();
+        if (r == STOP_REPLIES) {
+          return;
+        }
+        r.run();
+        if (replyQueue.isEmpty()) {
+          flushPendingReplies();
+        }
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  private void stopReplyThread() {
+    replyQueue.add(STOP_REPLIES);
+    if (replyThread != null) {
+      try {
+        replyThread.join(5000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    closeQuietly(); // also unblocks a reply write to a client that stopped reading
+    if (replyThread != null) {
+      try {
+        replyThread.join(5000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
     }
   }
 
@@ -251,11 +311,17 @@ final class NbdConnection implements Runnable {
     throw new Disconnect("too many options");
   }
 
+  /** Why the last {@link #resolve} found no volume, for the option reply. */
+  private String resolveProblem;
+
   private Volume resolve(String name) {
+    resolveProblem = "unknown export '" + name + "'";
     try {
       return exports.resolve(name);
     } catch (Exception e) {
+      // e.g. a volume whose mount was refused (root mismatch): tell the client why
       LOG.warn("cannot open export '{}'", name, e);
+      resolveProblem = "cannot open export '" + name + "': " + e.getMessage();
       return null;
     }
   }
@@ -287,7 +353,7 @@ final class NbdConnection implements Runnable {
     String name = new String(nb, StandardCharsets.UTF_8);
     Volume v = resolve(name);
     if (v == null) {
-      optionReply(option, REP_ERR_UNKNOWN, "unknown export '" + name + "'");
+      optionReply(option, REP_ERR_UNKNOWN, resolveProblem);
       return null;
     }
     java.nio.ByteBuffer e = java.nio.ByteBuffer.allocate(12);
@@ -336,6 +402,9 @@ final class NbdConnection implements Runnable {
   // ---------------------------------------------------------------- transmission
 
   private void transmission(ByteRangeIo io) throws IOException, Disconnect {
+    replyThread = new Thread(this::replyLoop, readerThread.getName() + "-replies");
+    replyThread.setDaemon(true);
+    replyThread.start();
     Volume volume = io.volume();
     long size = volume.sizeInBytes();
     while (true) {
@@ -369,7 +438,14 @@ final class NbdConnection implements Runnable {
         if (viewed) {
           data = in.view((int) length);
         } else {
-          data = pool.get((int) length);
+          try {
+            data = pool.get((int) length);
+          } catch (BufferPool.Exhausted e) {
+            in.skip(length); // nowhere to keep the payload: consume it, refuse the request
+            metrics.writes.increment();
+            reply(handle, ENOMEM, e.getMessage());
+            continue;
+          }
           try {
             in.readFully(data);
           } catch (IOException e) {
@@ -441,7 +517,14 @@ final class NbdConnection implements Runnable {
               break;
             }
           }
-          ByteBuffer buf = pool.get((int) length);
+          ByteBuffer buf;
+          try {
+            buf = pool.get((int) length);
+          } catch (BufferPool.Exhausted e) {
+            release((int) length);
+            reply(handle, ENOMEM, e.getMessage());
+            break;
+          }
           CompletableFuture<Void> f;
           if (length >= OFFLOAD_BYTES) {
             // large read: fill and send it from a worker while this thread reads on
@@ -455,7 +538,7 @@ final class NbdConnection implements Runnable {
               f = CompletableFuture.failedFuture(e);
             }
           }
-          f.whenComplete((v, t) -> {
+          f.whenComplete((v, t) -> replyOn(() -> {
             try {
               if (t == null) {
                 buf.flip();
@@ -467,7 +550,7 @@ final class NbdConnection implements Runnable {
               pool.release(buf);
               release((int) length);
             }
-          });
+          }));
           break;
         }
         case CMD_FLUSH:
@@ -554,7 +637,7 @@ final class NbdConnection implements Runnable {
 
   private void submit(long handle, int bytes, CompletableFuture<Void> f) throws IOException {
     acquire(bytes);
-    f.whenComplete((v, t) -> {
+    f.whenComplete((v, t) -> replyOn(() -> {
       try {
         if (t == null) {
           reply(handle, 0, null);
@@ -564,7 +647,7 @@ final class NbdConnection implements Runnable {
       } finally {
         release(bytes);
       }
-    });
+    }));
   }
 
   private int errno(Throwable t) {
@@ -692,10 +775,14 @@ final class NbdConnection implements Runnable {
     return b.length <= 1024 ? b : java.util.Arrays.copyOf(b, 1024);
   }
 
-  /** Replies produced on the reader thread are batched until it is about to block. */
+  /**
+   * Replies produced on the reader thread are batched until it is about to block; those on the
+   * reply thread until its queue is empty.
+   */
   private void afterReply() throws IOException {
-    if (Thread.currentThread() == readerThread && in.buffered() > 0) {
-      pendingFlush = true;
+    if ((Thread.currentThread() == readerThread && in.buffered() > 0)
+        || Thread.currentThread() == replyThread) {
+      pendingFlush = true; // the reply thread flushes when its queue is empty
     } else {
       out.flush();
     }

@@ -39,7 +39,7 @@ public final class NbdServer implements AutoCloseable {
   private final Set<NbdConnection> connections = ConcurrentHashMap.newKeySet();
   private final AtomicInteger connectionIds = new AtomicInteger();
   private final ExecutorService rmwExecutor;
-  private final BufferPool pool = new BufferPool();
+  private final BufferPool pool;
   private ServerSocketChannel serverSocket;
   private Thread acceptor;
   private volatile boolean closed;
@@ -50,6 +50,18 @@ public final class NbdServer implements AutoCloseable {
 
   public NbdServer(InetAddress bindAddress, int port, NbdExports exports,
       BlockDriverMetrics metrics, int maxConnections) {
+    this(bindAddress, port, exports, metrics, maxConnections, BufferPool.DEFAULT_CAP,
+        BufferPool.DEFAULT_WAIT_MS);
+  }
+
+  /**
+   * With a cap on the payload buffers of all connections together ({@code bufferCapBytes},
+   * default {@code -Dsalus.nbd.maxBufferBytes} or half the heap limit, at most 512 MiB): a
+   * request waits up to {@code bufferWaitMs} for memory, then is refused with ENOMEM.
+   */
+  public NbdServer(InetAddress bindAddress, int port, NbdExports exports,
+      BlockDriverMetrics metrics, int maxConnections, long bufferCapBytes, long bufferWaitMs) {
+    this.pool = new BufferPool(bufferCapBytes, bufferWaitMs);
     this.bindAddress = bindAddress == null ? InetAddress.getLoopbackAddress() : bindAddress;
     this.requestedPort = port;
     this.exports = exports;
@@ -116,6 +128,11 @@ public final class NbdServer implements AutoCloseable {
 
   public BlockDriverMetrics metrics() {
     return metrics;
+  }
+
+  /** Most payload buffer bytes in use at once so far (never above the cap). */
+  public long peakBufferBytes() {
+    return pool.peakInUseBytes();
   }
 
   public int activeConnections() {

@@ -38,6 +38,8 @@ import java.util.concurrent.CompletableFuture;
  * returns data whose hash matches neither; it fails with {@link BlockCorruptedException}.
  */
 public final class ClientVolumeTree {
+  /** Rows between two progress reports of the mount scan. */
+  public static final int PROGRESS_EVERY = 4096;
   private final String volume;
   private final TreeHashes hashes;
   private final int blockSize;
@@ -54,13 +56,19 @@ public final class ClientVolumeTree {
   private final byte[] emptyLeaf;
   private long seq;
 
-  /** A cached subtree: a salus-core region tree (local indices) once loaded. */
+  /**
+   * A cached subtree: a salus-core region tree (local indices) once loaded and verified. A
+   * subtree whose fetched leaves do not match the trusted top levels keeps no region tree at all
+   * ({@code corrupt}); one whose fetch failed ({@code failed}) is fetched again by the next
+   * acquire, on the same object, so pins taken by requests in flight stay counted.
+   */
   private static final class Subtree {
     final long index;
     MerkleTree regionTree;
     CompletableFuture<Void> loaded;
     int pins;
     String corrupt;
+    String failed;
 
     Subtree(long index) {
       this.index = index;
@@ -150,9 +158,21 @@ public final class ClientVolumeTree {
     return tree.root().bytes();
   }
 
-  /** Number of block updates applied (the write sequence number). */
+  /** The write sequence number: the base set at mount plus the block updates applied since. */
   public synchronized long seq() {
     return seq;
+  }
+
+  /**
+   * Continues the write sequence from {@code base} (the sequence number recorded for the
+   * mounted root), so that sequence numbers only grow across opens.
+   */
+  public synchronized void startSeqAt(long base) {
+    if (base < seq) {
+      throw new IllegalStateException("write sequence cannot go back from " + seq + " to "
+          + base);
+    }
+    seq = base;
   }
 
   /**
@@ -160,6 +180,16 @@ public final class ClientVolumeTree {
    * as the top levels ({@link MerkleTree#installRegionRoots}). No subtree stays cached.
    */
   public void mount() throws IOException {
+    mount(block -> { });
+  }
+
+  /**
+   * Like {@link #mount()}, reporting progress: {@code progress} receives the block number the
+   * scan has reached (rows come in block order) every {@value #PROGRESS_EVERY} rows, and
+   * {@code sizeInBlocks} when the scan is done.
+   */
+  public void mount(java.util.function.LongConsumer progress) throws IOException {
+    long[] rows = {0};
     Map<Long, Hash> roots = new HashMap<>();
     MerkleTree[] cur = {null};
     long[] curIndex = {-1};
@@ -167,6 +197,9 @@ public final class ClientVolumeTree {
     source.scanAllLeaves((block, hash) -> {
       if (block < 0 || block >= sizeInBlocks) {
         return;
+      }
+      if (++rows[0] % PROGRESS_EVERY == 0) {
+        progress.accept(block);
       }
       long idx = layout.regionOf(block);
       if (idx != curIndex[0]) {
@@ -185,6 +218,7 @@ public final class ClientVolumeTree {
     if (cur[0] != null) {
       roots.put(curIndex[0], cur[0].root());
     }
+    progress.accept(sizeInBlocks);
     if (bad[0] != null) {
       warn(bad[0]);
     }
@@ -208,6 +242,7 @@ public final class ClientVolumeTree {
     long a = firstBlock >>> subtreeHeight;
     long b = (firstBlock + count - 1) >>> subtreeHeight;
     List<CompletableFuture<Void>> loads = new ArrayList<>();
+    List<Subtree> held = new ArrayList<>();
     synchronized (this) {
       for (long i = a; i <= b; i++) {
         Subtree s = cache.get(i);
@@ -215,13 +250,37 @@ public final class ClientVolumeTree {
           s = new Subtree(i);
           cache.put(i, s);
           s.loaded = load(s);
+        } else if (s.failed != null && s.loaded.isDone()) {
+          s.failed = null; // the last fetch failed (transient): fetch again
+          s.loaded = load(s);
         }
         s.pins++;
         loads.add(s.loaded);
+        held.add(s);
       }
       evict();
     }
-    return CompletableFuture.allOf(loads.toArray(new CompletableFuture[0]));
+    return CompletableFuture.allOf(loads.toArray(new CompletableFuture[0]))
+        .thenRun(() -> usable(held));
+  }
+
+  /**
+   * Fails the request when one of its subtrees is untrusted: its stored leaves did not match
+   * the trusted top levels (nothing in it is returned, and nothing is written that would make
+   * a trusted hash depend on its forged leaves), or it could not be fetched.
+   */
+  private void usable(List<Subtree> held) {
+    synchronized (this) {
+      for (Subtree s : held) {
+        if (s.corrupt != null) {
+          throw new BlockCorruptedException(volume, layout.firstBlock(s.index), s.corrupt);
+        }
+        if (s.regionTree == null) {
+          throw new io.salus.blockdriver.volume.VolumeException(
+              s.failed != null ? s.failed : "subtree " + s.index + " is not loaded");
+        }
+      }
+    }
   }
 
   public synchronized void release(long firstBlock, long count) {
@@ -244,7 +303,7 @@ public final class ClientVolumeTree {
     while (cache.size() > cacheCapacity && it.hasNext()) {
       Subtree s = it.next();
       if (s.pins == 0 && s.loaded.isDone()) {
-        it.remove();
+        it.remove(); // includes untrusted ones: a later acquire fetches and checks again
       }
     }
   }
@@ -286,16 +345,16 @@ public final class ClientVolumeTree {
           problem = "stored leaf hashes of blocks [" + first + ", " + (first + count)
               + ") do not match the volume tree";
         }
-        if (problem != null) {
+        if (problem == null) {
+          s.regionTree = rt;
+        } else if (t == null) {
+          // untrusted stays untrusted: the forged leaves are dropped, never installed
           s.corrupt = problem;
-          if (t == null) {
-            metrics.verificationFailures.increment();
-            BlockDriverMetrics.GLOBAL.verificationFailures.increment();
-          } else {
-            cache.remove(s.index); // transient: fetch again next time
-          }
+          metrics.verificationFailures.increment();
+          BlockDriverMetrics.GLOBAL.verificationFailures.increment();
+        } else {
+          s.failed = problem; // transient; stays cached (pinned by its requests) until retried
         }
-        s.regionTree = rt;
       }
       return null;
     });
@@ -311,10 +370,11 @@ public final class ClientVolumeTree {
     byte[] actual = data == null ? emptyLeaf : hashes.leaf(data, off);
     String problem = null;
     synchronized (this) {
-      Subtree s = loadedSubtree(block);
-      if (s.corrupt != null) {
-        problem = s.corrupt;
+      Subtree c = cache.get(block >>> subtreeHeight);
+      if (c != null && c.corrupt != null) {
+        problem = c.corrupt;
       } else {
+        loadedSubtree(block);
         byte[] leaf = tree.leaf(block).bytes();
         boolean ok = Arrays.equals(leaf, actual) || matchesPending(block, actual);
         if (!ok) {

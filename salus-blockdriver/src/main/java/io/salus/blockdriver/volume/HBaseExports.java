@@ -20,16 +20,34 @@ public final class HBaseExports implements NbdExports {
   private final String defaultVolume;
   private final List<String> allowed;
   private final Map<String, HBaseVolume> open = new ConcurrentHashMap<>();
+  private final boolean acceptCurrentState;
 
   public HBaseExports(Connection connection, String defaultVolume, List<String> allowed) {
+    this(connection, defaultVolume, allowed, false);
+  }
+
+  /**
+   * With {@code acceptCurrentState} the volumes' mounts accept a root that differs from the
+   * recorded one (the operator's explicit decision, see {@link HBaseVolume#open(Connection,
+   * String, boolean)}); otherwise such a mount fails with {@link VolumeException.RootMismatch}.
+   */
+  public HBaseExports(Connection connection, String defaultVolume, List<String> allowed,
+      boolean acceptCurrentState) {
     this.connection = connection;
     this.defaultVolume = defaultVolume;
     this.allowed = allowed == null ? List.of() : List.copyOf(allowed);
+    this.acceptCurrentState = acceptCurrentState;
   }
 
   /** Exports exactly one volume (also the default export). */
   public static HBaseExports single(Connection connection, String volume) {
     return new HBaseExports(connection, volume, List.of(volume));
+  }
+
+  /** Exports exactly one volume, accepting its current stored state at mount if asked to. */
+  public static HBaseExports single(Connection connection, String volume,
+      boolean acceptCurrentState) {
+    return new HBaseExports(connection, volume, List.of(volume), acceptCurrentState);
   }
 
   @Override
@@ -48,7 +66,7 @@ public final class HBaseExports implements NbdExports {
       if (new VolumeCatalog(connection).describe(name).isEmpty()) {
         return null;
       }
-      v = HBaseVolume.open(connection, name);
+      v = HBaseVolume.open(connection, name, acceptCurrentState);
       open.put(name, v);
     }
     return v;

@@ -12,11 +12,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BiConsumer;
+import java.util.function.LongFunction;
 import java.util.function.Supplier;
 import org.apache.hadoop.hbase.TableName;
 import org.apache.hadoop.hbase.client.AsyncConnection;
@@ -24,6 +26,7 @@ import org.apache.hadoop.hbase.client.AsyncTable;
 import org.apache.hadoop.hbase.client.Connection;
 import org.apache.hadoop.hbase.client.ConnectionFactory;
 import org.apache.hadoop.hbase.client.Delete;
+import org.apache.hadoop.hbase.client.Durability;
 import org.apache.hadoop.hbase.client.Get;
 import org.apache.hadoop.hbase.client.Put;
 import org.apache.hadoop.hbase.client.Result;
@@ -33,6 +36,10 @@ import org.apache.hadoop.hbase.client.Scan;
 import org.apache.hadoop.hbase.client.ScanResultConsumer;
 import org.apache.hadoop.hbase.client.Table;
 import org.apache.hadoop.hbase.util.Bytes;
+import me.tongfei.progressbar.DelegatingProgressBarConsumer;
+import me.tongfei.progressbar.ProgressBar;
+import me.tongfei.progressbar.ProgressBarBuilder;
+import me.tongfei.progressbar.ProgressBarStyle;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -53,8 +60,11 @@ public final class HBaseVolume implements Volume {
   public static final byte[] FAMILY = Bytes.toBytes("b");
   public static final byte[] DATA = Bytes.toBytes("d");
   public static final byte[] HASH = Bytes.toBytes("h");
+  /** Column of the per-region sync markers written by FLUSH (see {@link #flush}). */
+  static final byte[] SYNC_MARKER = Bytes.toBytes("s");
   private static final int TRIM_BATCH = 4096;
   private static final int SUBTREE_CACHE = 4096;
+  private static final int CLOSE_WAIT_SECONDS = 60;
 
   private final VolumeInfo info;
   private final VolumeCatalog catalog;
@@ -72,66 +82,123 @@ public final class HBaseVolume implements Volume {
   private final byte[] mountRoot;
   private final boolean mountRootMatches;
   private volatile boolean closed;
+  /** Operations admitted and not yet complete (close waits for them); guarded by itself. */
+  private final java.util.Set<CompletableFuture<Void>> outstanding = new java.util.HashSet<>();
   /**
    * Single-writer lease; once it is lost the volume is fenced: every operation fails, read
    * straight from the lease so that no write is acknowledged after the loss is known.
    */
   private final VolumeLease lease;
+  /** Explicit cell versions of this open (a delete never hides a later write). */
+  private final WriteVersions versions;
 
-  private HBaseVolume(Connection connection, VolumeInfo info) throws IOException {
+  private HBaseVolume(Connection connection, VolumeInfo info, boolean acceptCurrentState)
+      throws IOException {
     this.connection = connection;
     this.info = info;
     this.bs = info.blockSize();
     this.catalog = new VolumeCatalog(connection);
     this.tableName = TableName.valueOf(info.table());
     this.lease = VolumeLease.acquire(connection.getConfiguration(), info.name());
+    // From here on, any failure releases everything acquired so far: the lease (so the volume
+    // is not left "in use" by a writer that never started), the connection and the threads.
+    AsyncConnection ac = null;
+    ExecutorService ex = null;
     try {
-      this.async = ConnectionFactory.createAsyncConnection(connection.getConfiguration()).get();
-    } catch (Exception e) {
-      lease.close();
-      throw new IOException("cannot connect to HBase for volume '" + info.name() + "'", e);
-    }
-    AtomicInteger n = new AtomicInteger();
-    this.executor = Executors.newFixedThreadPool(
-        Math.max(2, Runtime.getRuntime().availableProcessors()), r -> {
-          Thread t = new Thread(r, "hbase-volume-" + info.name() + "-" + n.incrementAndGet());
-          t.setDaemon(true);
-          return t;
-        });
-    this.table = async.getTable(tableName, executor);
-    this.tree = new ClientVolumeTree(info.name(), TreeHashes.forName(info.hashAlgorithm(), bs),
-        info.sizeInBlocks(), info.subtreeHeight(), new HBaseSubtreeSource(), metrics,
-        SUBTREE_CACHE);
-    long t0 = System.nanoTime();
-    try {
-      tree.mount();
-    } catch (IOException | RuntimeException e) {
-      releaseResources();
+      this.versions = new WriteVersions(catalog.nextWriterEpoch(info.name()));
+      try {
+        ac = ConnectionFactory.createAsyncConnection(connection.getConfiguration()).get();
+      } catch (ExecutionException e) {
+        throw new IOException("cannot connect to HBase for volume '" + info.name() + "'",
+            e.getCause());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IOException("interrupted while connecting volume '" + info.name() + "'", e);
+      }
+      this.async = ac;
+      AtomicInteger n = new AtomicInteger();
+      ex = Executors.newFixedThreadPool(
+          Math.max(2, Runtime.getRuntime().availableProcessors()), r -> {
+            Thread t = new Thread(r, "hbase-volume-" + info.name() + "-" + n.incrementAndGet());
+            t.setDaemon(true);
+            return t;
+          });
+      this.executor = ex;
+      this.table = async.getTable(tableName, executor);
+      this.tree = new ClientVolumeTree(info.name(), TreeHashes.forName(info.hashAlgorithm(), bs),
+          info.sizeInBlocks(), info.subtreeHeight(), new HBaseSubtreeSource(), metrics,
+          SUBTREE_CACHE);
+      long t0 = System.nanoTime();
+      // the scan reads every written block's hash: show how far it got (rows come in block
+      // order), as log lines once a second
+      try (ProgressBar bar = new ProgressBarBuilder()
+          .setTaskName("mount " + info.name())
+          .setInitialMax(info.sizeInBlocks())
+          .setUnit(" blocks", 1)
+          .setUpdateIntervalMillis(1000)
+          .setStyle(ProgressBarStyle.ASCII)
+          .setConsumer(new DelegatingProgressBarConsumer(LOG::info))
+          .build()) {
+        tree.mount(bar::stepTo);
+      }
+      this.mountRoot = tree.root();
+      this.mountRootMatches = info.rootHash() == null
+          || Arrays.equals(info.rootHash(), mountRoot);
+      long seq = info.rootSeq();
+      if (!mountRootMatches) {
+        String why = info.cleanClose()
+            ? "the stored blocks were changed outside the block driver"
+            : "the stored blocks were changed outside the block driver, or the previous writer"
+                + " did not close cleanly and writes after its last flush landed";
+        String problem = "volume '" + info.name() + "': the volume tree rebuilt from storage"
+            + " (root " + VolumeCatalog.hex(mountRoot) + ") does not match the root recorded at"
+            + " the last " + (info.cleanClose() ? "clean close" : "flush") + " ("
+            + VolumeCatalog.hex(info.rootHash()) + ", sequence " + info.rootSeq() + "); " + why
+            + ".";
+        if (!acceptCurrentState) {
+          throw new VolumeException.RootMismatch(problem + " Nothing was mounted and the"
+              + " recorded root is kept as evidence. Inspect the table " + info.table()
+              + "; to trust what is stored now, mount once with 'salus nbd --volume "
+              + info.name() + " --accept-current-state' (HBaseVolume.open(connection, name,"
+              + " true)).");
+        }
+        seq = info.rootSeq() + 1; // a new state: its sequence number is above the old one
+        LOG.warn("{} The operator accepted the current state: recording it as sequence {}.",
+            problem, seq);
+      }
+      tree.startSeqAt(seq);
+      LOG.info("mounted volume '{}' ({} blocks of {} B) in {} ms, root {} sequence {}",
+          info.name(), info.sizeInBlocks(), bs, (System.nanoTime() - t0) / 1_000_000,
+          VolumeCatalog.hex(mountRoot), seq);
+      catalog.recordRoot(info.name(), mountRoot, seq, false);
+      recordedSeq = seq;
+    } catch (IOException | RuntimeException | Error e) {
+      release(ac, ex, lease, info.name());
       throw e;
     }
-    this.mountRoot = tree.root();
-    this.mountRootMatches = info.rootHash() == null || Arrays.equals(info.rootHash(), mountRoot);
-    if (!mountRootMatches) {
-      LOG.warn("volume '{}': volume tree root rebuilt from stored hashes ({}) differs from the"
-          + " root recorded at the last {} ({}); {}", info.name(), VolumeCatalog.hex(mountRoot),
-          info.cleanClose() ? "clean close" : "flush", VolumeCatalog.hex(info.rootHash()),
-          info.cleanClose() ? "the table was modified outside the block driver"
-              : "the previous writer did not close cleanly (unflushed writes may have landed)");
-    }
-    LOG.info("mounted volume '{}' ({} blocks of {} B) in {} ms, root {}", info.name(),
-        info.sizeInBlocks(), bs, (System.nanoTime() - t0) / 1_000_000,
-        VolumeCatalog.hex(mountRoot));
-    catalog.recordRoot(info.name(), mountRoot, 0, false);
   }
 
-  /** Opens an existing volume of kind {@code hbase} and rebuilds its client volume tree. */
+  /**
+   * Opens an existing volume of kind {@code hbase} and rebuilds its client volume tree; refuses
+   * ({@link VolumeException.RootMismatch}) when the rebuilt root differs from the recorded one.
+   */
   public static HBaseVolume open(Connection connection, String name) throws IOException {
+    return open(connection, name, false);
+  }
+
+  /**
+   * Like {@link #open(Connection, String)}; with {@code acceptCurrentState} a root mismatch is
+   * accepted (the operator's explicit decision to trust what is stored now): the rebuilt root is
+   * recorded with the next sequence number.
+   */
+  public static HBaseVolume open(Connection connection, String name, boolean acceptCurrentState)
+      throws IOException {
     VolumeInfo info = new VolumeCatalog(connection).require(name);
     if (!VolumeCatalog.KIND_HBASE.equals(info.kind())) {
       throw new IllegalArgumentException("volume '" + name + "' is of kind '" + info.kind()
           + "', not a plain-HBase volume");
     }
-    return new HBaseVolume(connection, info);
+    return new HBaseVolume(connection, info, acceptCurrentState);
   }
 
   public VolumeInfo info() {
@@ -212,17 +279,18 @@ public final class HBaseVolume implements Volume {
     if (e != null) {
       return CompletableFuture.failedFuture(e);
     }
-    return withTree(firstBlock, count, () -> {
+    return admitted(() -> withTree(firstBlock, count, () -> {
       CompletableFuture<List<Result>> rows;
       if (count == 1) {
-        rows = table.get(new Get(row(firstBlock)).addFamily(FAMILY)).thenApply(List::of);
+        rows = table.get(new Get(row(firstBlock)).addColumn(FAMILY, DATA).addColumn(FAMILY, HASH))
+            .thenApply(List::of);
       } else {
         rows = table.scanAll(new Scan().withStartRow(row(firstBlock))
-            .withStopRow(row(firstBlock + count)).addFamily(FAMILY)
+            .withStopRow(row(firstBlock + count)).addColumn(FAMILY, DATA).addColumn(FAMILY, HASH)
             .setCaching(count).setLimit(count).setReadType(Scan.ReadType.PREAD));
       }
       return rows.thenApply(results -> assemble(firstBlock, count, results));
-    });
+    }));
   }
 
   private byte[] assemble(long first, int count, List<Result> results) {
@@ -268,23 +336,29 @@ public final class HBaseVolume implements Volume {
     if (e != null) {
       return CompletableFuture.failedFuture(e);
     }
-    return withTree(firstBlock, count, () -> {
+    return admitted(() -> withTree(firstBlock, count, () -> {
       byte[][] leaves = new byte[count][];
-      List<Row> batch = new ArrayList<>(count);
+      boolean[] zero = new boolean[count];
       for (int i = 0; i < count; i++) {
-        long block = firstBlock + i;
-        if (BlockGeometry.isAllZero(data, i * bs, bs)) {
-          leaves[i] = tree.emptyLeaf();
-          batch.add(new Delete(row(block)));
-        } else {
-          leaves[i] = tree.leafHash(data, i * bs);
-          batch.add(new Put(row(block))
-              .addColumn(FAMILY, DATA, Arrays.copyOfRange(data, i * bs, (i + 1) * bs))
-              .addColumn(FAMILY, HASH, leaves[i]));
-        }
+        zero[i] = BlockGeometry.isAllZero(data, i * bs, bs);
+        leaves[i] = zero[i] ? tree.emptyLeaf() : tree.leafHash(data, i * bs);
       }
-      return apply(firstBlock, leaves, batch);
-    });
+      return apply(firstBlock, leaves, version -> {
+        List<Row> batch = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+          long block = firstBlock + i;
+          if (zero[i]) {
+            batch.add(new Delete(row(block), version).setDurability(durability(fua)));
+          } else {
+            batch.add(new Put(row(block), version)
+                .addColumn(FAMILY, DATA, Arrays.copyOfRange(data, i * bs, (i + 1) * bs))
+                .addColumn(FAMILY, HASH, leaves[i])
+                .setDurability(durability(fua)));
+          }
+        }
+        return batch;
+      });
+    }));
   }
 
   /**
@@ -292,9 +366,12 @@ public final class HBaseVolume implements Volume {
    * the in-flight batches touching any of its blocks, so HBase never holds two unordered
    * mutations of one block and the tree's commit order matches the stored state (otherwise two
    * concurrent writes of a block could land in HBase in the opposite order of their
-   * acknowledgements, and a correct block would later fail verification).
+   * acknowledgements, and a correct block would later fail verification). The batch is built
+   * when it is sent, with the next explicit cell version ({@link WriteVersions}), so a later
+   * batch always carries a higher version than an earlier one.
    */
-  private CompletableFuture<Void> apply(long firstBlock, byte[][] leaves, List<Row> batch) {
+  private CompletableFuture<Void> apply(long firstBlock, byte[][] leaves,
+      LongFunction<List<Row>> batchAt) {
     CompletableFuture<Void> mine = new CompletableFuture<>();
     List<CompletableFuture<Void>> before = new ArrayList<>();
     synchronized (inflight) {
@@ -314,6 +391,18 @@ public final class HBaseVolume implements Volume {
         if (leaves[i] != null) {
           tree.beginUpdate(firstBlock + i, leaves[i]);
         }
+      }
+      List<Row> batch;
+      try {
+        batch = batchAt.apply(versions.next());
+      } catch (RuntimeException e) {
+        batch = null;
+        for (int i = 0; i < leaves.length; i++) {
+          if (leaves[i] != null) {
+            tree.abortUpdate(firstBlock + i, leaves[i]);
+          }
+        }
+        return CompletableFuture.failedFuture(e);
       }
       return table.batchAll(batch).handle((r, t) -> {
         for (int i = 0; i < leaves.length; i++) {
@@ -344,14 +433,47 @@ public final class HBaseVolume implements Volume {
     return result;
   }
 
+  /**
+   * FLUSH: every write acknowledged so far is made durable on non-volatile storage (hsync), then
+   * the tree root is recorded. Acknowledged writes are already in their region server's WAL
+   * (SYNC_WAL: replicated, in DataNode memory); a marker put with {@code FSYNC_WAL} into each
+   * region of the volume's table makes that WAL hsync everything appended before the marker
+   * (a WAL syncs in order), which covers every acknowledged write of every connection.
+   */
   @Override
   public CompletableFuture<Void> flush() {
-    VolumeException e = unusable();
-    if (e != null) {
-      return CompletableFuture.failedFuture(e);
-    }
-    // Every acknowledged put is already in the WAL (SYNC_WAL); record the tree root.
-    return CompletableFuture.runAsync(() -> recordRoot(false), executor);
+    return admitted(() -> syncWals()
+        .thenRunAsync(() -> recordRoot(false), executor)
+        .exceptionallyCompose(t -> CompletableFuture.failedFuture(translate(t))));
+  }
+
+  /** One {@code FSYNC_WAL} marker put per region of the table (see {@link #flush}). */
+  private CompletableFuture<Void> syncWals() {
+    return async.getRegionLocator(tableName).getAllRegionLocations().thenCompose(locations -> {
+      long version = versions.next();
+      List<Row> markers = new ArrayList<>(locations.size());
+      for (org.apache.hadoop.hbase.HRegionLocation l : locations) {
+        markers.add(new Put(syncMarkerRow(l.getRegion().getStartKey()), version)
+            .addColumn(FAMILY, SYNC_MARKER, Bytes.toBytes(version))
+            .setDurability(Durability.FSYNC_WAL));
+      }
+      return table.batchAll(markers).thenApply(r -> (Void) null);
+    });
+  }
+
+  /**
+   * The row of a region's sync marker: its first block's row key plus one zero byte (9 bytes),
+   * inside the region and never a block row. Reads select only {@code b:d} and {@code b:h}, so
+   * a marker row is never seen as a block.
+   */
+  static byte[] syncMarkerRow(byte[] regionStartKey) {
+    byte[] start = regionStartKey.length == 0 ? row(0) : regionStartKey;
+    return Arrays.copyOf(start, start.length + 1);
+  }
+
+  /** Durability of a write: FUA means on non-volatile storage when acknowledged (hsync). */
+  private static Durability durability(boolean fua) {
+    return fua ? Durability.FSYNC_WAL : Durability.USE_DEFAULT;
   }
 
   private synchronized void recordRoot(boolean clean) {
@@ -379,6 +501,10 @@ public final class HBaseVolume implements Volume {
     if (e != null) {
       return CompletableFuture.failedFuture(e);
     }
+    return admitted(() -> zeroRange(firstBlock, count, fua));
+  }
+
+  private CompletableFuture<Void> zeroRange(long firstBlock, long count, boolean fua) {
     CompletableFuture<Void> chain = CompletableFuture.completedFuture(null);
     long end = firstBlock + count;
     long pos = firstBlock;
@@ -392,13 +518,14 @@ public final class HBaseVolume implements Volume {
         if (tree.subtreeEmpty(idx)) {
           return CompletableFuture.completedFuture(null);
         }
-        return withTree(chunkStart, chunkEnd - chunkStart, () -> zeroChunk(chunkStart, chunkEnd));
+        return withTree(chunkStart, chunkEnd - chunkStart,
+            () -> zeroChunk(chunkStart, chunkEnd, fua));
       });
     }
     return chain;
   }
 
-  private CompletableFuture<Void> zeroChunk(long start, long end) {
+  private CompletableFuture<Void> zeroChunk(long start, long end, boolean fua) {
     byte[] empty = tree.emptyLeaf();
     List<Long> blocks = new ArrayList<>();
     for (long b = start; b < end; b++) {
@@ -413,25 +540,81 @@ public final class HBaseVolume implements Volume {
       long base = part.get(0);
       long last = part.get(part.size() - 1);
       byte[][] leaves = new byte[(int) (last - base + 1)][];
-      List<Row> batch = new ArrayList<>(part.size());
       for (long b : part) {
         leaves[(int) (b - base)] = empty;
-        batch.add(new Delete(row(b)));
       }
+      LongFunction<List<Row>> batch = version -> {
+        List<Row> rows = new ArrayList<>(part.size());
+        for (long b : part) {
+          rows.add(new Delete(row(b), version).setDurability(durability(fua)));
+        }
+        return rows;
+      };
       parts.add(apply(base, leaves, batch));
     }
     return CompletableFuture.allOf(parts.toArray(new CompletableFuture[0]));
   }
 
-  @Override
-  public synchronized void close() {
-    if (closed) {
-      return;
+  /**
+   * Runs an operation unless the volume is closed (or fenced), counting it as in flight until it
+   * completes; {@link #close} waits for every operation admitted before it.
+   */
+  private <T> CompletableFuture<T> admitted(Supplier<CompletableFuture<T>> op) {
+    CompletableFuture<Void> token = new CompletableFuture<>();
+    synchronized (outstanding) {
+      VolumeException e = unusable();
+      if (e != null) {
+        return CompletableFuture.failedFuture(e);
+      }
+      outstanding.add(token);
     }
-    closed = true;
+    CompletableFuture<T> f;
+    try {
+      f = op.get();
+    } catch (RuntimeException e) {
+      f = CompletableFuture.failedFuture(e);
+    }
+    f.whenComplete((r, t) -> {
+      synchronized (outstanding) {
+        outstanding.remove(token);
+      }
+      token.complete(null);
+    });
+    return f;
+  }
+
+  /**
+   * Closes the volume: refuses new operations, waits for the ones in flight (bounded, so a
+   * hung cluster cannot hang close forever), then records the clean root, which therefore
+   * covers every acknowledged write, and releases the lease and the connection.
+   */
+  @Override
+  public void close() {
+    List<CompletableFuture<Void>> inFlight;
+    synchronized (outstanding) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      inFlight = new ArrayList<>(outstanding);
+    }
+    boolean drained = true;
+    try {
+      CompletableFuture.allOf(inFlight.toArray(new CompletableFuture[0]))
+          .get(CLOSE_WAIT_SECONDS, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      drained = false;
+    } catch (ExecutionException | java.util.concurrent.TimeoutException e) {
+      drained = false;
+    }
+    if (!drained) {
+      LOG.warn("volume '{}' closed with {} operations still in flight after {} s; its root is"
+          + " recorded as unclean", info.name(), inFlight.size(), CLOSE_WAIT_SECONDS);
+    }
     if (lease.isHeld()) {
       try {
-        recordRoot(true);
+        recordRoot(drained);
       } catch (RuntimeException e) {
         LOG.warn("could not record root at close of '{}'", info.name(), e);
       }
@@ -443,16 +626,25 @@ public final class HBaseVolume implements Volume {
   }
 
   private void releaseResources() {
-    try {
-      async.close();
-    } catch (IOException e) {
-      LOG.warn("closing HBase connection of '{}'", info.name(), e);
+    release(async, executor, lease, info.name());
+  }
+
+  private static void release(AsyncConnection async, ExecutorService executor, VolumeLease lease,
+      String name) {
+    if (async != null) {
+      try {
+        async.close();
+      } catch (IOException e) {
+        LOG.warn("closing HBase connection of '{}'", name, e);
+      }
     }
-    executor.shutdown();
-    try {
-      executor.awaitTermination(5, TimeUnit.SECONDS);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
+    if (executor != null) {
+      executor.shutdown();
+      try {
+        executor.awaitTermination(5, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
     }
     lease.close();
   }

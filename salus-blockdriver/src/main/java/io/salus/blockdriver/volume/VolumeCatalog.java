@@ -54,6 +54,7 @@ public final class VolumeCatalog {
   private static final byte[] Q_ROOT = Bytes.toBytes("root");
   private static final byte[] Q_ROOT_SEQ = Bytes.toBytes("rootSeq");
   private static final byte[] Q_CLEAN = Bytes.toBytes("cleanClose");
+  private static final byte[] Q_EPOCH = Bytes.toBytes("writerEpoch");
 
   private final Connection connection;
 
@@ -164,9 +165,7 @@ public final class VolumeCatalog {
         admin.createTable(td.build());
       }
     } catch (IOException | RuntimeException e) {
-      if (!(e instanceof IllegalStateException)) {
-        deleteRow(name);
-      }
+      deleteRow(name); // the claim is undone on every failure, so the suggested retry works
       throw e;
     }
     return describe(name).orElseThrow();
@@ -235,13 +234,44 @@ public final class VolumeCatalog {
     }
   }
 
-  /** Records the volume tree root (at flush/close) and whether the writer closed cleanly. */
-  void recordRoot(String name, byte[] root, long seq, boolean cleanClose) throws IOException {
+  /**
+   * Increments and returns the volume's writer epoch (called by the lease holder at every
+   * open; {@link WriteVersions} derives the cell versions of that open from it).
+   */
+  long nextWriterEpoch(String name) throws IOException {
     try (Table t = connection.getTable(CATALOG_TABLE)) {
-      t.put(new Put(Bytes.toBytes(name))
-          .addColumn(FAMILY, Q_ROOT, root)
-          .addColumn(FAMILY, Q_ROOT_SEQ, Bytes.toBytes(seq))
-          .addColumn(FAMILY, Q_CLEAN, Bytes.toBytes(cleanClose)));
+      return t.incrementColumnValue(Bytes.toBytes(name), FAMILY, Q_EPOCH, 1);
+    }
+  }
+
+  /**
+   * Records the volume tree root (at mount, flush and close) and whether the writer closed
+   * cleanly. Sequence numbers only grow: a record with a lower sequence number than the stored
+   * one is refused (atomically, against the value read).
+   */
+  void recordRoot(String name, byte[] root, long seq, boolean cleanClose) throws IOException {
+    byte[] row = Bytes.toBytes(name);
+    try (Table t = connection.getTable(CATALOG_TABLE)) {
+      for (int attempt = 0; attempt < 10; attempt++) {
+        byte[] cur = t.get(new Get(row).addColumn(FAMILY, Q_ROOT_SEQ)).getValue(FAMILY, Q_ROOT_SEQ);
+        if (cur != null && Bytes.toLong(cur) > seq) {
+          throw new IllegalStateException("volume '" + name + "': refusing to record root at"
+              + " sequence " + seq + " below the recorded sequence " + Bytes.toLong(cur)
+              + " (sequence numbers only grow; is another writer active?)");
+        }
+        Put put = new Put(row)
+            .addColumn(FAMILY, Q_ROOT, root)
+            .addColumn(FAMILY, Q_ROOT_SEQ, Bytes.toBytes(seq))
+            .addColumn(FAMILY, Q_CLEAN, Bytes.toBytes(cleanClose));
+        CheckAndMutate.Builder cm = CheckAndMutate.newBuilder(row);
+        CheckAndMutate check = cur == null ? cm.ifNotExists(FAMILY, Q_ROOT_SEQ).build(put)
+            : cm.ifEquals(FAMILY, Q_ROOT_SEQ, cur).build(put);
+        if (t.checkAndMutate(check).isSuccess()) {
+          return;
+        }
+      }
+      throw new IOException("volume '" + name + "': the recorded root kept changing under this"
+          + " writer; is another writer active?");
     }
   }
 

@@ -30,4 +30,15 @@ public class VolumeException extends RuntimeException {
       super(message);
     }
   }
+
+  /**
+   * The volume tree rebuilt from storage at mount does not match the root recorded at the last
+   * flush or close: the stored blocks changed outside the block driver (or the last writer
+   * crashed after unflushed writes landed). Nothing was mounted and nothing was recorded.
+   */
+  public static final class RootMismatch extends VolumeException {
+    public RootMismatch(String message) {
+      super(message);
+    }
+  }
 }

@@ -252,11 +252,39 @@ class NbdServerTest {
     try (NbdServer s2 = new NbdServer(InetAddress.getLoopbackAddress(), 0, NbdExports.of(bad))
         .start();
         RawNbdClient c = new RawNbdClient(s2.port())) {
+      byte[] good = pattern(4096, 44);
+      vol.write(4, good, false).join();
       c.connect("vol", true);
       c.sendRequest(0, CMD_READ, 1, 3 * 4096, 4096, null);
       assertEquals(EIO, c.readReply(4096).error());
-      assertNotNull(c.read(4 * 4096, 4096));
+      assertArrayEquals(good, c.read(4 * 4096, 4096), "the good block's bytes");
       assertEquals(1, s2.metrics().eioReplies.sum());
+    }
+  }
+
+  /** An export whose volume cannot be opened (e.g. its mount was refused) says why. */
+  @Test
+  void refusedMountIsExplainedInTheOptionReply() throws Exception {
+    NbdExports refusing = new NbdExports() {
+      @Override
+      public Volume resolve(String exportName) {
+        throw new io.salus.blockdriver.volume.VolumeException.RootMismatch(
+            "volume 'vol': the volume tree rebuilt from storage does not match");
+      }
+
+      @Override
+      public java.util.Collection<String> names() {
+        return java.util.List.of("vol");
+      }
+    };
+    try (NbdServer s2 = new NbdServer(InetAddress.getLoopbackAddress(), 0, refusing).start();
+        RawNbdClient c = new RawNbdClient(s2.port())) {
+      c.greet(FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES);
+      c.sendOption(OPT_GO, RawNbdClient.infoRequest("vol"));
+      RawNbdClient.OptReply r = c.readOptReply();
+      assertEquals(REP_ERR_UNKNOWN, r.type());
+      String msg = new String(r.data(), StandardCharsets.UTF_8);
+      assertTrue(msg.contains("does not match"), msg);
     }
   }
 
