@@ -76,6 +76,11 @@ public final class ExaltAgent {
                 Map.of("java.io", Set.of(helpers), "sun.nio.ch", Set.of(helpers), "java.net", Set.of(helpers)),
                 Set.of(), Map.of());
         ExaltRuntime.configure(o.prefixes, o.ports, new io.exalt.tardis.TardisFormat(o.flag), o.indexLimit, o.verbose);
+        ExaltRuntime.setRunCheck(io.exalt.tardis.TardisCompressor.RunCheck.parse(o.runCheck));
+        if (o.runCheck.equals("sampled-unsafe")) {
+            System.err.println("[exalt] WARNING runcheck=sampled-unsafe: Tardis runs are sampled, not verified; bytes an"
+                    + " application changes in place inside a run are LOST (replaced by the original Tardis bytes)");
+        }
         FileHooks.init();
         Set<String> transformed = Collections.synchronizedSet(new LinkedHashSet<>());
         Set<String> errors = Collections.synchronizedSet(new LinkedHashSet<>());

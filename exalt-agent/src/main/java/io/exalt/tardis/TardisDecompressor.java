@@ -22,13 +22,21 @@ public final class TardisDecompressor {
             int tag = c[p];
             if (tag == TardisCompressor.META) {
                 int l = readInt(c, p + 1, end);
-                if (l < 0) {
-                    throw new IllegalArgumentException("corrupt Tardis encoding: negative length at offset " + (p - off));
+                if (l < 0 || l > end - p - 5) {
+                    throw new IllegalArgumentException("corrupt Tardis encoding: uncompressed segment at offset " + (p - off)
+                            + " declares " + (l & 0xFFFF_FFFFL) + " bytes but only " + (end - p - 5)
+                            + " follow; the encoding is truncated or was not produced by TardisCompressor");
                 }
                 total += l;
                 p += 5 + l;
             } else if (tag == TardisCompressor.TARDIS) {
-                total += readInt(c, p + 5, end) & 0xFFFF_FFFFL;
+                int l = readInt(c, p + 5, end);
+                if (l < 0) {
+                    throw new IllegalArgumentException("corrupt Tardis encoding: compressed run at offset " + (p - off)
+                            + " declares " + (l & 0xFFFF_FFFFL) + " bytes (more than one chunk can hold); "
+                            + "the encoding was not produced by TardisCompressor");
+                }
+                total += l;
                 p += 9;
             } else {
                 throw new IllegalArgumentException("corrupt Tardis encoding: tag " + tag + " at offset " + (p - off)

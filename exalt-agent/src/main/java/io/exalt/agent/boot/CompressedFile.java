@@ -45,7 +45,7 @@ public final class CompressedFile {
         this.key = key;
         this.path = path;
         this.fmt = ExaltRuntime.format();
-        this.compressor = new TardisCompressor(fmt);
+        this.compressor = new TardisCompressor(fmt, ExaltRuntime.runCheck());
         openRaw(writable);
         loadIndex();
     }

@@ -1,5 +1,6 @@
 package io.exalt.agent.boot;
 
+import io.exalt.tardis.TardisCompressor;
 import io.exalt.tardis.TardisFormat;
 import java.io.File;
 import java.util.ArrayList;
@@ -16,6 +17,7 @@ public final class ExaltRuntime {
     private static volatile TardisFormat format = TardisFormat.defaultFormat();
     private static volatile int indexLimit = 3000;
     private static volatile boolean verbose;
+    private static volatile TardisCompressor.RunCheck runCheck = TardisCompressor.RunCheck.VERIFY_EVERY_BYTE;
 
     /** Set while the agent's own code opens files, so that its raw handles are never hooked. */
     static final ThreadLocal<Boolean> BYPASS = new ThreadLocal<>();
@@ -86,6 +88,20 @@ public final class ExaltRuntime {
 
     public static TardisFormat format() {
         return format;
+    }
+
+    /** How runs are checked before they are dropped from disk or wire (agent option {@code runcheck=}). */
+    public static TardisCompressor.RunCheck runCheck() {
+        return runCheck;
+    }
+
+    public static void setRunCheck(TardisCompressor.RunCheck rc) {
+        runCheck = rc;
+    }
+
+    /** A compressor for the configured flag and run check. */
+    public static TardisCompressor compressor() {
+        return new TardisCompressor(format, runCheck);
     }
 
     static int indexLimit() {

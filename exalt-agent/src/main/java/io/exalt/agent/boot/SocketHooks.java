@@ -143,7 +143,7 @@ public final class SocketHooks {
     }
 
     private static byte[] encode(byte[] b, int off, int len) {
-        byte[] enc = new TardisCompressor(ExaltRuntime.format()).compress(b, off, len);
+        byte[] enc = ExaltRuntime.compressor().compress(b, off, len);
         byte[] frame = new byte[4 + enc.length];
         frame[0] = (byte) (enc.length >>> 24);
         frame[1] = (byte) (enc.length >>> 16);
