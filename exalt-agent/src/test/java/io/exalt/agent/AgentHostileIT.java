@@ -54,6 +54,38 @@ class AgentHostileIT {
     }
 
     @Test
+    void randomAccessFileWriteBytesAndWriteCharsOverARunAreKept() {
+        ok("raf-writeBytes-writeChars");
+    }
+
+    @Test
+    void symlinkOutsideThePrefixPointingInsideIsEmulated() throws Exception {
+        ok("symlink-outside-into-prefix");
+        // written through outside/dir-link/via-link: stored compressed under the prefix (a hole, not 1 MiB)
+        assertTrue(AgentFilesIT.allocatedBytes(emu.resolve("via-link")) < 64 * 1024,
+                "via-link allocates " + AgentFilesIT.allocatedBytes(emu.resolve("via-link")));
+    }
+
+    @Test
+    void asynchronousFileChannelOnAnEmulatedFileIsRefusedLoudly() {
+        ok("async-channel-refused");
+    }
+
+    @Test
+    void filesCopyOfAnEmulatedFileCopiesTheLogicalBytes() throws Exception {
+        ok("files-copy");
+        // outside the prefix the copy is a plain file with every byte (readable without the agent)
+        byte[] t = new byte[ChildHostile.MIB];
+        new io.exalt.tardis.TardisGenerator(t.length).fill(0, t, 0, t.length);
+        org.junit.jupiter.api.Assertions.assertArrayEquals(t, Files.readAllBytes(outside.resolve("copy-out")));
+    }
+
+    @Test
+    void shrinkThenExtendWithTheNativeSetLengthFailsLoudly() {
+        ok("shrink-then-extend-refused");
+    }
+
+    @Test
     void oneMibWriteWithTenBytesOverwrittenRoundTripsThroughFilesAndSockets() throws Exception {
         for (String n : new String[] {"mutated-fos", "mutated-raf", "mutated-channel", "mutated-socket"}) {
             ok(n);
