@@ -59,7 +59,20 @@ public final class TardisDecompressor {
             throw new IllegalArgumentException("chunk expands to " + n + " bytes, too large for one array; decompress it in parts");
         }
         byte[] out = new byte[(int) n];
-        int o = 0;
+        decompressTo(c, off, len, out, 0);
+        return out;
+    }
+
+    /**
+     * Decompresses into {@code out[outOff..)}, which must hold {@link #decompressedLength} bytes; returns that length.
+     * Lets a caller reuse one buffer instead of allocating per chunk.
+     */
+    public int decompressTo(byte[] c, int off, int len, byte[] out, int outOff) {
+        long n = decompressedLength(c, off, len);
+        if (n > out.length - outOff) {
+            throw new IllegalArgumentException("output buffer holds " + (out.length - outOff) + " bytes, chunk expands to " + n);
+        }
+        int o = outOff;
         int p = off;
         int end = off + len;
         while (p < end) {
@@ -76,7 +89,7 @@ public final class TardisDecompressor {
                 p += 9;
             }
         }
-        return out;
+        return (int) n;
     }
 
     private static int readInt(byte[] c, int p, int end) {

@@ -78,6 +78,9 @@ class TardisMutationFuzzTest {
         byte[] viaArray = new byte[TardisCompressor.maxEncodedLength(d.length)];
         int cl = comp.compressTo(d, 0, d.length, viaArray, 0);
         assertArrayEquals(d, dec.decompress(Arrays.copyOf(viaArray, cl)), what + " (compressTo)");
+        byte[] into = new byte[d.length + 7];
+        assertEquals(d.length, dec.decompressTo(c, 0, c.length, into, 7), what + " (decompressTo length)");
+        assertArrayEquals(d, Arrays.copyOfRange(into, 7, into.length), what + " (decompressTo)");
     }
 
     @Test
