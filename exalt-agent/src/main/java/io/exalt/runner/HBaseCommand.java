@@ -16,8 +16,6 @@ import org.apache.hadoop.hbase.HBaseConfiguration;
 import org.apache.hadoop.hbase.MiniHBaseCluster;
 import org.apache.hadoop.hbase.TableName;
 import org.apache.hadoop.hbase.client.Admin;
-import org.apache.hadoop.hbase.client.BufferedMutator;
-import org.apache.hadoop.hbase.client.BufferedMutatorParams;
 import org.apache.hadoop.hbase.client.ColumnFamilyDescriptorBuilder;
 import org.apache.hadoop.hbase.client.Connection;
 import org.apache.hadoop.hbase.client.ConnectionFactory;
@@ -111,6 +109,9 @@ public final class HBaseCommand implements Callable<Integer> {
             int zkPort = zk.startup(new File(base, "zookeeper"));
             Configuration c = HBaseConfiguration.create(hdfs.conf);
             c.set("fs.defaultFS", hdfs.fs().getUri().toString());
+            // MiniDFSCluster started with 0 DataNodes cached a FileSystem whose client has dfs.replication=0: own ones
+            c.setBoolean("fs.hdfs.impl.disable.cache", true);
+            c.setInt("dfs.replication", 3);
             c.set("hbase.rootdir", hdfs.fs().getUri() + "/hbase");
             c.set("hbase.zookeeper.quorum", "127.0.0.1");
             c.setInt("hbase.zookeeper.property.clientPort", zkPort);
@@ -128,6 +129,7 @@ public final class HBaseCommand implements Callable<Integer> {
             c.setFloat("hbase.regionserver.global.memstore.size", share);
             c.setFloat("hfile.block.cache.size", 0.01f);
             c.setInt("hbase.client.retries.number", 20);
+            c.setInt("hbase.master.start.timeout.localHBaseCluster", 600_000); // a loaded 2-core box starts slowly
             hbase = new MiniHBaseCluster(c, 1, rs);
             hbase.waitForActiveAndReadyMaster(300_000);
             System.out.printf("   cluster up in %.1f s%n", (System.nanoTime() - t0) / 1e9);
@@ -176,14 +178,20 @@ public final class HBaseCommand implements Callable<Integer> {
                 byte[] v = new byte[valueBytes];
                 new TardisGenerator(valueBytes).fill(0, v, 0, valueBytes);
                 java.util.Random r = new java.util.Random(id);
-                try (BufferedMutator m = conn.getBufferedMutator(new BufferedMutatorParams(tn).writeBufferSize(4 << 20))) {
+                // synchronous batches of ~1 MB: a put counts once the region servers acknowledged it (WAL synced)
+                int batch = Math.max(1, (1 << 20) / Math.max(1, valueBytes));
+                try (org.apache.hadoop.hbase.client.Table table = conn.getTable(tn)) {
                     while (!stop.get()) {
-                        Put p = new Put(Bytes.toBytes(String.format("%08x-%d", r.nextInt() >>> 4, id)));
-                        p.addColumn(Bytes.toBytes("f"), Bytes.toBytes("v"), v);
-                        p.setDurability(Durability.SYNC_WAL);
-                        m.mutate(p);
-                        puts.increment();
-                        bytes.add(valueBytes);
+                        List<Put> ps = new ArrayList<>(batch);
+                        for (int k = 0; k < batch; k++) {
+                            Put p = new Put(Bytes.toBytes(String.format("%08x-%d", r.nextInt() >>> 4, id)));
+                            p.addColumn(Bytes.toBytes("f"), Bytes.toBytes("v"), v);
+                            p.setDurability(Durability.SYNC_WAL);
+                            ps.add(p);
+                        }
+                        table.put(ps);
+                        puts.add(batch);
+                        bytes.add((long) batch * valueBytes);
                     }
                 } catch (Exception e) {
                     if (!stop.get()) {
