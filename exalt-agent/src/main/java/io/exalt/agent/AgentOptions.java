@@ -12,6 +12,8 @@ import java.util.List;
  *   prefix=/data/dn1:/data/dn2     emulate (compress) files under these directories
  *   ports=9866:50010-50099         compress socket traffic to/from these ports (both ends need the agent)
  *   flag=0xe7a15c3d9b04f26a        the 8-byte Tardis flag (16 hex digits)
+ *   runcheck=verify                verify every byte of a run before dropping it (default, lossless);
+ *                                  sampled-unsafe = the paper's fast path, loses in-place changes inside runs
  *   index-limit=3000               max bytes of a file's extent index (xattr); beyond it runs are written out
  *   selfcheck=true                 run the start-up self-check (refuse to start if a hook is missing)
  *   verbose=false                  log every emulated file to stderr
@@ -24,6 +26,8 @@ public final class AgentOptions {
     /** The flag; a TardisFormat is built only after the helper jar is on the bootstrap class path. */
     long flag = TardisFormat.DEFAULT_FLAG;
     int indexLimit = 3000;
+    /** Name of the run check ({@code verify} or {@code sampled-unsafe}); parsed against the boot classes later. */
+    String runCheck = "verify";
     boolean selfCheck = true;
     boolean verbose;
     String bootJar;
@@ -41,7 +45,7 @@ public final class AgentOptions {
             int eq = kv.indexOf('=');
             if (eq <= 0) {
                 throw new IllegalArgumentException("Exalt agent option '" + kv + "' is not key=value; known keys: prefix, ports, flag,"
-                        + " index-limit, selfcheck, verbose, bootjar");
+                        + " runcheck, index-limit, selfcheck, verbose, bootjar");
             }
             String k = kv.substring(0, eq).trim();
             String v = kv.substring(eq + 1).trim();
@@ -70,11 +74,18 @@ public final class AgentOptions {
                         throw new IllegalArgumentException("index-limit " + v + " out of range 256..3500 (ext4 keeps xattrs in one 4 KiB block)");
                     }
                 }
+                case "runcheck" -> {
+                    if (!v.equals("verify") && !v.equals("sampled-unsafe")) {
+                        throw new IllegalArgumentException("runcheck '" + v + "' is not one of: verify (default, lossless),"
+                                + " sampled-unsafe (the paper's fast path; loses bytes changed in place inside a Tardis run)");
+                    }
+                    o.runCheck = v;
+                }
                 case "selfcheck" -> o.selfCheck = Boolean.parseBoolean(v);
                 case "verbose" -> o.verbose = Boolean.parseBoolean(v);
                 case "bootjar" -> o.bootJar = v;
                 default -> throw new IllegalArgumentException("unknown Exalt agent option '" + k
-                        + "'; known keys: prefix, ports, flag, index-limit, selfcheck, verbose, bootjar");
+                        + "'; known keys: prefix, ports, flag, runcheck, index-limit, selfcheck, verbose, bootjar");
             }
         }
         if (o.prefixes.isEmpty() && o.ports.isEmpty()) {

@@ -44,7 +44,8 @@ import net.bytebuddy.utility.JavaModule;
 public final class ExaltAgent {
     /** Types the agent must transform, and what it hooks in them. */
     static final List<String> FILE_TYPES = List.of("java.io.FileOutputStream", "java.io.FileInputStream",
-            "java.io.RandomAccessFile", "sun.nio.ch.FileChannelImpl", "java.io.File", "java.nio.file.Files");
+            "java.io.RandomAccessFile", "sun.nio.ch.FileChannelImpl", "java.io.File", "java.nio.file.Files",
+            "java.nio.channels.AsynchronousFileChannel");
     static final List<String> SOCKET_TYPES = List.of("sun.nio.ch.NioSocketImpl", "sun.nio.ch.SocketChannelImpl");
 
     private static volatile boolean installed;
@@ -76,6 +77,11 @@ public final class ExaltAgent {
                 Map.of("java.io", Set.of(helpers), "sun.nio.ch", Set.of(helpers), "java.net", Set.of(helpers)),
                 Set.of(), Map.of());
         ExaltRuntime.configure(o.prefixes, o.ports, new io.exalt.tardis.TardisFormat(o.flag), o.indexLimit, o.verbose);
+        ExaltRuntime.setRunCheck(io.exalt.tardis.TardisCompressor.RunCheck.parse(o.runCheck));
+        if (o.runCheck.equals("sampled-unsafe")) {
+            System.err.println("[exalt] WARNING runcheck=sampled-unsafe: Tardis runs are sampled, not verified; bytes an"
+                    + " application changes in place inside a run are LOST (replaced by the original Tardis bytes)");
+        }
         FileHooks.init();
         Set<String> transformed = Collections.synchronizedSet(new LinkedHashSet<>());
         Set<String> errors = Collections.synchronizedSet(new LinkedHashSet<>());
@@ -100,6 +106,10 @@ public final class ExaltAgent {
         if (!o.ports.isEmpty()) {
             io.exalt.agent.boot.SocketHooks.init();
             b = SocketAdvice.hooks(b);
+        }
+        // load every target class now, so that the check below sees all of them transformed
+        for (String t : FILE_TYPES) {
+            Class.forName(t, false, null);
         }
         b.installOn(inst);
         Set<String> expected = new LinkedHashSet<>(FILE_TYPES);
@@ -189,6 +199,8 @@ public final class ExaltAgent {
                         FileAdvice.Write1.class, m("write", int.class),
                         FileAdvice.WriteArray.class, m("write", byte[].class),
                         FileAdvice.WriteRange.class, m("write", byte[].class, int.class, int.class),
+                        FileAdvice.WriteBytesString.class, m("writeBytes", String.class),
+                        FileAdvice.WriteCharsString.class, m("writeChars", String.class),
                         FileAdvice.Close.class, m("close")))
                 .type(named("sun.nio.ch.FileChannelImpl")).transform(advice(
                         FileAdvice.OpenChannel.class, isConstructor(),
@@ -205,8 +217,14 @@ public final class ExaltAgent {
                                 .and(ElementMatchers.returns(FileChannel.class)),
                         FileAdvice.Close.class, m("implCloseChannel")))
                 .type(named("java.io.File")).transform(advice(
-                        FileAdvice.RenameTo.class, m("renameTo", File.class)))
+                        FileAdvice.RenameTo.class, m("renameTo", File.class),
+                        FileAdvice.SetLastModified.class, m("setLastModified", long.class)))
                 .type(named("java.nio.file.Files")).transform(advice(
-                        FileAdvice.FilesMove.class, named("move").and(takesArguments(3))));
+                        FileAdvice.FilesMove.class, named("move").and(takesArguments(3)),
+                        FileAdvice.FilesSetLastModifiedTime.class, named("setLastModifiedTime").and(takesArguments(2)),
+                        FileAdvice.FilesCopy.class, named("copy").and(takesArguments(Path.class, Path.class,
+                                java.nio.file.CopyOption[].class))))
+                .type(named("java.nio.channels.AsynchronousFileChannel")).transform(advice(
+                        FileAdvice.AsyncOpen.class, named("open").and(takesArguments(4)).and(takesArgument(0, Path.class))));
     }
 }

@@ -66,6 +66,22 @@ final class FileAdvice {
         }
     }
 
+    static final class SetLastModified {
+        @Advice.OnMethodExit
+        static void exit(@Advice.This File self, @Advice.Return boolean ok) {
+            if (ok) {
+                FileHooks.timesSet(self.getPath());
+            }
+        }
+    }
+
+    static final class FilesSetLastModifiedTime {
+        @Advice.OnMethodExit
+        static void exit(@Advice.Argument(0) java.nio.file.Path p) {
+            FileHooks.timesSet(p.toString());
+        }
+    }
+
     static final class FilesMove {
         @Advice.OnMethodExit
         static void exit(@Advice.Argument(0) java.nio.file.Path src, @Advice.Argument(1) java.nio.file.Path dst) {
@@ -94,6 +110,46 @@ final class FileAdvice {
         static boolean enter(@Advice.FieldValue("fd") FileDescriptor fd, @Advice.Argument(0) byte[] b, @Advice.Argument(1) int off,
                 @Advice.Argument(2) int len) throws Exception {
             return FileHooks.write(fd, b, off, len);
+        }
+    }
+
+    /** RandomAccessFile.writeBytes(String): the JDK calls a private native method, so it is handled here. */
+    static final class WriteBytesString {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static boolean enter(@Advice.FieldValue("fd") FileDescriptor fd, @Advice.Argument(0) String s) throws Exception {
+            return FileHooks.writeString(fd, s, false);
+        }
+    }
+
+    /** RandomAccessFile.writeChars(String): as {@link WriteBytesString}, two big-endian bytes per char. */
+    static final class WriteCharsString {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static boolean enter(@Advice.FieldValue("fd") FileDescriptor fd, @Advice.Argument(0) String s) throws Exception {
+            return FileHooks.writeString(fd, s, true);
+        }
+    }
+
+    /** AsynchronousFileChannel.open: not supported on emulated files, refused before the file is opened. */
+    static final class AsyncOpen {
+        @Advice.OnMethodEnter
+        static void enter(@Advice.Argument(0) java.nio.file.Path p) throws Exception {
+            FileHooks.refuseAsynchronous(p);
+        }
+    }
+
+    /** Files.copy(Path, Path, CopyOption...): an emulated source is copied logically (the native copy sees holes). */
+    static final class FilesCopy {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static java.nio.file.Path enter(@Advice.Argument(0) java.nio.file.Path src, @Advice.Argument(1) java.nio.file.Path dst,
+                @Advice.Argument(2) java.nio.file.CopyOption[] options) throws Exception {
+            return FileHooks.copy(src, dst, options);
+        }
+
+        @Advice.OnMethodExit
+        static void exit(@Advice.Enter java.nio.file.Path r, @Advice.Return(readOnly = false) java.nio.file.Path ret) {
+            if (r != null) {
+                ret = r;
+            }
         }
     }
 

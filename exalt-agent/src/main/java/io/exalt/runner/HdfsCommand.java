@@ -58,6 +58,20 @@ public final class HdfsCommand implements Callable<Integer> {
     @Option(names = "--warmup", defaultValue = "10", description = "Seconds of load before measuring (default ${DEFAULT-VALUE}).")
     int warmup;
 
+    @Option(names = "--min-files-per-client", defaultValue = "5", description = "Keep measuring after --duration until every"
+            + " client has completed (written and closed) at least this many files in the measured window, up to --max-duration;"
+            + " 0 = fixed --duration (default ${DEFAULT-VALUE}; ignored for growing-file).")
+    int minFilesPerClient;
+
+    @Option(names = "--max-duration", defaultValue = "900", description = "Upper bound of the measured seconds per experiment;"
+            + " a run cut here is marked complete=false in the CSV (default ${DEFAULT-VALUE}).")
+    int maxDuration;
+
+    @Option(names = "--nn-log", defaultValue = "off", description = "NameNode state-change/audit/INFO log: off (WARN only),"
+            + " disk (a file next to the NameNode's edit log, as in the paper's first setup) or tmpfs (/dev/shm, the paper's"
+            + " fix) (default ${DEFAULT-VALUE}).")
+    String nnLog;
+
     @Option(names = "--interval", defaultValue = "5", description = "Sampling interval in seconds (default ${DEFAULT-VALUE}).")
     int interval;
 
@@ -106,6 +120,9 @@ public final class HdfsCommand implements Callable<Integer> {
             case "growing-file" -> Workload.Kind.GROWING_FILE;
             default -> throw new IllegalArgumentException("--workload must be own-dir, same-dir or growing-file, not " + workload);
         };
+        if (!List.of("off", "disk", "tmpfs").contains(nnLog)) {
+            throw new IllegalArgumentException("--nn-log must be off, disk or tmpfs, not " + nnLog);
+        }
         int maxDn = datanodes.stream().mapToInt(Integer::intValue).max().orElse(1);
         EmulatedHdfs.checkAgent(new File(base, "data"), ports, maxDn);
         double diskMBps = measureDisk ? measureDisk(base) : Double.NaN;
@@ -113,7 +130,8 @@ public final class HdfsCommand implements Callable<Integer> {
         List<String> rows = new ArrayList<>();
         String header = "workload,datanodes,clients,handlers,file_size,block_size,replication,bytes_per_checksum,duration_s,"
                 + "throughput_MBps,files,create_ms,close_ms,rpc_queue_ms,rpc_processing_ms,call_queue_len,live_datanodes_min,"
-                + "cpu_cores,heap_MB,heap_MB_per_datanode,disk_bytes,logical_bytes_on_datanodes,disk_ratio,errors,disk_MBps,ratio";
+                + "cpu_cores,heap_MB,heap_MB_per_datanode,disk_bytes,logical_bytes_on_datanodes,disk_ratio,errors,disk_MBps,ratio,"
+                + "files_per_s,min_files_per_client,complete,nn_log,load_avg_start";
         for (int dn : datanodes) {
             for (int h : handlers) {
                 rows.add(runOne(base, ports, kind, dn, h, diskMBps));
@@ -133,6 +151,8 @@ public final class HdfsCommand implements Callable<Integer> {
         System.out.printf("== %s: %d DataNodes, %d clients, %d handlers, %s files, %s blocks, replication %d%n", tag, dn, c, h,
                 fileSize, blockSize, replication);
         long logical0 = ExaltRuntime.LOGICAL_BYTES_WRITTEN.get();
+        double load0 = loadAverage();
+        NameNodeLog.configure(nnLog, base);
         long tStart = System.nanoTime();
         EmulatedHdfs hdfs;
         try (ProgressBar pb = new ProgressBarBuilder().setTaskName("start DNs").setInitialMax(dn).setStyle(ProgressBarStyle.ASCII)
@@ -168,9 +188,16 @@ public final class HdfsCommand implements Callable<Integer> {
             long lastX = w.closes.sum();
             s.cpuCores();
             long t0 = System.nanoTime();
+            long[] files0 = w.clientFilesSnapshot();
+            final long startCn = lastCn;
+            final long startC = lastC;
+            final long startXn = lastXn;
+            final long startX = lastX;
+            long minFiles = 0;
+            boolean wantFiles = minFilesPerClient > 0 && kind != Workload.Kind.GROWING_FILE;
             try (ProgressBar pb = new ProgressBarBuilder().setTaskName(tag).setInitialMax(duration).setUnit(" s", 1)
                     .setStyle(ProgressBarStyle.ASCII).setUpdateIntervalMillis(1000).build()) {
-                for (int t = interval; t <= duration; t += interval) {
+                for (int t = interval; t <= Math.max(duration, maxDuration); t += interval) {
                     Thread.sleep(Math.max(0, t0 / 1_000_000 + t * 1000L - System.nanoTime() / 1_000_000));
                     long b = w.bytes.sum();
                     long f = w.files.sum();
@@ -203,21 +230,46 @@ public final class HdfsCommand implements Callable<Integer> {
                     lastC = cc;
                     lastXn = xn;
                     lastX = xx;
+                    long[] fnow = w.clientFilesSnapshot();
+                    minFiles = Long.MAX_VALUE;
+                    for (int i = 0; i < fnow.length; i++) {
+                        minFiles = Math.min(minFiles, fnow[i] - files0[i]);
+                    }
+                    if (t >= duration && pb.getMax() < t + interval) {
+                        pb.maxHint(t + interval); // still waiting for files to complete
+                    }
                     pb.stepTo(t);
-                    pb.setExtraMessage(String.format(" %.0f MB/s, %d live DNs", mbps, live));
+                    pb.setExtraMessage(String.format(" %.0f MB/s, %d live DNs, files/client min %d%s", mbps, live, minFiles,
+                            wantFiles ? " (need " + minFilesPerClient + ")" : ""));
+                    if (t >= duration && (!wantFiles || minFiles >= minFilesPerClient)) {
+                        break;
+                    }
+                    if (t >= maxDuration) {
+                        break;
+                    }
                 }
+            }
+            boolean complete = !wantFiles || minFiles >= minFilesPerClient;
+            if (!complete) {
+                System.out.printf("   WARNING: stopped at --max-duration %d s with only %d files per client (wanted %d):"
+                        + " complete=false%n", maxDuration, minFiles, minFilesPerClient);
             }
             double secs = (System.nanoTime() - t0) / 1e9;
             long bytes = w.bytes.sum() - b0;
             long files = w.files.sum() - f0;
-            double createMs = w.creates.sum() > 0 ? w.createNanos.sum() / 1e6 / w.creates.sum() : Double.NaN;
-            double closeMs = w.closes.sum() > 0 ? w.closeNanos.sum() / 1e6 / w.closes.sum() : Double.NaN;
+            // latencies over the measured window only (not the warm-up)
+            long nc = w.creates.sum() - startC;
+            long nx = w.closes.sum() - startX;
+            double createMs = nc > 0 ? (w.createNanos.sum() - startCn) / 1e6 / nc : Double.NaN;
+            double closeMs = nx > 0 ? (w.closeNanos.sum() - startXn) / 1e6 / nx : Double.NaN;
             w.stop();
             long disk = Sampler.diskUsage(new File(base, "data"));
             long logical = ExaltRuntime.LOGICAL_BYTES_WRITTEN.get() - logical0;
             double mbps = bytes / 1048576.0 / secs;
-            System.out.printf(Locale.ROOT, "   %.1f MB/s aggregate client throughput (%d files), create %.2f ms, close %.2f ms, %d/%d live DNs,"
+            System.out.printf(Locale.ROOT, "   %.1f MB/s aggregate client throughput (%d files, %.2f files/s, >= %d per client),"
+                    + " create %.2f ms, close %.2f ms, %d/%d live DNs,"
                     + " CPU %.2f cores, heap max %.0f MB; DataNode disk %d B for %d logical bytes; errors %d%s%n", mbps, files,
+                    files / secs, minFiles,
                     createMs, closeMs, liveMin, dn, cpuSum / samples, heapMax, disk, logical, w.errors.get(),
                     w.lastError == null ? "" : " (last: " + w.lastError + ")");
             double eff = mbps * replication;
@@ -225,11 +277,12 @@ public final class HdfsCommand implements Callable<Integer> {
                 System.out.printf(Locale.ROOT, "   effective DataNode write bandwidth %.0f MB/s vs measured disk %.0f MB/s: %.1fx%n", eff,
                         diskMBps, eff / diskMBps);
             }
-            result = String.format(Locale.ROOT, "%s,%d,%d,%d,%d,%d,%d,%d,%.1f,%.1f,%d,%.3f,%.3f,%.3f,%.3f,%.1f,%d,%.2f,%.0f,%.2f,%d,%d,%.1f,%d,%.1f,%.1f",
+            result = String.format(Locale.ROOT, "%s,%d,%d,%d,%d,%d,%d,%d,%.1f,%.1f,%d,%.3f,%.3f,%.3f,%.3f,%.1f,%d,%.2f,%.0f,%.2f,%d,%d,%.1f,%d,%.1f,%.1f,"
+                    + "%.3f,%d,%b,%s,%.2f",
                     workload, dn, c, h, fs0, bs, replication, bytesPerChecksum, secs, mbps, files, createMs, closeMs, rpcQ / samples,
                     rpcP / samples, cq / samples, liveMin, cpuSum / samples, heapMax, heapMax / dn, disk, logical,
                     disk > 0 ? (double) logical / disk : Double.NaN, w.errors.get(), diskMBps,
-                    Double.isNaN(diskMBps) ? Double.NaN : eff / diskMBps);
+                    Double.isNaN(diskMBps) ? Double.NaN : eff / diskMBps, files / secs, minFiles, complete, nnLog, load0);
         } finally {
             hdfs.close();
         }
@@ -264,6 +317,14 @@ public final class HdfsCommand implements Callable<Integer> {
             for (Thread t : ts) {
                 t.join();
             }
+        }
+    }
+
+    static double loadAverage() {
+        try {
+            return Double.parseDouble(Files.readString(Paths.get("/proc/loadavg")).split(" ")[0]);
+        } catch (Exception e) {
+            return Double.NaN;
         }
     }
 

@@ -27,17 +27,29 @@ final class Workload {
     final LongAdder closeNanos = new LongAdder();
     final LongAdder closes = new LongAdder();
     final AtomicLong errors = new AtomicLong();
+    /** Files completed (written in full and closed) per client. */
+    final java.util.concurrent.atomic.AtomicLongArray clientFiles;
     volatile String lastError;
     private volatile boolean stop;
     private final Thread[] threads;
 
     Workload(Kind kind, FileSystem fs, int clients, long fileSize, long blockSize, short replication) {
         threads = new Thread[clients];
+        clientFiles = new java.util.concurrent.atomic.AtomicLongArray(clients);
         for (int i = 0; i < clients; i++) {
             final int id = i;
             threads[i] = new Thread(() -> run(kind, fs, id, fileSize, blockSize, replication), "exalt-client-" + i);
             threads[i].setDaemon(true);
         }
+    }
+
+    /** Files each client completed so far. */
+    long[] clientFilesSnapshot() {
+        long[] r = new long[clientFiles.length()];
+        for (int i = 0; i < r.length; i++) {
+            r[i] = clientFiles.get(i);
+        }
+        return r;
     }
 
     void start() {
@@ -87,6 +99,7 @@ final class Workload {
                 }
                 if (pos == stream) {
                     files.increment();
+                    clientFiles.incrementAndGet(id);
                 }
             } catch (IOException | RuntimeException e) {
                 if (!stop) {

@@ -1,6 +1,9 @@
 package io.exalt.tardis;
 
 import java.io.ByteArrayOutputStream;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 
 /**
  * Tardis compression exactly as in Figure 4.2 of the dissertation.
@@ -16,6 +19,15 @@ import java.io.ByteArrayOutputStream;
  *   <li>Every chunk is compressed on its own: nothing depends on data outside it.</li>
  * </ul>
  *
+ * <p><b>Lossless on every input.</b> The paper's fast path trusts the bytes between the first and the last
+ * consistent unit of a run. That is only safe if nobody changed bytes <i>in place</i> inside a run (a flipped
+ * byte, an overwritten range, a unit copied from elsewhere): the decoder would regenerate the original Tardis
+ * bytes and the change would be lost silently. By default ({@link RunCheck#VERIFY_EVERY_BYTE}) every unit of a
+ * candidate run is therefore compared with the unit the format says must be there (two big-endian word
+ * compares per 12-byte unit, at memory speed); a run ends at the first unit that differs, and scanning resumes
+ * there, so whatever differs stays metadata. {@link RunCheck#SAMPLED_UNSAFE} keeps the paper's sampling fast
+ * path as an explicit opt-in.
+ *
  * <p>Compressed encoding: an uncompressed sequence is {@code 0, len(4 bytes), bytes}; a compressed one is
  * {@code 1, marker(4 bytes), len(4 bytes)} (all big-endian), as in §4.2.2.
  */
@@ -24,10 +36,51 @@ public final class TardisCompressor {
     public static final int TARDIS = 1;
 
     private static final int UNIT = TardisFormat.UNIT;
+    private static final VarHandle LONG_BE = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
+    private static final VarHandle INT_BE = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.BIG_ENDIAN);
+
+    /** How a candidate run is checked before it is encoded as {@code (marker, length)}. */
+    public enum RunCheck {
+        /** Default: every byte of the run is compared with the bytes the format prescribes. Lossless on every input. */
+        VERIFY_EVERY_BYTE,
+        /**
+         * Opt-in, <b>not lossless</b>: the paper's fast path, which checks only the first unit and the unit at
+         * {@code min(pos + marker, lastMarker)} (plus the binary search when they disagree). Bytes changed in place
+         * between two checked units (a flipped byte, an overwritten range, a copied or forged unit) are replaced by
+         * the original Tardis bytes on decoding. Use it only when the application never mutates Tardis bytes in
+         * place, and measure first: verification runs at memory speed.
+         */
+        SAMPLED_UNSAFE;
+
+        /** Parses {@code verify} / {@code sampled-unsafe} (agent option {@code runcheck=}). */
+        public static RunCheck parse(String s) {
+            switch (s.trim().toLowerCase(java.util.Locale.ROOT)) {
+                case "verify":
+                case "verify-every-byte":
+                    return VERIFY_EVERY_BYTE;
+                case "sampled-unsafe":
+                    return SAMPLED_UNSAFE;
+                default:
+                    throw new IllegalArgumentException("runcheck '" + s + "' is not one of: verify (default, lossless), "
+                            + "sampled-unsafe (the paper's fast path; loses in-place changes inside a run)");
+            }
+        }
+    }
+
     private final TardisFormat format;
+    private final RunCheck runCheck;
 
     public TardisCompressor(TardisFormat format) {
+        this(format, RunCheck.VERIFY_EVERY_BYTE);
+    }
+
+    public TardisCompressor(TardisFormat format, RunCheck runCheck) {
         this.format = format;
+        this.runCheck = java.util.Objects.requireNonNull(runCheck, "runCheck");
+    }
+
+    public RunCheck runCheck() {
+        return runCheck;
     }
 
     public TardisCompressor() {
@@ -83,12 +136,45 @@ public final class TardisCompressor {
             }
             k = lo;
         }
-        long runLen = (k + 1) * UNIT;
+        long units = k + 1;
+        if (runCheck == RunCheck.VERIFY_EVERY_BYTE) {
+            units = verifiedUnits(data, pos, marker, units); // >= 1: the first unit was checked above
+        }
+        long runLen = units * UNIT;
         if (pos > index) {
             sink.meta(data, index, pos - index);
         }
         sink.tardis(pos, marker, runLen);
         return pos + runLen;
+    }
+
+    /**
+     * How many of the {@code units} units from {@code pos} on are exactly {@code flag, marker - i*UNIT}: compares
+     * one 8-byte and one 4-byte big-endian word per unit (no per-byte loop), so it runs at memory speed.
+     */
+    private long verifiedUnits(byte[] data, int pos, long marker, long units) {
+        long flag = format.flag();
+        int m = (int) marker; // unsigned marker; int arithmetic wraps the same way
+        int p = pos;
+        int n = (int) units;
+        // blocks of 8 units without early exit (branch-free OR of differences), then locate the first bad unit
+        int i = 0;
+        for (; i + 8 <= n; i += 8, p += 8 * UNIT, m -= 8 * UNIT) {
+            long diff = 0;
+            for (int j = 0; j < 8; j++) {
+                int q = p + j * UNIT;
+                diff |= ((long) LONG_BE.get(data, q) ^ flag) | ((int) INT_BE.get(data, q + 8) ^ (m - j * UNIT));
+            }
+            if (diff != 0) {
+                break;
+            }
+        }
+        for (; i < n; i++, p += UNIT, m -= UNIT) {
+            if ((long) LONG_BE.get(data, p) != flag || (int) INT_BE.get(data, p + 8) != m) {
+                return i;
+            }
+        }
+        return n;
     }
 
     /** Is the unit {@code k} units after {@code pos} a flag with marker {@code marker - k*UNIT}? */

@@ -22,13 +22,21 @@ public final class TardisDecompressor {
             int tag = c[p];
             if (tag == TardisCompressor.META) {
                 int l = readInt(c, p + 1, end);
-                if (l < 0) {
-                    throw new IllegalArgumentException("corrupt Tardis encoding: negative length at offset " + (p - off));
+                if (l < 0 || l > end - p - 5) {
+                    throw new IllegalArgumentException("corrupt Tardis encoding: uncompressed segment at offset " + (p - off)
+                            + " declares " + (l & 0xFFFF_FFFFL) + " bytes but only " + (end - p - 5)
+                            + " follow; the encoding is truncated or was not produced by TardisCompressor");
                 }
                 total += l;
                 p += 5 + l;
             } else if (tag == TardisCompressor.TARDIS) {
-                total += readInt(c, p + 5, end) & 0xFFFF_FFFFL;
+                int l = readInt(c, p + 5, end);
+                if (l < 0) {
+                    throw new IllegalArgumentException("corrupt Tardis encoding: compressed run at offset " + (p - off)
+                            + " declares " + (l & 0xFFFF_FFFFL) + " bytes (more than one chunk can hold); "
+                            + "the encoding was not produced by TardisCompressor");
+                }
+                total += l;
                 p += 9;
             } else {
                 throw new IllegalArgumentException("corrupt Tardis encoding: tag " + tag + " at offset " + (p - off)
@@ -51,7 +59,20 @@ public final class TardisDecompressor {
             throw new IllegalArgumentException("chunk expands to " + n + " bytes, too large for one array; decompress it in parts");
         }
         byte[] out = new byte[(int) n];
-        int o = 0;
+        decompressTo(c, off, len, out, 0);
+        return out;
+    }
+
+    /**
+     * Decompresses into {@code out[outOff..)}, which must hold {@link #decompressedLength} bytes; returns that length.
+     * Lets a caller reuse one buffer instead of allocating per chunk.
+     */
+    public int decompressTo(byte[] c, int off, int len, byte[] out, int outOff) {
+        long n = decompressedLength(c, off, len);
+        if (n > out.length - outOff) {
+            throw new IllegalArgumentException("output buffer holds " + (out.length - outOff) + " bytes, chunk expands to " + n);
+        }
+        int o = outOff;
         int p = off;
         int end = off + len;
         while (p < end) {
@@ -68,7 +89,7 @@ public final class TardisDecompressor {
                 p += 9;
             }
         }
-        return out;
+        return (int) n;
     }
 
     private static int readInt(byte[] c, int p, int end) {

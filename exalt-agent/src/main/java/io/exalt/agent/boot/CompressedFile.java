@@ -29,6 +29,13 @@ import java.util.List;
  */
 public final class CompressedFile {
     static final String XATTR = "exalt.index";
+    /**
+     * Written when the last handle closes: the file's modification time (nanoseconds) if every change was the
+     * agent's own, or {@value #TAINTED}. Checked and removed when the file is opened again, so a change made while
+     * no agent had the file open is seen too. Never present after a crash (then nothing is checked).
+     */
+    static final String SEAL = "exalt.sealed";
+    static final String TAINTED = "tainted";
 
     final Object key;
     volatile Path path;
@@ -40,14 +47,61 @@ public final class CompressedFile {
     private final TardisCompressor compressor;
     int refs;
     private boolean xattrPresent;
+    /**
+     * Modification time of the file after the agent's own last change (null while the index is empty: then
+     * nothing can go stale). A different time at the next hooked call means the file was changed by something
+     * the agent cannot see (the native {@code RandomAccessFile.setLength} shrinking and re-extending it, a
+     * process without the agent): the index may describe bytes that are gone, so the call fails loudly.
+     */
+    private java.nio.file.attribute.FileTime ownMtime;
+    /** A read-write mapping exists: writes through it are invisible by design (the range was materialised). */
+    private boolean mappedWritable;
+    /** Why the index can no longer be trusted (a change outside the agent), or null. */
+    private String tainted;
 
     CompressedFile(Object key, Path path, boolean writable) throws IOException {
         this.key = key;
         this.path = path;
         this.fmt = ExaltRuntime.format();
-        this.compressor = new TardisCompressor(fmt);
+        this.compressor = new TardisCompressor(fmt, ExaltRuntime.runCheck());
         openRaw(writable);
         loadIndex();
+        noteOwnChange();
+        checkSeal();
+    }
+
+    private void checkSeal() throws IOException {
+        UserDefinedFileAttributeView v = Files.getFileAttributeView(path, UserDefinedFileAttributeView.class);
+        String seal;
+        try {
+            ByteBuffer bb = ByteBuffer.allocate(v.size(SEAL));
+            v.read(SEAL, bb);
+            seal = new String(bb.array(), java.nio.charset.StandardCharsets.US_ASCII);
+        } catch (FileSystemException | UnsupportedOperationException e) {
+            return; // not sealed: never closed by an agent, or it crashed
+        }
+        if (writable) {
+            v.delete(SEAL); // this session may change the file: the seal is rewritten at close
+        }
+        java.nio.file.attribute.FileTime now = statMtime();
+        if (!index.isEmpty() && ch.size() > 0 && (TAINTED.equals(seal) || now == null
+                || !seal.equals(Long.toString(now.to(java.util.concurrent.TimeUnit.NANOSECONDS))))) {
+            tainted = TAINTED.equals(seal) ? "it was changed outside the agent while an agent had it open"
+                    : "it was modified at " + now + " after the agent last closed it (sealed at " + seal + " ns)";
+        }
+    }
+
+    private java.nio.file.attribute.FileTime statMtime() {
+        try {
+            return Files.getLastModifiedTime(path);
+        } catch (IOException e) {
+            return null; // deleted or renamed without a hook: nothing to compare
+        }
+    }
+
+    /** Records the file's modification time after a change the agent made itself (see {@link #ownMtime}). */
+    private void noteOwnChange() {
+        ownMtime = index.isEmpty() ? null : statMtime();
     }
 
     private void openRaw(boolean rw) throws IOException {
@@ -69,6 +123,11 @@ public final class CompressedFile {
     synchronized void ensureWritable() throws IOException {
         if (!writable) {
             openRaw(true);
+            try {
+                Files.getFileAttributeView(path, UserDefinedFileAttributeView.class).delete(SEAL); // rewritten at close
+            } catch (FileSystemException e) {
+                // not sealed
+            }
         }
     }
 
@@ -100,12 +159,50 @@ public final class CompressedFile {
     }
 
     synchronized void close() throws IOException {
-        raw.close();
+        try {
+            if (!index.isEmpty() && writable) {
+                java.nio.file.attribute.FileTime now = statMtime();
+                boolean clean = tainted == null && now != null && (mappedWritable || ownMtime == null || now.equals(ownMtime));
+                UserDefinedFileAttributeView v = Files.getFileAttributeView(path, UserDefinedFileAttributeView.class);
+                if (v != null && now != null) {
+                    String seal = clean ? Long.toString(now.to(java.util.concurrent.TimeUnit.NANOSECONDS)) : TAINTED;
+                    v.write(SEAL, ByteBuffer.wrap(seal.getBytes(java.nio.charset.StandardCharsets.US_ASCII)));
+                }
+            }
+        } catch (IOException e) {
+            ExaltRuntime.log("could not seal " + path + ": " + e);
+        } finally {
+            raw.close();
+        }
     }
 
     /** Logical (= physical) size. Also drops index entries beyond it after an unhooked truncation. */
     synchronized long size() throws IOException {
         long s = ch.size();
+        if (tainted == null && ownMtime != null && !mappedWritable && !index.isEmpty()) {
+            java.nio.file.attribute.FileTime now = statMtime();
+            if (now != null && !now.equals(ownMtime)) {
+                tainted = "modified at " + now + ", the agent's last change was at " + ownMtime;
+            }
+        }
+        if (tainted != null) {
+            if (s == 0) {
+                // truncated to zero (a truncating open): every extent is gone, whatever happened before
+                index.truncate(0);
+                persist();
+                ownMtime = null;
+                tainted = null;
+                return 0;
+            }
+            {
+                throw new IOException("Exalt: emulated file " + path + " was changed outside the agent (" + tainted
+                        + "; size now " + s + "). Its Tardis extent index"
+                        + " may describe bytes that no longer exist, so reading or writing it would return stale data."
+                        + " Typical causes: RandomAccessFile.setLength (native, not hooked) shrinking and re-extending the"
+                        + " file, or a process without the agent writing it. Fix: truncate with FileChannel.truncate"
+                        + " (hooked), and let only agent JVMs touch files under " + ExaltRuntime.prefixes());
+            }
+        }
         if (index.end() > s && index.truncate(s)) {
             persist();
         }
@@ -174,6 +271,7 @@ public final class CompressedFile {
         }
         ensureWritable();
         long sizeBefore = size();
+        ownMtime = null; // our own change starts: no staleness check until noteOwnChange() at the end
         byte[] buf = src;
         int boff = off;
         int blen = len;
@@ -235,6 +333,7 @@ public final class CompressedFile {
             shrinkIfNeeded();
             persist();
         }
+        noteOwnChange();
     }
 
     private void writeFully(long pos, byte[] b, int off, int len) throws IOException {
@@ -272,6 +371,8 @@ public final class CompressedFile {
     /** Writes the compressed ranges in [a, b) out in full (used before a read-write mapping). */
     synchronized void materialise(long a, long b) throws IOException {
         ensureWritable();
+        size(); // fail loudly if the file was already changed outside the agent
+        mappedWritable = true;
         List<long[]> ranges = new ArrayList<>();
         for (ExtentIndex.Extent e : index.overlapping(a, b)) {
             ranges.add(new long[] {Math.max(a, e.start), Math.min(b, e.end())});
@@ -284,11 +385,45 @@ public final class CompressedFile {
         }
     }
 
+    /** After File.setLastModified / Files.setLastModifiedTime on this open file: the new time is the agent's. */
+    synchronized void timesSet() {
+        if (tainted == null) {
+            noteOwnChange();
+        }
+    }
+
+    /** After File.setLastModified / Files.setLastModifiedTime on a closed, sealed file: reseal with the new time. */
+    static void resealAfterTimesSet(Path p) {
+        try {
+            UserDefinedFileAttributeView v = Files.getFileAttributeView(p, UserDefinedFileAttributeView.class);
+            ByteBuffer bb = ByteBuffer.allocate(v.size(SEAL));
+            v.read(SEAL, bb);
+            if (!TAINTED.equals(new String(bb.array(), java.nio.charset.StandardCharsets.US_ASCII))) {
+                long ns = Files.getLastModifiedTime(p).to(java.util.concurrent.TimeUnit.NANOSECONDS);
+                v.write(SEAL, ByteBuffer.wrap(Long.toString(ns).getBytes(java.nio.charset.StandardCharsets.US_ASCII)));
+            }
+        } catch (IOException | UnsupportedOperationException e) {
+            // not sealed: nothing to update
+        }
+    }
+
+    /** After a hooked FileChannel.truncate: our own change, so the index follows the new size. */
+    synchronized void truncatedByHook() throws IOException {
+        long s = ch.size();
+        if (tainted == null) {
+            if (index.end() > s && index.truncate(s)) {
+                persist();
+            }
+            noteOwnChange();
+        }
+    }
+
     /** Called after a hooked truncation. */
     synchronized void truncated(long newSize) throws IOException {
         if (index.truncate(newSize)) {
             persist();
         }
+        noteOwnChange();
     }
 
     private void persist() throws IOException {

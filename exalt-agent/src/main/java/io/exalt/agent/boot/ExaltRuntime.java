@@ -1,5 +1,6 @@
 package io.exalt.agent.boot;
 
+import io.exalt.tardis.TardisCompressor;
 import io.exalt.tardis.TardisFormat;
 import java.io.File;
 import java.util.ArrayList;
@@ -12,10 +13,13 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 public final class ExaltRuntime {
     private static volatile String[] prefixes = new String[0];
+    /** Real paths (symlinks resolved) of the prefixes, or null for a prefix that does not exist yet. */
+    private static volatile String[] realPrefixes = new String[0];
     private static volatile int[][] portRanges = new int[0][];
     private static volatile TardisFormat format = TardisFormat.defaultFormat();
     private static volatile int indexLimit = 3000;
     private static volatile boolean verbose;
+    private static volatile TardisCompressor.RunCheck runCheck = TardisCompressor.RunCheck.VERIFY_EVERY_BYTE;
 
     /** Set while the agent's own code opens files, so that its raw handles are never hooked. */
     static final ThreadLocal<Boolean> BYPASS = new ThreadLocal<>();
@@ -37,6 +41,7 @@ public final class ExaltRuntime {
             ps.add(normalise(p));
         }
         prefixes = ps.toArray(new String[0]);
+        realPrefixes = new String[prefixes.length];
         portRanges = ports.toArray(new int[0][]);
         format = fmt;
         indexLimit = limit;
@@ -49,6 +54,7 @@ public final class ExaltRuntime {
         System.arraycopy(prefixes, 0, n, 0, prefixes.length);
         n[prefixes.length] = normalise(p);
         prefixes = n;
+        realPrefixes = new String[n.length];
     }
 
     /** Adds/removes a compressed port at run time (used by the start-up self-check). */
@@ -77,6 +83,7 @@ public final class ExaltRuntime {
             }
         }
         prefixes = keep.toArray(new String[0]);
+        realPrefixes = new String[prefixes.length];
     }
 
     static String normalise(String p) {
@@ -86,6 +93,20 @@ public final class ExaltRuntime {
 
     public static TardisFormat format() {
         return format;
+    }
+
+    /** How runs are checked before they are dropped from disk or wire (agent option {@code runcheck=}). */
+    public static TardisCompressor.RunCheck runCheck() {
+        return runCheck;
+    }
+
+    public static void setRunCheck(TardisCompressor.RunCheck rc) {
+        runCheck = rc;
+    }
+
+    /** A compressor for the configured flag and run check. */
+    public static TardisCompressor compressor() {
+        return new TardisCompressor(format, runCheck);
     }
 
     static int indexLimit() {
@@ -100,24 +121,51 @@ public final class ExaltRuntime {
         return List.of(prefixes);
     }
 
-    /** Is {@code path} (as given to a File/stream/channel constructor) under a configured prefix? */
+    /**
+     * Is {@code path} (as given to a File/stream/channel constructor) under a configured prefix? Decided on real
+     * paths (symlinks resolved on both sides), so a symlink outside a prefix that points to a file inside it is
+     * emulated, and a symlink inside a prefix that points outside is not.
+     */
     public static boolean underPrefix(String path) {
         String[] ps = prefixes;
         if (ps.length == 0 || path == null) {
             return false;
         }
-        String a;
-        if (path.startsWith("/") && !path.contains("/.") && !path.contains("//")) {
-            a = path;
-        } else {
-            a = new File(path).getAbsoluteFile().toPath().normalize().toString();
-        }
-        for (String p : ps) {
-            if (a.startsWith(p)) {
+        String a = realPath(path);
+        String[] rp = realPrefixes;
+        for (int i = 0; i < ps.length && i < rp.length; i++) {
+            String r = rp[i];
+            if (r == null) {
+                r = realPath(ps[i]);
+                r = r.endsWith("/") ? r : r + "/";
+                if (java.nio.file.Files.isDirectory(java.nio.file.Paths.get(r))) {
+                    rp[i] = r; // cache once the prefix exists (its real path no longer changes)
+                }
+            }
+            if (a.startsWith(r) || (a + "/").equals(r)) {
                 return true;
             }
         }
         return false;
+    }
+
+    /** The real path of {@code path}; for a path that does not exist (yet), its parent's real path + name. */
+    static String realPath(String path) {
+        java.nio.file.Path abs = new File(path).getAbsoluteFile().toPath().normalize();
+        Boolean prev = BYPASS.get();
+        BYPASS.set(Boolean.TRUE);
+        try {
+            return abs.toRealPath().toString();
+        } catch (java.io.IOException e) {
+            java.nio.file.Path parent = abs.getParent();
+            if (parent == null) {
+                return abs.toString();
+            }
+            String rp = realPath(parent.toString());
+            return (rp.endsWith("/") ? rp : rp + "/") + abs.getFileName();
+        } finally {
+            BYPASS.set(prev);
+        }
     }
 
     public static boolean portCompressed(int port) {

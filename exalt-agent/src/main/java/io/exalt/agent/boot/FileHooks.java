@@ -57,7 +57,7 @@ public final class FileHooks {
             }
             return;
         }
-        Path p = Paths.get(path).toAbsolutePath();
+        Path p = Paths.get(ExaltRuntime.realPath(path)); // a symlink into a prefix names its target
         Object key = Files.readAttributes(p, BasicFileAttributes.class).fileKey();
         if (key == null) {
             return;
@@ -108,6 +108,27 @@ public final class FileHooks {
         }
     }
 
+    /** After File.setLastModified / Files.setLastModifiedTime: a time the agent knows about, not a foreign change. */
+    public static void timesSet(String path) {
+        if (path == null || ExaltRuntime.BYPASS.get() != null || !ExaltRuntime.underPrefix(path)) {
+            return;
+        }
+        Path p = Paths.get(ExaltRuntime.realPath(path));
+        CompressedFile open = null;
+        synchronized (FILES) {
+            for (CompressedFile cf : FILES.values()) {
+                if (cf.path.equals(p)) {
+                    open = cf;
+                }
+            }
+        }
+        if (open != null) {
+            open.timesSet();
+        } else {
+            CompressedFile.resealAfterTimesSet(p);
+        }
+    }
+
     /** After a successful rename (File.renameTo or Files.move): keep the index's path current. */
     public static void renamed(String from, String to) {
         if (open == 0 || from == null || to == null) {
@@ -141,6 +162,82 @@ public final class FileHooks {
         cf.write(pos, b, off, len);
         JdkAccess.seek(fd, pos + len);
         return true;
+    }
+
+    /** RandomAccessFile.writeBytes(String) (low byte of each char) / writeChars(String) (two bytes per char). */
+    public static boolean writeString(FileDescriptor fd, String s, boolean chars) throws IOException {
+        if (lookup(fd) == null) {
+            return false;
+        }
+        int n = s.length();
+        byte[] b = new byte[chars ? 2 * n : n];
+        for (int i = 0; i < n; i++) {
+            char c = s.charAt(i);
+            if (chars) {
+                b[2 * i] = (byte) (c >>> 8);
+                b[2 * i + 1] = (byte) c;
+            } else {
+                b[i] = (byte) c;
+            }
+        }
+        return write(fd, b, 0, b.length);
+    }
+
+    /** Before AsynchronousFileChannel.open: emulated files cannot be read or written asynchronously. */
+    public static void refuseAsynchronous(Path p) throws IOException {
+        if (p != null && ExaltRuntime.BYPASS.get() == null && ExaltRuntime.underPrefix(p.toString())) {
+            throw new UnsupportedOperationException("Exalt: AsynchronousFileChannel is not supported on emulated file " + p
+                    + " (under prefix " + ExaltRuntime.prefixes() + "): its reads and writes bypass the agent, so Tardis runs"
+                    + " would read as zeros and writes would go stale. Use FileChannel, or keep the file outside the prefix.");
+        }
+    }
+
+    /**
+     * Files.copy(Path, Path, CopyOption...) of a regular file under a prefix: copied through the hooked streams,
+     * so the copy has the logical bytes (compressed again if the target is under a prefix, in full otherwise).
+     * The native copy would see the Tardis runs as holes. Returns null when not handled.
+     */
+    public static Path copy(Path src, Path dst, java.nio.file.CopyOption[] options) throws IOException {
+        if (src == null || dst == null || ExaltRuntime.BYPASS.get() != null || ExaltRuntime.prefixes().isEmpty()
+                || !ExaltRuntime.underPrefix(src.toString())) {
+            return null;
+        }
+        boolean replace = false;
+        boolean noFollow = false;
+        boolean copyAttributes = false;
+        for (java.nio.file.CopyOption o : options) {
+            replace |= o == java.nio.file.StandardCopyOption.REPLACE_EXISTING;
+            noFollow |= o == java.nio.file.LinkOption.NOFOLLOW_LINKS;
+            copyAttributes |= o == java.nio.file.StandardCopyOption.COPY_ATTRIBUTES;
+        }
+        java.nio.file.LinkOption[] lo = noFollow ? new java.nio.file.LinkOption[] {java.nio.file.LinkOption.NOFOLLOW_LINKS}
+                : new java.nio.file.LinkOption[0];
+        if (!Files.isRegularFile(src, lo)) {
+            return null; // directories and symlinks (NOFOLLOW_LINKS) hold no emulated bytes
+        }
+        if (Files.exists(dst, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+            if (!replace) {
+                throw new java.nio.file.FileAlreadyExistsException(dst.toString());
+            }
+            if (Files.isSameFile(src, dst)) {
+                return dst;
+            }
+            Files.delete(dst);
+        }
+        try (java.io.InputStream in = Files.newInputStream(src);
+                java.io.OutputStream out = Files.newOutputStream(dst, java.nio.file.StandardOpenOption.CREATE_NEW,
+                        java.nio.file.StandardOpenOption.WRITE)) {
+            byte[] buf = new byte[1 << 20];
+            int n;
+            while ((n = in.read(buf)) > 0) {
+                out.write(buf, 0, n);
+            }
+        }
+        if (copyAttributes) {
+            Files.setLastModifiedTime(dst, Files.getLastModifiedTime(src));
+        }
+        ExaltRuntime.log("copied emulated " + src + " -> " + dst + " logically");
+        return dst;
     }
 
     public static boolean write1(FileDescriptor fd, int b) throws IOException {
@@ -411,7 +508,7 @@ public final class FileHooks {
     public static void truncated(FileDescriptor fd) throws IOException {
         CompressedFile cf = lookup(fd);
         if (cf != null) {
-            cf.size();
+            cf.truncatedByHook();
         }
     }
 

@@ -48,6 +48,8 @@ public final class SocketHooks {
         int hdrFill;
         byte[] frame;
         int frameFill;
+        /** Reused decode buffer: take() copies out of it, so nothing outside the hook ever holds it. */
+        byte[] decodeBuf = new byte[0];
 
         State(boolean compressed) {
             this.compressed = compressed;
@@ -143,7 +145,7 @@ public final class SocketHooks {
     }
 
     private static byte[] encode(byte[] b, int off, int len) {
-        byte[] enc = new TardisCompressor(ExaltRuntime.format()).compress(b, off, len);
+        byte[] enc = ExaltRuntime.compressor().compress(b, off, len);
         byte[] frame = new byte[4 + enc.length];
         frame[0] = (byte) (enc.length >>> 24);
         frame[1] = (byte) (enc.length >>> 16);
@@ -186,7 +188,17 @@ public final class SocketHooks {
                 if (r > 0 || st.frame.length == st.frameFill) {
                     st.frameFill += Math.max(r, 0);
                     if (st.frameFill == st.frame.length) {
-                        st.decoded = ByteBuffer.wrap(new TardisDecompressor(ExaltRuntime.format()).decompress(st.frame));
+                        TardisDecompressor dec = new TardisDecompressor(ExaltRuntime.format());
+                        long n = dec.decompressedLength(st.frame, 0, st.frame.length);
+                        if (n > (64 << 20)) {
+                            throw new IOException("Exalt: frame expands to " + n + " bytes; both ends must run the agent with"
+                                    + " the same ports= and flag=");
+                        }
+                        if (st.decodeBuf.length < n) {
+                            st.decodeBuf = new byte[(int) Math.max(n, Math.min(64 << 20, 2L * st.decodeBuf.length))];
+                        }
+                        dec.decompressTo(st.frame, 0, st.frame.length, st.decodeBuf, 0);
+                        st.decoded = ByteBuffer.wrap(st.decodeBuf, 0, (int) n);
                         st.frame = null;
                     }
                     continue;
@@ -268,6 +280,12 @@ public final class SocketHooks {
         int n = src.remaining();
         if (n == 0) {
             return 0;
+        }
+        if (src.hasArray()) { // heap buffer (HDFS packets): compress in place, no copy
+            byte[] frame = encode(src.array(), src.arrayOffset() + src.position(), n);
+            src.position(src.position() + n);
+            writeFrame(ch, frame);
+            return n;
         }
         byte[] b = new byte[n];
         src.get(b);

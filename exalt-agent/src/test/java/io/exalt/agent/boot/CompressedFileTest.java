@@ -1,7 +1,10 @@
 package io.exalt.agent.boot;
 
+import java.io.IOException;
+
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.exalt.tardis.TardisGenerator;
@@ -87,13 +90,52 @@ class CompressedFileTest {
         assertTrue(cf.extentCount() <= 3, "extents: " + cf.extentCount());
         assertArrayEquals(t, readAll(cf, len));
         try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(p, java.nio.file.StandardOpenOption.WRITE)) {
-            ch.truncate(1000); // an unhooked truncation; the next size() drops the index tail
+            ch.truncate(1000); // as the hooked FileChannel.truncate does (this JVM has no agent)
         }
+        cf.truncatedByHook(); // what FileHooks.truncated calls after the real truncate
         assertEquals(1000, cf.size());
         byte[] head = new byte[1000];
         assertEquals(1000, cf.read(0, head, 0, 1000));
         assertArrayEquals(java.util.Arrays.copyOf(t, 1000), head);
         assertEquals(-1, cf.read(1000, head, 0, 10));
         cf.close();
+    }
+
+    @Test
+    void aChangeOutsideTheAgentIsRefusedLoudlyInAndAcrossSessions(@TempDir Path dir) throws Exception {
+        Path p = Files.createFile(dir.resolve("h"));
+        byte[] t = new byte[100_000];
+        new TardisGenerator(t.length).fill(0, t, 0, t.length);
+        CompressedFile cf = open(p);
+        cf.write(0, t, 0, t.length);
+        // shrink then re-extend without the agent (RandomAccessFile.setLength is native and cannot be hooked)
+        try (java.io.RandomAccessFile r = new java.io.RandomAccessFile(p.toFile(), "rw")) {
+            r.setLength(10);
+            r.setLength(t.length);
+        }
+        IOException e = assertThrows(IOException.class, () -> cf.read(0, new byte[10], 0, 10));
+        assertTrue(e.getMessage().contains("was changed outside the agent") && e.getMessage().contains("FileChannel.truncate"),
+                e.getMessage());
+        cf.close();
+        // the next session (e.g. another agent JVM) sees the seal written at close and refuses as well
+        CompressedFile again = open(p);
+        assertThrows(IOException.class, () -> again.read(0, new byte[10], 0, 10));
+        again.close();
+
+        // a clean session seals the file; a change while no agent has it open is seen at the next open
+        Path q = Files.createFile(dir.resolve("i"));
+        CompressedFile c2 = open(q);
+        c2.write(0, t, 0, t.length);
+        c2.close();
+        CompressedFile c3 = open(q);
+        assertArrayEquals(t, readAll(c3, t.length), "a clean hand-over reads back");
+        c3.close();
+        try (java.io.RandomAccessFile r = new java.io.RandomAccessFile(q.toFile(), "rw")) {
+            r.setLength(10);
+            r.setLength(t.length);
+        }
+        CompressedFile c4 = open(q);
+        assertThrows(IOException.class, () -> c4.read(0, new byte[10], 0, 10));
+        c4.close();
     }
 }
