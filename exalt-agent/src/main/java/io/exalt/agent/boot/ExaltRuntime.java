@@ -151,7 +151,9 @@ public final class ExaltRuntime {
 
     /** The real path of {@code path}; for a path that does not exist (yet), its parent's real path + name. */
     static String realPath(String path) {
-        java.nio.file.Path abs = new File(path).getAbsoluteFile().toPath().normalize();
+        // not normalized first: "link/.." is the parent of the link's *target* for the kernel, not the directory
+        // holding the link, so ".." must be resolved by toRealPath (or after the symlinks before it are resolved)
+        java.nio.file.Path abs = new File(path).getAbsoluteFile().toPath();
         Boolean prev = BYPASS.get();
         BYPASS.set(Boolean.TRUE);
         try {
@@ -159,10 +161,10 @@ public final class ExaltRuntime {
         } catch (java.io.IOException e) {
             java.nio.file.Path parent = abs.getParent();
             if (parent == null) {
-                return abs.toString();
+                return abs.normalize().toString();
             }
-            String rp = realPath(parent.toString());
-            return (rp.endsWith("/") ? rp : rp + "/") + abs.getFileName();
+            // the parent's real path has no symlinks left, so "." and ".." after it can be resolved lexically
+            return java.nio.file.Paths.get(realPath(parent.toString())).resolve(abs.getFileName()).normalize().toString();
         } finally {
             BYPASS.set(prev);
         }
