@@ -152,6 +152,56 @@ public final class ChildReview {
             System.arraycopy("HELLO".getBytes(), 0, exp, 1000, 5);
             return Arrays.equals(Files.readAllBytes(new File(dir, "after-rename").toPath()), exp);
         });
+        // renames the agent cannot see while the file is open: the file system provider directly, and another process
+        ChildHostile.run("unhooked-rename-provider-move", () -> {
+            File f = new File(dir, "provider-before");
+            try (RandomAccessFile r = new RandomAccessFile(f, "rw")) {
+                r.write(t, 0, t.length / 2);
+                java.nio.file.FileSystems.getDefault().provider().move(f.toPath(), new File(dir, "provider-after").toPath());
+                r.write(t, t.length / 2, t.length / 2);
+                r.seek(1000);
+                r.write("HELLO".getBytes());
+            }
+            byte[] exp = t.clone();
+            System.arraycopy("HELLO".getBytes(), 0, exp, 1000, 5);
+            return Arrays.equals(Files.readAllBytes(new File(dir, "provider-after").toPath()), exp);
+        });
+        ChildHostile.run("unhooked-rename-other-process", () -> {
+            File f = new File(dir, "mv-before");
+            File g = new File(dir, "mv-after");
+            try (RandomAccessFile r = new RandomAccessFile(f, "rw")) {
+                r.write(t, 0, t.length / 2);
+                if (new ProcessBuilder("mv", f.getPath(), g.getPath()).inheritIO().start().waitFor() != 0) {
+                    throw new AssertionError("mv failed");
+                }
+                r.write(t, t.length / 2, t.length / 2);
+            }
+            return Arrays.equals(Files.readAllBytes(g.toPath()), t);
+        });
+        // read-only open, renamed by another process, a new file created under the old name, then the renamed file
+        // opened for writing: the agent re-opened "its" file read-write by the old name, i.e. the new file
+        ChildHostile.run("reopen-after-unhooked-rename", () -> {
+            File f = new File(dir, "reopen-before");
+            File g = new File(dir, "reopen-after");
+            try (FileOutputStream o = new FileOutputStream(f)) {
+                o.write(t);
+            }
+            try (java.io.FileInputStream in = new java.io.FileInputStream(f)) {
+                if (new ProcessBuilder("mv", f.getPath(), g.getPath()).inheritIO().start().waitFor() != 0) {
+                    throw new AssertionError("mv failed");
+                }
+                try (FileOutputStream o = new FileOutputStream(f)) {
+                    o.write("a new file under the old name".getBytes());
+                }
+                try (FileOutputStream o = new FileOutputStream(g, true)) {
+                    o.write(t, 0, 4096);
+                }
+            }
+            byte[] exp = Arrays.copyOf(t, t.length + 4096);
+            System.arraycopy(t, 0, exp, t.length, 4096);
+            return Arrays.equals(Files.readAllBytes(g.toPath()), exp)
+                    && Arrays.equals(Files.readAllBytes(f.toPath()), "a new file under the old name".getBytes());
+        });
         // ".." after a symlink: the kernel resolves it from the link's target, so this path names a file in DIR
         ChildHostile.run("dotdot-after-symlink", () -> {
             File f = new File(dir, "dotdot");
