@@ -111,6 +111,18 @@ class AgentReviewIT {
         ok("socket-write-over-64mib");
     }
 
+    /** Socket.getInputStream().available() counted only decoded bytes: a reader polling it waited forever. */
+    @Test
+    void socketAvailableSeesDataArriveAndCountsReceivedBytes() {
+        ok("socket-available");
+    }
+
+    /** The stream of a channel socket used the unhooked SocketChannelImpl.available (raw, framed bytes). */
+    @Test
+    void channelSocketAvailableCountsReceivedBytes() {
+        ok("channel-socket-available");
+    }
+
     @Test
     @Disabled("review finding: a hard link outside every prefix to an emulated file is opened unemulated; its Tardis"
             + " runs read as zeros (holes) and writes through it bypass the index, silently")

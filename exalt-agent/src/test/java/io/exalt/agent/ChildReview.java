@@ -241,6 +241,49 @@ public final class ChildReview {
                 return Arrays.equals(got, d);
             }
         });
+        // available() of a compressed socket stream: a reader that polls it must see data arrive, and after a partial
+        // read it must count the bytes already received (plain Socket and the stream of a channel socket)
+        for (boolean channel : new boolean[] {false, true}) {
+            ChildHostile.run(channel ? "channel-socket-available" : "socket-available", () -> {
+                byte[] d = new byte[100];
+                System.arraycopy(t, 0, d, 0, 100);
+                java.nio.channels.ServerSocketChannel ssc = channel ? java.nio.channels.ServerSocketChannel.open() : null;
+                ServerSocket ss = channel ? null : new ServerSocket(port, 1, InetAddress.getLoopbackAddress());
+                if (channel) {
+                    ssc.bind(new java.net.InetSocketAddress(InetAddress.getLoopbackAddress(), port));
+                }
+                try (Socket w = new Socket(InetAddress.getLoopbackAddress(), port);
+                        Socket s = channel ? ssc.accept().socket() : ss.accept()) {
+                    w.getOutputStream().write(d);
+                    InputStream in = s.getInputStream();
+                    long deadline = System.nanoTime() + 5_000_000_000L;
+                    while (in.available() == 0) {
+                        if (System.nanoTime() > deadline) {
+                            System.out.println("available() stayed 0 for 5 s with 100 bytes sent");
+                            return false;
+                        }
+                        Thread.sleep(5);
+                    }
+                    byte[] got = new byte[100];
+                    if (in.read(got, 0, 10) != 10) {
+                        return false;
+                    }
+                    int avail = in.available();
+                    if (avail != 90) {
+                        System.out.println("available() after reading 10 of 100 bytes: " + avail);
+                        return false;
+                    }
+                    return in.readNBytes(got, 10, 90) == 90 && Arrays.equals(got, d);
+                } finally {
+                    if (ss != null) {
+                        ss.close();
+                    }
+                    if (ssc != null) {
+                        ssc.close();
+                    }
+                }
+            });
+        }
         // a hard link outside the prefix names the same emulated inode
         ChildHostile.run("hardlink-outside-prefix", () -> {
             File f = new File(dir, "hardlinked");

@@ -37,13 +37,15 @@ public final class SocketHooks {
     private static java.lang.invoke.MethodHandle implWriteMh;
     private static java.lang.invoke.MethodHandle chBlockingReadMh;
     private static java.lang.invoke.MethodHandle chBlockingWriteMh;
+    private static java.lang.invoke.MethodHandle implAvailableMh;
+    private static java.lang.invoke.MethodHandle chAvailableMh;
 
     private SocketHooks() {
     }
 
     static final class State {
         final boolean compressed;
-        ByteBuffer decoded = ByteBuffer.allocate(0);
+        volatile ByteBuffer decoded = ByteBuffer.allocate(0);
         final byte[] hdr = new byte[4];
         int hdrFill;
         byte[] frame;
@@ -79,6 +81,12 @@ public final class SocketHooks {
         m = sc.getDeclaredMethod("blockingWriteFully", byte[].class, int.class, int.class);
         m.setAccessible(true);
         chBlockingWriteMh = l.unreflect(m);
+        m = nio.getDeclaredMethod("available");
+        m.setAccessible(true);
+        implAvailableMh = l.unreflect(m);
+        m = sc.getDeclaredMethod("available");
+        m.setAccessible(true);
+        chAvailableMh = l.unreflect(m);
     }
 
     private static IOException rethrow(Throwable t) {
@@ -438,8 +446,33 @@ public final class SocketHooks {
         return true;
     }
 
-    public static Integer implAvailable(Object impl) {
+    /**
+     * {@code available()} of a compressed socket ({@code NioSocketImpl}, and {@code SocketChannelImpl} behind the
+     * stream of a channel socket): the decoded bytes not yet taken; when there are none, what the kernel holds (part
+     * or all of the next frame, which the peer writes whole), so that a reader polling {@code available() > 0} sees
+     * data arrive. Null when not compressed.
+     */
+    public static Integer implAvailable(Object impl) throws IOException {
         State st = state(impl);
-        return st == null ? null : st.decoded.remaining();
+        if (st == null) {
+            return null;
+        }
+        // no lock: available() must not wait for a reader blocked inside a frame (that reader holds the state)
+        int n = st.decoded.remaining();
+        if (n > 0) {
+            return n;
+        }
+        IN_HOOK.set(Boolean.TRUE);
+        try {
+            return (int) availableMh(impl).invoke(impl);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        } finally {
+            IN_HOOK.remove();
+        }
+    }
+
+    private static java.lang.invoke.MethodHandle availableMh(Object impl) throws ReflectiveOperationException {
+        return impl instanceof SocketChannel ? chAvailableMh : implAvailableMh;
     }
 }
