@@ -11,7 +11,6 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -123,10 +122,23 @@ class AgentReviewIT {
         ok("channel-socket-available");
     }
 
+    /**
+     * Emulation was decided by path only, but the compressed form (holes + index xattr) belongs to the inode: a hard
+     * link from outside every prefix, a file renamed out of the prefix, or moved to another file system read its
+     * Tardis runs as zeros, silently.
+     */
     @Test
-    @Disabled("review finding: a hard link outside every prefix to an emulated file is opened unemulated; its Tardis"
-            + " runs read as zeros (holes) and writes through it bypass the index, silently")
     void hardLinkOutsideThePrefixReadsTheLogicalBytes() {
         ok("hardlink-outside-prefix");
+    }
+
+    @Test
+    void fileRenamedOutOfThePrefixReadsTheLogicalBytes() {
+        ok("renamed-out-of-prefix");
+    }
+
+    @Test
+    void fileMovedToAnotherFileSystemReadsTheLogicalBytes() {
+        ok("moved-to-another-file-system");
     }
 }

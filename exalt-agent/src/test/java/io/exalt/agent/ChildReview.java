@@ -293,6 +293,38 @@ public final class ChildReview {
             Path hl = Files.createLink(new File(outside, "hardlink").toPath(), f.toPath());
             return Arrays.equals(Files.readAllBytes(hl), t);
         });
+        // renamed out of every prefix: the holes and the index travel with the inode, so must the emulation
+        ChildHostile.run("renamed-out-of-prefix", () -> {
+            File f = new File(dir, "leaving");
+            try (FileOutputStream o = new FileOutputStream(f)) {
+                o.write(t);
+            }
+            File g = new File(outside, "left");
+            if (!f.renameTo(g)) {
+                throw new AssertionError("rename failed");
+            }
+            return Arrays.equals(Files.readAllBytes(g.toPath()), t);
+        });
+        // Files.move to another file system (/dev/shm): the JDK copies the holes and the extended attributes
+        ChildHostile.run("moved-to-another-file-system", () -> {
+            Path shm = Paths.get("/dev/shm");
+            if (!Files.isDirectory(shm) || Files.getFileStore(shm).equals(Files.getFileStore(dir.toPath()))) {
+                System.out.println("no second file system at /dev/shm: case not applicable");
+                return true;
+            }
+            File f = new File(dir, "moving");
+            try (FileOutputStream o = new FileOutputStream(f)) {
+                o.write(t);
+            }
+            Path g = Files.createTempDirectory(shm, "exalt-review").resolve("moved");
+            try {
+                Files.move(f.toPath(), g);
+                return Arrays.equals(Files.readAllBytes(g), t);
+            } finally {
+                Files.deleteIfExists(g);
+                Files.deleteIfExists(g.getParent());
+            }
+        });
         System.exit(0);
     }
 }

@@ -430,6 +430,37 @@ public final class CompressedFile {
         }
     }
 
+    /**
+     * After a hooked move: a move to another file system copies the modification time with microsecond precision
+     * (utimes), so a sealed file would be refused at its next open. The seal follows when it differs from the new
+     * time only below the microsecond; any other difference (a change made while the file was closed) still counts.
+     */
+    static void resealAfterMove(Path p) {
+        Boolean prev = ExaltRuntime.BYPASS.get();
+        ExaltRuntime.BYPASS.set(Boolean.TRUE);
+        try {
+            if (!Files.isRegularFile(p)) {
+                return;
+            }
+            UserDefinedFileAttributeView v = Files.getFileAttributeView(p, UserDefinedFileAttributeView.class);
+            if (v == null || !v.list().contains(SEAL)) {
+                return;
+            }
+            ByteBuffer bb = ByteBuffer.allocate(v.size(SEAL));
+            v.read(SEAL, bb);
+            String seal = new String(bb.array(), java.nio.charset.StandardCharsets.US_ASCII);
+            long ns = Files.getLastModifiedTime(p).to(java.util.concurrent.TimeUnit.NANOSECONDS);
+            long sealed = TAINTED.equals(seal) ? Long.MIN_VALUE : Long.parseLong(seal);
+            if (sealed != ns && sealed != Long.MIN_VALUE && Math.floorDiv(sealed, 1000) == Math.floorDiv(ns, 1000)) {
+                v.write(SEAL, ByteBuffer.wrap(Long.toString(ns).getBytes(java.nio.charset.StandardCharsets.US_ASCII)));
+            }
+        } catch (IOException | RuntimeException e) {
+            // no seal or no attribute support: nothing to carry over
+        } finally {
+            ExaltRuntime.BYPASS.set(prev);
+        }
+    }
+
     /** After a hooked FileChannel.truncate: our own change, so the index follows the new size. */
     synchronized void truncatedByHook() throws IOException {
         long s = ch.size();

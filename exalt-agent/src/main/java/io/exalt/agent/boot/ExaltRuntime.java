@@ -149,6 +149,34 @@ public final class ExaltRuntime {
         return false;
     }
 
+    /**
+     * Does the regular file at {@code path} carry an Exalt extent index? The compressed form travels with the inode
+     * (holes + the index xattr), not with the name: a file renamed or moved out of every prefix, or a hard link to
+     * an emulated file from outside, must still be read through its index, or its Tardis runs read as zeros.
+     */
+    static boolean carriesIndex(String path) {
+        Boolean prev = BYPASS.get();
+        BYPASS.set(Boolean.TRUE);
+        try {
+            java.nio.file.Path p = java.nio.file.Paths.get(path);
+            if (!java.nio.file.Files.isRegularFile(p)) {
+                return false; // never open a FIFO or a device to look for attributes
+            }
+            java.nio.file.attribute.UserDefinedFileAttributeView v = java.nio.file.Files.getFileAttributeView(p,
+                    java.nio.file.attribute.UserDefinedFileAttributeView.class);
+            return v != null && v.list().contains(CompressedFile.XATTR);
+        } catch (java.io.IOException | RuntimeException e) {
+            return false; // no attribute support, no permission to read them, gone: not an emulated file
+        } finally {
+            BYPASS.set(prev);
+        }
+    }
+
+    /** Is the file at {@code path} emulated: under a prefix, or carrying an index wherever it is now? */
+    public static boolean emulated(String path) {
+        return underPrefix(path) || carriesIndex(path);
+    }
+
     /** The real path of {@code path}; for a path that does not exist (yet), its parent's real path + name. */
     static String realPath(String path) {
         // not normalized first: "link/.." is the parent of the link's *target* for the kernel, not the directory

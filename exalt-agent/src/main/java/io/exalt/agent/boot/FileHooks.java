@@ -48,13 +48,17 @@ public final class FileHooks {
 
     /** After a stream/RandomAccessFile/FileChannel constructor opened {@code path} on {@code fd}. */
     public static void opened(FileDescriptor fd, String path, boolean writable) throws IOException {
-        if (fd == null || path == null || ExaltRuntime.BYPASS.get() != null || !ExaltRuntime.underPrefix(path)) {
+        if (fd == null || path == null || ExaltRuntime.BYPASS.get() != null) {
             return;
         }
-        if (FDS.containsKey(fd)) {
+        CompressedFile known = lookup(fd); // a channel of an emulated stream shares the stream's registration
+        if (known != null) {
             if (writable) {
-                FDS.get(fd).ensureWritable();
+                known.ensureWritable();
             }
+            return;
+        }
+        if (!ExaltRuntime.emulated(path)) {
             return;
         }
         Path p = Paths.get(ExaltRuntime.realPath(path)); // a symlink into a prefix names its target
@@ -131,7 +135,11 @@ public final class FileHooks {
 
     /** After a successful rename (File.renameTo or Files.move): keep the index's path current. */
     public static void renamed(String from, String to) {
-        if (open == 0 || from == null || to == null) {
+        if (from == null || to == null || ExaltRuntime.BYPASS.get() != null) {
+            return;
+        }
+        CompressedFile.resealAfterMove(Paths.get(to));
+        if (open == 0) {
             return;
         }
         // open files are known by their real paths (symlinks resolved), so the rename must be too: a rename through
@@ -193,7 +201,7 @@ public final class FileHooks {
 
     /** Before AsynchronousFileChannel.open: emulated files cannot be read or written asynchronously. */
     public static void refuseAsynchronous(Path p) throws IOException {
-        if (p != null && ExaltRuntime.BYPASS.get() == null && ExaltRuntime.underPrefix(p.toString())) {
+        if (p != null && ExaltRuntime.BYPASS.get() == null && ExaltRuntime.emulated(p.toString())) {
             throw new UnsupportedOperationException("Exalt: AsynchronousFileChannel is not supported on emulated file " + p
                     + " (under prefix " + ExaltRuntime.prefixes() + "): its reads and writes bypass the agent, so Tardis runs"
                     + " would read as zeros and writes would go stale. Use FileChannel, or keep the file outside the prefix.");
@@ -206,8 +214,7 @@ public final class FileHooks {
      * The native copy would see the Tardis runs as holes. Returns null when not handled.
      */
     public static Path copy(Path src, Path dst, java.nio.file.CopyOption[] options) throws IOException {
-        if (src == null || dst == null || ExaltRuntime.BYPASS.get() != null || ExaltRuntime.prefixes().isEmpty()
-                || !ExaltRuntime.underPrefix(src.toString())) {
+        if (src == null || dst == null || ExaltRuntime.BYPASS.get() != null || !ExaltRuntime.emulated(src.toString())) {
             return null;
         }
         boolean replace = false;
