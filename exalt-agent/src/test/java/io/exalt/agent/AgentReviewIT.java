@@ -24,6 +24,12 @@ class AgentReviewIT {
     static String out;
     static int exit;
 
+    static int port() throws Exception {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+
     @BeforeAll
     static void runChild() throws Exception {
         String agentJar = System.getProperty("exalt.agent.jar");
@@ -120,6 +126,29 @@ class AgentReviewIT {
     @Test
     void channelSocketAvailableCountsReceivedBytes() {
         ok("channel-socket-available");
+    }
+
+    /**
+     * A non-blocking SocketChannel.write on a compressed port waits (select loop, no limit) until the whole frame is
+     * out: with a peer that stops reading, the writer blocks forever instead of returning a partial count, so the
+     * application's write timeout (Hadoop SocketIOWithTimeout) never fires and the thread hangs.
+     */
+    @Test
+    @org.junit.jupiter.api.Disabled("review finding: a non-blocking write on a compressed socket blocks until the whole"
+            + " frame is sent; with a peer that stops reading the writer hangs forever (application write timeouts bypassed)")
+    void nonBlockingWriteToAPeerThatStopsReadingReturns() throws Exception {
+        String agentJar = System.getProperty("exalt.agent.jar");
+        Path emu = Files.createDirectories(tmp.resolve("emulated-nb"));
+        int port = port();
+        List<String> cmd = List.of(System.getProperty("java.home") + "/bin/java", "-Xmx512m", "-XX:TieredStopAtLevel=1",
+                "-javaagent:" + agentJar + "=prefix=" + emu + ",ports=" + port, "-cp", AgentFilesIT.classPath(),
+                ChildReview.class.getName(), emu.toString(), emu.toString(), "" + port, "nonblocking-writer");
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        byte[] o = p.getInputStream().readAllBytes();
+        assertTrue(p.waitFor(60, TimeUnit.SECONDS), "child JVM timed out");
+        String s = new String(o, StandardCharsets.UTF_8);
+        System.out.println(s);
+        assertTrue(s.contains("OK nonblocking-writer-peer-not-reading"), s);
     }
 
     /**

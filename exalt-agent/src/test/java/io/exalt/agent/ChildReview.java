@@ -96,6 +96,38 @@ public final class ChildReview {
         File dir = new File(a[0]);
         File outside = new File(a[1]);
         int port = Integer.parseInt(a[2]);
+        // a non-blocking writer whose peer stops reading: SocketChannel.write must return (partially), so that the
+        // application's own select/timeout logic (Hadoop's SocketIOWithTimeout, dfs.datanode.socket.write.timeout) runs
+        if (a.length > 3 && a[3].equals("nonblocking-writer")) {
+            ChildHostile.run("nonblocking-writer-peer-not-reading", () -> {
+                try (java.nio.channels.ServerSocketChannel ssc = java.nio.channels.ServerSocketChannel.open()) {
+                    ssc.bind(new java.net.InetSocketAddress(InetAddress.getLoopbackAddress(), port));
+                    java.nio.channels.SocketChannel w = java.nio.channels.SocketChannel.open(ssc.getLocalAddress());
+                    java.nio.channels.SocketChannel peer = ssc.accept(); // never reads
+                    w.configureBlocking(false);
+                    byte[] d = new byte[32 << 20];
+                    new Random(3).nextBytes(d);
+                    long[] written = {-1};
+                    Thread th = new Thread(() -> {
+                        try {
+                            written[0] = w.write(ByteBuffer.wrap(d));
+                        } catch (Exception e) {
+                            System.out.println("writer: " + e);
+                        }
+                    });
+                    th.setDaemon(true);
+                    th.start();
+                    th.join(10_000);
+                    boolean returned = !th.isAlive();
+                    System.out.println("non-blocking write of 32 MiB to a peer that does not read: "
+                            + (returned ? "returned " + written[0] : "still blocked after 10 s"));
+                    w.close(); // unblocks the writer
+                    peer.close();
+                    return returned;
+                }
+            });
+            System.exit(0);
+        }
         byte[] t = new byte[ChildHostile.MIB];
         new TardisGenerator(ChildHostile.MIB).fill(0, t, 0, t.length);
 
