@@ -357,6 +357,21 @@ public final class ChildReview {
                 Files.deleteIfExists(g.getParent());
             }
         });
+        // a read-only mapping is MAP_SHARED: a later write through the channel is visible through it
+        ChildHostile.run("readonly-map-sees-later-writes", () -> {
+            File f = new File(dir, "mapped");
+            try (FileOutputStream o = new FileOutputStream(f)) {
+                o.write(t);
+            }
+            try (FileChannel ch = FileChannel.open(f.toPath(), StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+                java.nio.MappedByteBuffer m = ch.map(FileChannel.MapMode.READ_ONLY, 0, t.length);
+                ch.write(ByteBuffer.wrap("HELLO".getBytes()), 1000);
+                byte[] got = new byte[5];
+                m.get(1000, got);
+                System.out.println("read-only mapping after a channel write shows: " + new String(got, "ISO-8859-1"));
+                return Arrays.equals(got, "HELLO".getBytes());
+            }
+        });
         System.exit(0);
     }
 }
