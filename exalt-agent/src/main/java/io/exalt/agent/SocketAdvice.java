@@ -23,7 +23,8 @@ final class SocketAdvice {
                         ChWrite.class, m("write", ByteBuffer.class),
                         ChWriteV.class, m("write", ByteBuffer[].class, int.class, int.class),
                         BlockingRead.class, m("blockingRead", byte[].class, int.class, int.class, long.class),
-                        BlockingWrite.class, m("blockingWriteFully", byte[].class, int.class, int.class)))
+                        BlockingWrite.class, m("blockingWriteFully", byte[].class, int.class, int.class),
+                        ImplAvailable.class, m("available")))
                 .type(named("sun.nio.ch.NioSocketImpl")).transform(advice(
                         ImplRead.class, m("read", byte[].class, int.class, int.class),
                         ImplWrite.class, m("write", byte[].class, int.class, int.class),
@@ -136,7 +137,7 @@ final class SocketAdvice {
 
     static final class ImplAvailable {
         @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
-        static Integer enter(@Advice.This Object self) {
+        static Integer enter(@Advice.This Object self) throws Exception {
             return SocketHooks.implAvailable(self);
         }
 

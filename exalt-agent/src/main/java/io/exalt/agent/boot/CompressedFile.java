@@ -71,7 +71,7 @@ public final class CompressedFile {
     }
 
     private void checkSeal() throws IOException {
-        UserDefinedFileAttributeView v = Files.getFileAttributeView(path, UserDefinedFileAttributeView.class);
+        UserDefinedFileAttributeView v = Files.getFileAttributeView(inode(), UserDefinedFileAttributeView.class);
         String seal;
         try {
             ByteBuffer bb = ByteBuffer.allocate(v.size(SEAL));
@@ -91,9 +91,31 @@ public final class CompressedFile {
         }
     }
 
+    /**
+     * A path that names this file's inode whatever happened to its name since it was opened: {@code /proc/self/fd/N}
+     * of the agent's own descriptor (a rename the agent did not see, by another process or an unhooked API, must not
+     * make the index, the seal or a re-open go to whatever file now has the old name, or nowhere). Falls back to the
+     * path where {@code /proc} is missing.
+     */
+    private Path inode() {
+        if (raw != null && PROC_FD) {
+            try {
+                int n = JdkAccess.fdNumber(raw.getFD());
+                if (n >= 0) {
+                    return java.nio.file.Paths.get("/proc/self/fd/" + n);
+                }
+            } catch (IOException e) {
+                // closed: use the path
+            }
+        }
+        return path;
+    }
+
+    private static final boolean PROC_FD = Files.isDirectory(java.nio.file.Paths.get("/proc/self/fd"));
+
     private java.nio.file.attribute.FileTime statMtime() {
         try {
-            return Files.getLastModifiedTime(path);
+            return Files.getLastModifiedTime(inode());
         } catch (IOException e) {
             return null; // deleted or renamed without a hook: nothing to compare
         }
@@ -108,7 +130,8 @@ public final class CompressedFile {
         Boolean prev = ExaltRuntime.BYPASS.get();
         ExaltRuntime.BYPASS.set(Boolean.TRUE);
         try {
-            RandomAccessFile r = new RandomAccessFile(path.toFile(), rw ? "rw" : "r");
+            // re-open (read-write after read-only) the same inode, not whatever file has the name now
+            RandomAccessFile r = new RandomAccessFile(inode().toFile(), rw ? "rw" : "r");
             if (raw != null) {
                 raw.close();
             }
@@ -124,7 +147,7 @@ public final class CompressedFile {
         if (!writable) {
             openRaw(true);
             try {
-                Files.getFileAttributeView(path, UserDefinedFileAttributeView.class).delete(SEAL); // rewritten at close
+                Files.getFileAttributeView(inode(), UserDefinedFileAttributeView.class).delete(SEAL); // rewritten at close
             } catch (FileSystemException e) {
                 // not sealed
             }
@@ -132,7 +155,7 @@ public final class CompressedFile {
     }
 
     private void loadIndex() throws IOException {
-        UserDefinedFileAttributeView v = Files.getFileAttributeView(path, UserDefinedFileAttributeView.class);
+        UserDefinedFileAttributeView v = Files.getFileAttributeView(inode(), UserDefinedFileAttributeView.class);
         byte[] b = null;
         if (v != null) {
             try {
@@ -163,7 +186,7 @@ public final class CompressedFile {
             if (!index.isEmpty() && writable) {
                 java.nio.file.attribute.FileTime now = statMtime();
                 boolean clean = tainted == null && now != null && (mappedWritable || ownMtime == null || now.equals(ownMtime));
-                UserDefinedFileAttributeView v = Files.getFileAttributeView(path, UserDefinedFileAttributeView.class);
+                UserDefinedFileAttributeView v = Files.getFileAttributeView(inode(), UserDefinedFileAttributeView.class);
                 if (v != null && now != null) {
                     String seal = clean ? Long.toString(now.to(java.util.concurrent.TimeUnit.NANOSECONDS)) : TAINTED;
                     v.write(SEAL, ByteBuffer.wrap(seal.getBytes(java.nio.charset.StandardCharsets.US_ASCII)));
@@ -407,6 +430,37 @@ public final class CompressedFile {
         }
     }
 
+    /**
+     * After a hooked move: a move to another file system copies the modification time with microsecond precision
+     * (utimes), so a sealed file would be refused at its next open. The seal follows when it differs from the new
+     * time only below the microsecond; any other difference (a change made while the file was closed) still counts.
+     */
+    static void resealAfterMove(Path p) {
+        Boolean prev = ExaltRuntime.BYPASS.get();
+        ExaltRuntime.BYPASS.set(Boolean.TRUE);
+        try {
+            if (!Files.isRegularFile(p)) {
+                return;
+            }
+            UserDefinedFileAttributeView v = Files.getFileAttributeView(p, UserDefinedFileAttributeView.class);
+            if (v == null || !v.list().contains(SEAL)) {
+                return;
+            }
+            ByteBuffer bb = ByteBuffer.allocate(v.size(SEAL));
+            v.read(SEAL, bb);
+            String seal = new String(bb.array(), java.nio.charset.StandardCharsets.US_ASCII);
+            long ns = Files.getLastModifiedTime(p).to(java.util.concurrent.TimeUnit.NANOSECONDS);
+            long sealed = TAINTED.equals(seal) ? Long.MIN_VALUE : Long.parseLong(seal);
+            if (sealed != ns && sealed != Long.MIN_VALUE && Math.floorDiv(sealed, 1000) == Math.floorDiv(ns, 1000)) {
+                v.write(SEAL, ByteBuffer.wrap(Long.toString(ns).getBytes(java.nio.charset.StandardCharsets.US_ASCII)));
+            }
+        } catch (IOException | RuntimeException e) {
+            // no seal or no attribute support: nothing to carry over
+        } finally {
+            ExaltRuntime.BYPASS.set(prev);
+        }
+    }
+
     /** After a hooked FileChannel.truncate: our own change, so the index follows the new size. */
     synchronized void truncatedByHook() throws IOException {
         long s = ch.size();
@@ -427,7 +481,7 @@ public final class CompressedFile {
     }
 
     private void persist() throws IOException {
-        Path p = path;
+        Path p = inode();
         try {
             Object k = Files.readAttributes(p, BasicFileAttributes.class).fileKey();
             if (!key.equals(k)) {

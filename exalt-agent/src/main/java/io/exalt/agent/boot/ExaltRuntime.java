@@ -149,9 +149,39 @@ public final class ExaltRuntime {
         return false;
     }
 
+    /**
+     * Does the regular file at {@code path} carry an Exalt extent index? The compressed form travels with the inode
+     * (holes + the index xattr), not with the name: a file renamed or moved out of every prefix, or a hard link to
+     * an emulated file from outside, must still be read through its index, or its Tardis runs read as zeros.
+     */
+    static boolean carriesIndex(String path) {
+        Boolean prev = BYPASS.get();
+        BYPASS.set(Boolean.TRUE);
+        try {
+            java.nio.file.Path p = java.nio.file.Paths.get(path);
+            if (!java.nio.file.Files.isRegularFile(p)) {
+                return false; // never open a FIFO or a device to look for attributes
+            }
+            java.nio.file.attribute.UserDefinedFileAttributeView v = java.nio.file.Files.getFileAttributeView(p,
+                    java.nio.file.attribute.UserDefinedFileAttributeView.class);
+            return v != null && v.list().contains(CompressedFile.XATTR);
+        } catch (java.io.IOException | RuntimeException e) {
+            return false; // no attribute support, no permission to read them, gone: not an emulated file
+        } finally {
+            BYPASS.set(prev);
+        }
+    }
+
+    /** Is the file at {@code path} emulated: under a prefix, or carrying an index wherever it is now? */
+    public static boolean emulated(String path) {
+        return underPrefix(path) || carriesIndex(path);
+    }
+
     /** The real path of {@code path}; for a path that does not exist (yet), its parent's real path + name. */
     static String realPath(String path) {
-        java.nio.file.Path abs = new File(path).getAbsoluteFile().toPath().normalize();
+        // not normalized first: "link/.." is the parent of the link's *target* for the kernel, not the directory
+        // holding the link, so ".." must be resolved by toRealPath (or after the symlinks before it are resolved)
+        java.nio.file.Path abs = new File(path).getAbsoluteFile().toPath();
         Boolean prev = BYPASS.get();
         BYPASS.set(Boolean.TRUE);
         try {
@@ -159,10 +189,10 @@ public final class ExaltRuntime {
         } catch (java.io.IOException e) {
             java.nio.file.Path parent = abs.getParent();
             if (parent == null) {
-                return abs.toString();
+                return abs.normalize().toString();
             }
-            String rp = realPath(parent.toString());
-            return (rp.endsWith("/") ? rp : rp + "/") + abs.getFileName();
+            // the parent's real path has no symlinks left, so "." and ".." after it can be resolved lexically
+            return java.nio.file.Paths.get(realPath(parent.toString())).resolve(abs.getFileName()).normalize().toString();
         } finally {
             BYPASS.set(prev);
         }

@@ -48,13 +48,17 @@ public final class FileHooks {
 
     /** After a stream/RandomAccessFile/FileChannel constructor opened {@code path} on {@code fd}. */
     public static void opened(FileDescriptor fd, String path, boolean writable) throws IOException {
-        if (fd == null || path == null || ExaltRuntime.BYPASS.get() != null || !ExaltRuntime.underPrefix(path)) {
+        if (fd == null || path == null || ExaltRuntime.BYPASS.get() != null) {
             return;
         }
-        if (FDS.containsKey(fd)) {
+        CompressedFile known = lookup(fd); // a channel of an emulated stream shares the stream's registration
+        if (known != null) {
             if (writable) {
-                FDS.get(fd).ensureWritable();
+                known.ensureWritable();
             }
+            return;
+        }
+        if (!ExaltRuntime.emulated(path)) {
             return;
         }
         Path p = Paths.get(ExaltRuntime.realPath(path)); // a symlink into a prefix names its target
@@ -131,11 +135,18 @@ public final class FileHooks {
 
     /** After a successful rename (File.renameTo or Files.move): keep the index's path current. */
     public static void renamed(String from, String to) {
-        if (open == 0 || from == null || to == null) {
+        if (from == null || to == null || ExaltRuntime.BYPASS.get() != null) {
             return;
         }
-        Path f = Paths.get(from).toAbsolutePath().normalize();
-        Path t = Paths.get(to).toAbsolutePath().normalize();
+        CompressedFile.resealAfterMove(Paths.get(to));
+        if (open == 0) {
+            return;
+        }
+        // open files are known by their real paths (symlinks resolved), so the rename must be too: a rename through
+        // a symlinked directory would otherwise leave the index path stale and every later index update unsaved.
+        // After the rename "from" no longer exists: its real path is its parent's real path + its name.
+        Path f = Paths.get(ExaltRuntime.realPath(from));
+        Path t = Paths.get(ExaltRuntime.realPath(to));
         synchronized (FILES) {
             for (CompressedFile cf : FILES.values()) {
                 if (cf.path.equals(f)) {
@@ -158,9 +169,14 @@ public final class FileHooks {
         if (off < 0 || len < 0 || len > b.length - off) {
             throw new IndexOutOfBoundsException("off " + off + ", len " + len + ", array " + b.length);
         }
-        long pos = JdkAccess.isAppend(fd) ? cf.size() : JdkAccess.position(fd);
-        cf.write(pos, b, off, len);
-        JdkAccess.seek(fd, pos + len);
+        // position, write and seek under the file's lock: the native write takes its offset (or, in append
+        // mode, the end of file) atomically, so concurrent writers on one descriptor, or appenders on several,
+        // must never see the same position
+        synchronized (cf) {
+            long pos = JdkAccess.isAppend(fd) ? cf.size() : JdkAccess.position(fd);
+            cf.write(pos, b, off, len);
+            JdkAccess.seek(fd, pos + len);
+        }
         return true;
     }
 
@@ -185,7 +201,7 @@ public final class FileHooks {
 
     /** Before AsynchronousFileChannel.open: emulated files cannot be read or written asynchronously. */
     public static void refuseAsynchronous(Path p) throws IOException {
-        if (p != null && ExaltRuntime.BYPASS.get() == null && ExaltRuntime.underPrefix(p.toString())) {
+        if (p != null && ExaltRuntime.BYPASS.get() == null && ExaltRuntime.emulated(p.toString())) {
             throw new UnsupportedOperationException("Exalt: AsynchronousFileChannel is not supported on emulated file " + p
                     + " (under prefix " + ExaltRuntime.prefixes() + "): its reads and writes bypass the agent, so Tardis runs"
                     + " would read as zeros and writes would go stale. Use FileChannel, or keep the file outside the prefix.");
@@ -198,8 +214,7 @@ public final class FileHooks {
      * The native copy would see the Tardis runs as holes. Returns null when not handled.
      */
     public static Path copy(Path src, Path dst, java.nio.file.CopyOption[] options) throws IOException {
-        if (src == null || dst == null || ExaltRuntime.BYPASS.get() != null || ExaltRuntime.prefixes().isEmpty()
-                || !ExaltRuntime.underPrefix(src.toString())) {
+        if (src == null || dst == null || ExaltRuntime.BYPASS.get() != null || !ExaltRuntime.emulated(src.toString())) {
             return null;
         }
         boolean replace = false;
@@ -259,12 +274,14 @@ public final class FileHooks {
         if (len == 0) {
             return 0;
         }
-        long pos = JdkAccess.position(fd);
-        int n = cf.read(pos, b, off, len);
-        if (n > 0) {
-            JdkAccess.seek(fd, pos + n);
+        synchronized (cf) { // as in write: two readers of one descriptor must not read the same bytes
+            long pos = JdkAccess.position(fd);
+            int n = cf.read(pos, b, off, len);
+            if (n > 0) {
+                JdkAccess.seek(fd, pos + n);
+            }
+            return n;
         }
-        return n;
     }
 
     public static Integer read1(FileDescriptor fd) throws IOException {
@@ -285,6 +302,12 @@ public final class FileHooks {
         if (len < -1) {
             throw new IllegalArgumentException("len < 0");
         }
+        synchronized (cf) {
+            return readN(cf, fd, len);
+        }
+    }
+
+    private static byte[] readN(CompressedFile cf, FileDescriptor fd, int len) throws IOException {
         long pos = JdkAccess.position(fd);
         long avail = Math.max(0, cf.size() - pos);
         long want = len == -1 ? avail : Math.min(len, avail);
@@ -315,11 +338,17 @@ public final class FileHooks {
         if (position < -1) {
             throw new IllegalArgumentException("Negative position");
         }
-        long pos = position == -1 ? JdkAccess.position(fd) : position;
-        int want = dst.remaining();
-        if (want == 0) {
+        if (dst.remaining() == 0) {
             return 0;
         }
+        synchronized (cf) { // position, read and seek as one step (FileChannel reads are atomic w.r.t. the position)
+            return chRead(cf, fd, dst, position);
+        }
+    }
+
+    private static int chRead(CompressedFile cf, FileDescriptor fd, ByteBuffer dst, long position) throws IOException {
+        long pos = position == -1 ? JdkAccess.position(fd) : position;
+        int want = dst.remaining();
         int n;
         if (dst.hasArray()) {
             n = cf.read(pos, dst.array(), dst.arrayOffset() + dst.position(), want);
@@ -340,9 +369,16 @@ public final class FileHooks {
     }
 
     public static Long chReadV(FileDescriptor fd, ByteBuffer[] dsts, int offset, int length) throws IOException {
-        if (lookup(fd) == null) {
+        CompressedFile cf = lookup(fd);
+        if (cf == null) {
             return null;
         }
+        synchronized (cf) { // a scattering read is one read: no other read or write in between
+            return chReadV(cf, fd, dsts, offset, length);
+        }
+    }
+
+    private static long chReadV(CompressedFile cf, FileDescriptor fd, ByteBuffer[] dsts, int offset, int length) throws IOException {
         long total = 0;
         for (int i = offset; i < offset + length; i++) {
             if (!dsts[i].hasRemaining()) {
@@ -370,12 +406,18 @@ public final class FileHooks {
         if (position < -1) {
             throw new IllegalArgumentException("Negative position");
         }
+        if (src.remaining() == 0) {
+            return 0;
+        }
+        synchronized (cf) { // position (or end of file), write and seek as one step, as the native write does
+            return chWrite(cf, fd, src, position);
+        }
+    }
+
+    private static int chWrite(CompressedFile cf, FileDescriptor fd, ByteBuffer src, long position) throws IOException {
         boolean usePos = position == -1;
         long pos = usePos ? (JdkAccess.isAppend(fd) ? cf.size() : JdkAccess.position(fd)) : position;
         int n = src.remaining();
-        if (n == 0) {
-            return 0;
-        }
         if (src.hasArray()) {
             cf.write(pos, src.array(), src.arrayOffset() + src.position(), n);
             src.position(src.position() + n);
@@ -391,12 +433,15 @@ public final class FileHooks {
     }
 
     public static Long chWriteV(FileDescriptor fd, ByteBuffer[] srcs, int offset, int length) throws IOException {
-        if (lookup(fd) == null) {
+        CompressedFile cf = lookup(fd);
+        if (cf == null) {
             return null;
         }
         long total = 0;
-        for (int i = offset; i < offset + length; i++) {
-            total += chWrite(fd, srcs[i], -1);
+        synchronized (cf) { // a gathering write is one write: its buffers stay contiguous in the file
+            for (int i = offset; i < offset + length; i++) {
+                total += chWrite(fd, srcs[i], -1);
+            }
         }
         return total;
     }

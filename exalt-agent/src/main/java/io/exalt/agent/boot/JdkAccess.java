@@ -15,6 +15,7 @@ import java.lang.reflect.Method;
 final class JdkAccess {
     private static MethodHandle seek0;
     private static Field append;
+    private static Field fdInt;
     private static Field channelFd;
     private static Class<?> fileChannelImpl;
 
@@ -31,6 +32,8 @@ final class JdkAccess {
         seek0 = MethodHandles.lookup().unreflect(m).asType(MethodType.methodType(long.class, FileDescriptor.class, long.class));
         append = FileDescriptor.class.getDeclaredField("append");
         append.setAccessible(true);
+        fdInt = FileDescriptor.class.getDeclaredField("fd");
+        fdInt.setAccessible(true);
         fileChannelImpl = Class.forName("sun.nio.ch.FileChannelImpl");
         channelFd = fileChannelImpl.getDeclaredField("fd");
         channelFd.setAccessible(true);
@@ -48,6 +51,15 @@ final class JdkAccess {
             throw e;
         } catch (Throwable t) {
             throw new IllegalStateException(t);
+        }
+    }
+
+    /** The operating system's number for the descriptor, or -1 if unknown or closed. */
+    static int fdNumber(FileDescriptor fd) {
+        try {
+            return fdInt == null ? -1 : fdInt.getInt(fd);
+        } catch (IllegalAccessException e) {
+            return -1;
         }
     }
 

@@ -37,13 +37,15 @@ public final class SocketHooks {
     private static java.lang.invoke.MethodHandle implWriteMh;
     private static java.lang.invoke.MethodHandle chBlockingReadMh;
     private static java.lang.invoke.MethodHandle chBlockingWriteMh;
+    private static java.lang.invoke.MethodHandle implAvailableMh;
+    private static java.lang.invoke.MethodHandle chAvailableMh;
 
     private SocketHooks() {
     }
 
     static final class State {
         final boolean compressed;
-        ByteBuffer decoded = ByteBuffer.allocate(0);
+        volatile ByteBuffer decoded = ByteBuffer.allocate(0);
         final byte[] hdr = new byte[4];
         int hdrFill;
         byte[] frame;
@@ -81,6 +83,12 @@ public final class SocketHooks {
         m = sc.getDeclaredMethod("blockingWriteFully", byte[].class, int.class, int.class);
         m.setAccessible(true);
         chBlockingWriteMh = l.unreflect(m);
+        m = nio.getDeclaredMethod("available");
+        m.setAccessible(true);
+        implAvailableMh = l.unreflect(m);
+        m = sc.getDeclaredMethod("available");
+        m.setAccessible(true);
+        chAvailableMh = l.unreflect(m);
     }
 
     private static IOException rethrow(Throwable t) {
@@ -144,17 +152,33 @@ public final class SocketHooks {
         void write(byte[] b, int off, int len) throws IOException;
     }
 
+    /** Largest frame a reader accepts (encoded bytes). */
+    static final int MAX_FRAME = 64 << 20;
+    /**
+     * Logical bytes per frame: one write of more is sent as several frames, so that no frame exceeds
+     * {@link #MAX_FRAME} even when nothing compresses ({@code maxEncodedLength(16 MiB)} is about 23 MiB).
+     */
+    static final int MAX_FRAME_INPUT = 16 << 20;
+
+    /** The frames {@code [length][encoding]} of {@code b[off..off+len)}, one per {@link #MAX_FRAME_INPUT} bytes. */
     private static byte[] encode(byte[] b, int off, int len) {
-        byte[] enc = ExaltRuntime.compressor().compress(b, off, len);
-        byte[] frame = new byte[4 + enc.length];
-        frame[0] = (byte) (enc.length >>> 24);
-        frame[1] = (byte) (enc.length >>> 16);
-        frame[2] = (byte) (enc.length >>> 8);
-        frame[3] = (byte) enc.length;
-        System.arraycopy(enc, 0, frame, 4, enc.length);
+        TardisCompressor c = ExaltRuntime.compressor();
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(Math.min(len, MAX_FRAME_INPUT) / 8 + 64);
+        int done = 0;
+        do {
+            int n = Math.min(MAX_FRAME_INPUT, len - done);
+            byte[] enc = c.compress(b, off + done, n);
+            out.write(enc.length >>> 24);
+            out.write(enc.length >>> 16);
+            out.write(enc.length >>> 8);
+            out.write(enc.length);
+            out.write(enc, 0, enc.length);
+            done += n;
+        } while (done < len);
+        byte[] frames = out.toByteArray();
         ExaltRuntime.NET_LOGICAL_BYTES_SENT.addAndGet(len);
-        ExaltRuntime.NET_WIRE_BYTES_SENT.addAndGet(frame.length);
-        return frame;
+        ExaltRuntime.NET_WIRE_BYTES_SENT.addAndGet(frames.length);
+        return frames;
     }
 
     /**
@@ -170,7 +194,7 @@ public final class SocketHooks {
                     st.hdrFill += r;
                     if (st.hdrFill == 4) {
                         int n = ((st.hdr[0] & 0xFF) << 24) | ((st.hdr[1] & 0xFF) << 16) | ((st.hdr[2] & 0xFF) << 8) | (st.hdr[3] & 0xFF);
-                        if (n < 0 || n > (64 << 20)) {
+                        if (n < 0 || n > MAX_FRAME) {
                             throw new IOException("Exalt: bad frame length " + n + " on a compressed socket; both ends must run"
                                     + " the agent with the same ports= and flag=");
                         }
@@ -440,8 +464,33 @@ public final class SocketHooks {
         return true;
     }
 
-    public static Integer implAvailable(Object impl) {
+    /**
+     * {@code available()} of a compressed socket ({@code NioSocketImpl}, and {@code SocketChannelImpl} behind the
+     * stream of a channel socket): the decoded bytes not yet taken; when there are none, what the kernel holds (part
+     * or all of the next frame, which the peer writes whole), so that a reader polling {@code available() > 0} sees
+     * data arrive. Null when not compressed.
+     */
+    public static Integer implAvailable(Object impl) throws IOException {
         State st = state(impl);
-        return st == null ? null : st.decoded.remaining();
+        if (st == null) {
+            return null;
+        }
+        // no lock: available() must not wait for a reader blocked inside a frame (that reader holds the state)
+        int n = st.decoded.remaining();
+        if (n > 0) {
+            return n;
+        }
+        IN_HOOK.set(Boolean.TRUE);
+        try {
+            return (int) availableMh(impl).invoke(impl);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        } finally {
+            IN_HOOK.remove();
+        }
+    }
+
+    private static java.lang.invoke.MethodHandle availableMh(Object impl) throws ReflectiveOperationException {
+        return impl instanceof SocketChannel ? chAvailableMh : implAvailableMh;
     }
 }
