@@ -342,6 +342,46 @@ class RecoveryTest {
         assertEquals(List.of(1L, 2L, 3L, 5L), new ArrayList<>(VolumeRecovery.report(log).preparedSeqs()));
     }
 
+    // ---------------------------------------------------------------- review: the base snapshot's root record
+
+    /**
+     * review: a faulty DataNode (one of the three, within the fault bound) serves the checkpointed
+     * snapshot with the right cells and last seq but a forged volume-root record. The CHECKPOINT
+     * certificate covers the region root and the last seq, not the record, and recovery took the
+     * record as it came: the rebuilt region's last seq became the forged seq, so the new replicas
+     * start with lastAcceptedSeq far ahead of the client (every later sub-batch is dropped as stale,
+     * the mount's newest-record check fails): the volume stalls for good. The snapshot of the honest
+     * DataNode tried second must be used instead, and a new replica must refuse the forged base.
+     */
+    @Test
+    void aForgedRootRecordInTheBaseSnapshotIsNotAdopted() throws Exception {
+        // the three entries (seqs 1, 2..3, 5) were applied and checkpointed through index 2
+        RegionLogRecovery.RecoveredLog log = honestLog();
+        RegionSnapshot honestBase = VolumeRecovery.rebuildRegion(cfg, log, 5, 0);
+        RegionSnapshot base = new RegionSnapshot(0, 2, 5, honestBase.blocks(), honestBase.rootRecord());
+        assertEquals(5, base.rootRecord().seq());
+        Hash root = base.regionRoot(cfg.hash(), cfg.blockSize(), cfg.layout());
+        List<Certificate> t = new ArrayList<>();
+        for (NodeKeys r : rs) {
+            t.add(Certificate.sign(CertType.TENTATIVE_CHECKPOINT, new Statement.Checkpoint(old.region(), 0, 2, 5, root),
+                    r.signer()));
+        }
+        Certificate cp = Certificate.combine(t);
+        RegionSnapshot forged = new RegionSnapshot(0, 2, 5, base.blocks(),
+                new io.salus.core.merkle.VolumeRootRecord(cfg.hash().hash(new byte[] {9}), 1_000_000));
+        disks.get(0).writeSnapshot(forged);
+        disks.get(1).writeSnapshot(base);
+        RegionLogRecovery.RecoveredLog got = RegionLogRecovery.recover(cfg, dir, client.id(), membership, old,
+                Optional.of(cp), List.of(honest(0), honest(1), honest(2)), List.of(dn(0), dn(1)));
+        RegionSnapshot rebuilt = VolumeRecovery.rebuildRegion(cfg, got, 5, 1);
+        assertEquals(5, rebuilt.lastSeq(), "the new replicas would wait for seq 1000000 before accepting a write");
+        assertEquals(base.rootRecord(), rebuilt.rootRecord());
+        // and a log handed to the new replicas with the forged base is refused
+        RegionLogRecovery.RecoveredLog withForged = new RegionLogRecovery.RecoveredLog(old, forged, cp, List.of(),
+                got.endProof());
+        assertRejected(withForged, "a base snapshot whose root record is not at the checkpoint's last seq");
+    }
+
     // ---------------------------------------------------------------- the Master's role in main code
 
     /** A one-region volume over the same stores, driven through {@link RecoveryOrchestrator}. */
