@@ -430,6 +430,14 @@ class RecoveryTest {
 
     /** A one-region volume over the same stores, driven through {@link RecoveryOrchestrator}. */
     RecoveryOrchestrator.Outcome orchestrate(boolean lastReplicaSignsAnotherRoot) throws RecoveryException {
+        return orchestrate(new boolean[] {lastReplicaSignsAnotherRoot}, false);
+    }
+
+    /**
+     * @param lie   whether the last new replica endorses another state (read at each endorsement)
+     * @param retry after a failed adopt, recover and adopt again with {@code lie} cleared
+     */
+    RecoveryOrchestrator.Outcome orchestrate(boolean[] lie, boolean retry) throws RecoveryException {
         ProtocolConfig one = ProtocolConfig.of("v", 16, HashAlgorithm.SHA256, RegionLayout.ofRegionSize(8, 8));
         RrsConfig[] current = {old};
         Membership m = new Membership() {
@@ -463,7 +471,7 @@ class RecoveryTest {
                 NodeKeys k = replica.equals(f.replicas().get(2)) ? key("rs5") : replica.equals(f.replicas().get(1))
                         ? key("rs4") : key("rs3");
                 Certificate t = VolumeRecovery.endorse(one, dir, client.id(), k.signer(), f, m, log, lcp);
-                if (lastReplicaSignsAnotherRoot && replica.equals(f.replicas().get(2))) {
+                if (lie[0] && replica.equals(f.replicas().get(2))) {
                     Statement.Checkpoint st = t.statement(Statement.Checkpoint.class);
                     return Certificate.sign(CertType.TENTATIVE_CHECKPOINT, new Statement.Checkpoint(st.region(),
                             st.generation(), st.throughIndex(), st.lastSeq(), one.hash().hash(new byte[1])), k.signer());
@@ -482,7 +490,21 @@ class RecoveryTest {
         Coordination.Lcp lcp = new Coordination.Lcp(1, 3, one.hash().hash(new byte[] {3}));
         VolumeRecovery.Rebuilt rb = new VolumeRecovery.Rebuilt(lcp, Map.of(0, VolumeRecovery.rebuildRegion(one,
                 logs.get(0), 3, 1)), logs);
-        Map<Integer, RrsConfig> configs = master.adopt(rb, cluster);
+        Map<Integer, RrsConfig> configs;
+        try {
+            configs = master.adopt(rb, cluster);
+        } catch (RecoveryException e) {
+            if (!retry) {
+                throw e;
+            }
+            assertEquals(fresh, m.current(0), "the failed adopt remapped the region");
+            lie[0] = false; // the faulty new replica is replaced, or behaves this time
+            logs = master.recoverLogs(cluster);
+            assertEquals(old, logs.get(0).old(), "the retry recovers the adopted generation's log again");
+            assertEquals(3, logs.get(0).entries().size());
+            rb = new VolumeRecovery.Rebuilt(lcp, Map.of(0, VolumeRecovery.rebuildRegion(one, logs.get(0), 3, 1)), logs);
+            configs = master.adopt(rb, cluster);
+        }
         assertEquals(1, started.size());
         assertEquals(CertType.CHECKPOINT, coord.latestCheckpoint(old.region()).orElseThrow().type());
         return new RecoveryOrchestrator.Outcome(rb, configs, master.retries());
@@ -493,6 +515,21 @@ class RecoveryTest {
         RecoveryOrchestrator.Outcome out = orchestrate(false);
         assertEquals(3, out.lcp().seq(), "seqs 1..3 are contiguous; 4 was never issued to this region");
         assertEquals(1, out.configs().get(0).generation());
+    }
+
+    /**
+     * review: one faulty new replica endorses another state, so adopt fails after remapRegion has
+     * already recorded the new generation in membership. The next recovery took that generation as
+     * "the old configuration"; it has no CHECKPOINT (adopt never stored one), so recoverRegionLog
+     * threw "no checkpoint certificate for generation 1" on every later attempt: one faulty machine
+     * among the new replicas made the volume unrecoverable for good. Now the retry recovers the
+     * generation the latest checkpoint names, and remaps from it again.
+     */
+    @Test
+    void aFailedAdoptCanBeRetried() throws Exception {
+        RecoveryOrchestrator.Outcome out = orchestrate(new boolean[] {true}, true);
+        assertEquals(1, out.configs().get(0).generation());
+        assertEquals(3, out.lcp().seq());
     }
 
     @Test
