@@ -444,6 +444,41 @@ class PipelinedCommitTest {
         assertEquals(CertType.TENTATIVE_COMMIT, decided.get(0).type());
     }
 
+    /**
+     * review: one faulty machine floods a leader replica with requests that name batches and seqs
+     * that never come: GETs waiting for a seq the client never issues (from a node that is not the
+     * client), DecisionRequests and signed YES votes (from a real replica of the other region) for
+     * far-future batch ids. Each one used to be kept until its batch was decided or its seq applied,
+     * i.e. forever: the replica's memory grew with the flood until it stopped. Now GETs come only
+     * from the client (one pending per request id), and votes or decision requests for batches
+     * whose BatchInfo is unknown are kept only up to a small bound (the honest senders retransmit).
+     */
+    @Test
+    void aFloodOfRequestsForBatchesThatNeverComeIsNotKeptForever() {
+        RegionReplica leader = replicas.get(configs.get(0).primary());
+        NodeId faulty = configs.get(1).replicas().get(0);
+        for (int i = 0; i < 5000; i++) {
+            long batch = 1_000_000_000L + i;
+            leader.receive(faulty, new Message.GetRequest(i, 1, Long.MAX_VALUE - i));
+            leader.receive(clientId, new Message.GetRequest(7, 1, Long.MAX_VALUE)); // a client retry
+            leader.receive(faulty, new Message.DecisionRequest(0, batch));
+            leader.receive(faulty, new Message.Vote(batch, 1, 0, true,
+                    signers.get(faulty).sign(RegionReplica.voteBytes(batch, 1, 0, true))));
+        }
+        Map<String, Integer> sizes = leader.retainedSizes();
+        for (Map.Entry<String, Integer> e : sizes.entrySet()) {
+            assertTrue(e.getValue() <= 2 * RegionReplica.MAX_UNKNOWN_BATCHES, "keeps " + e.getValue() + " "
+                    + e.getKey() + " after a flood of 5000: " + sizes);
+        }
+        // and the protocol still works
+        assertTrue(client.submit(List.of(new BlockWrite(1, data(1)), new BlockWrite(9, data(2)))) > 0);
+        drain();
+        assertEquals(1, acked.size());
+        client.get(1);
+        drain();
+        assertArrayEquals(data(1), got.get(1L));
+    }
+
     /** Memory a checkpoint certificate covers is freed: a long run keeps the replica's state flat. */
     @Test
     void stateCoveredByACheckpointIsFreed() {
