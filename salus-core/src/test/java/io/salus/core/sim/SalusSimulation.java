@@ -1039,8 +1039,10 @@ final class SalusSimulation {
                 "a log truncated at index " + cut + " with end-of-log answers for another generation");
         // a base CHECKPOINT "signed" by the old metadata holders: the whole log wiped
         RegionLogRecovery.RecoveredEntry lastEntry = log.entries().get(log.entries().size() - 1);
+        // (its root record is at its last seq, as an honest snapshot's is: only the signers are wrong)
         RegionSnapshot wiped = new RegionSnapshot(log.old().generation(), cut, lastEntry.subBatch().lastSeq(), Map.of(),
-                log.base().rootRecord());
+                new io.salus.core.merkle.VolumeRootRecord(lastEntry.subBatch().puts()
+                        .get(lastEntry.subBatch().puts().size() - 1).volumeRoot(), lastEntry.subBatch().lastSeq()));
         List<Certificate> cpSigs = new ArrayList<>();
         List<Certificate> endAfter = new ArrayList<>();
         for (NodeId h : log.old().stores()) {

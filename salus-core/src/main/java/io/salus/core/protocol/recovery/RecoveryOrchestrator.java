@@ -91,7 +91,7 @@ public final class RecoveryOrchestrator {
     public Map<Integer, RecoveredLog> recoverLogs(Cluster cluster) throws RecoveryException {
         Map<Integer, RecoveredLog> logs = new TreeMap<>();
         for (int r = 0; r < cfg.regionCount(); r++) {
-            RrsConfig old = membership.current(r);
+            RrsConfig old = adopted(r);
             List<MetadataHolder> holders = cluster.holders(old);
             List<DataSource> dataNodes = cluster.dataNodes(old);
             for (int attempt = 1; ; attempt++) {
@@ -111,6 +111,26 @@ public final class RecoveryOrchestrator {
         return logs;
     }
 
+    /**
+     * The newest configuration of region {@code r} whose state was adopted: the current one, unless
+     * an earlier {@link #adopt} remapped the region and failed (a new replica refused or endorsed
+     * another state) before it stored the new generation's first CHECKPOINT. That generation never
+     * held any state, so the region's log is still the one of the generation the latest checkpoint
+     * names, and recovery starts from there again.
+     */
+    private RrsConfig adopted(int r) {
+        RrsConfig current = membership.current(r);
+        long cpGeneration = coordination.latestCheckpoint(current.region())
+                .map(c -> c.statement(io.salus.core.cert.Statement.Checkpoint.class).generation()).orElse(0L);
+        if (current.generation() > cpGeneration) {
+            RrsConfig adopted = membership.config(current.region(), cpGeneration);
+            if (adopted != null) {
+                return adopted;
+            }
+        }
+        return current;
+    }
+
     /** identifyLCP and rebuildVolume under recovery {@code epoch}. */
     public VolumeRecovery.Rebuilt rebuild(long epoch, Map<Integer, RecoveredLog> logs) throws RecoveryException {
         return VolumeRecovery.identifyAndRebuild(cfg, verifier, membership, coordination, epoch, logs);
@@ -126,7 +146,9 @@ public final class RecoveryOrchestrator {
     public Map<Integer, RrsConfig> adopt(VolumeRecovery.Rebuilt rb, Cluster cluster) throws RecoveryException {
         Map<Integer, RrsConfig> configs = new TreeMap<>();
         for (int r = 0; r < cfg.regionCount(); r++) {
-            RrsConfig fresh = cluster.remap(membership.current(r));
+            // remap from the configuration whose log was recovered (not membership.current(r), which
+            // is an unadopted generation if an earlier adopt failed for this region)
+            RrsConfig fresh = cluster.remap(rb.logs().get(r).old());
             List<Certificate> tentatives = new ArrayList<>();
             for (NodeId rep : fresh.replicas()) {
                 Certificate t = cluster.endorse(rep, fresh, rb.logs().get(r), rb.lcp());

@@ -125,7 +125,11 @@ public final class RegionLogRecovery {
             base = null;
             for (DataSource d : dataNodes) {
                 RegionSnapshot s = d.readSnapshot(gen, cp.throughIndex());
-                if (s != null && s.lastSeq() == cp.lastSeq()
+                // the certificate does not cover the snapshot's volume-root record; its seq must at
+                // least be the checkpoint's last seq (a forged later seq would make the new replicas
+                // wait for a write the client never issues)
+                if (s != null && s.lastSeq() == cp.lastSeq() && s.rootRecord() != null
+                        && s.rootRecord().seq() == cp.lastSeq()
                         && s.regionRoot(cfg.hash(), cfg.blockSize(), cfg.layout()).equals(cp.regionRoot())) {
                     base = s;
                     break;
@@ -373,6 +377,7 @@ public final class RegionLogRecovery {
             }
             Statement.Checkpoint cp = log.baseCertificate().statement(Statement.Checkpoint.class);
             if (cp.throughIndex() != base.throughIndex() || cp.lastSeq() != base.lastSeq()
+                    || base.rootRecord() == null || base.rootRecord().seq() != cp.lastSeq()
                     || base.generation() != old.generation()
                     || !base.regionRoot(cfg.hash(), cfg.blockSize(), cfg.layout()).equals(cp.regionRoot())) {
                 throw new RecoveryException(old.region() + ": base snapshot does not match its checkpoint");

@@ -47,6 +47,12 @@ import java.util.TreeMap;
 public final class RegionReplica {
     /** Committed entries between flush/compaction checkpoints. */
     public static final int CHECKPOINT_EVERY = 4;
+    /**
+     * Batches whose BatchInfo has not arrived for which early votes and decision requests are kept;
+     * beyond it they are dropped (their honest senders retransmit), so a faulty machine naming
+     * batches that never come cannot make the replica's memory grow.
+     */
+    public static final int MAX_UNKNOWN_BATCHES = 64;
     /** Retransmit unresolved work every this many ticks. */
     public static final int RETRANSMIT_TICKS = 4;
     private long ticks;
@@ -257,6 +263,7 @@ public final class RegionReplica {
         m.put("snapshotRoots", snapshotRoots.size());
         m.put("decisionWaiters", decisionWaiters.size());
         m.put("decisionTentatives", decisionTentatives.size());
+        m.put("pendingGets", pendingGets.size());
         return m;
     }
 
@@ -517,7 +524,14 @@ public final class RegionReplica {
         if (myDecisions.containsKey(v.batchId())) {
             return; // decided already: a late vote changes nothing
         }
-        LeaderBatch lb = leading.computeIfAbsent(v.batchId(), k -> new LeaderBatch());
+        LeaderBatch lb = leading.get(v.batchId());
+        if (lb == null) {
+            if (unknownBatches() >= MAX_UNKNOWN_BATCHES) {
+                return; // its BatchInfo has not come: the voter retransmits
+            }
+            lb = new LeaderBatch();
+            leading.put(v.batchId(), lb);
+        }
         if (!lb.voted.add(new ReplicaId(voterRrs.region(), from))) {
             return;
         }
@@ -594,11 +608,24 @@ public final class RegionReplica {
         return Certificate.sign(commit ? CertType.TENTATIVE_COMMIT : CertType.TENTATIVE_ABORT, st, signer);
     }
 
+    /** Led batches known only from votes (no BatchInfo yet). */
+    private int unknownBatches() {
+        int n = 0;
+        for (LeaderBatch lb : leading.values()) {
+            if (lb.info == null) {
+                n++;
+            }
+        }
+        return n;
+    }
+
     private void onDecisionRequest(NodeId from, long batchId) {
         Certificate d = myDecisions.get(batchId);
         if (d != null) {
             net.send(from, new Message.DecisionMsg(d));
-        } else {
+        } else if (decisionWaiters.containsKey(batchId) || decisionWaiters.size() < MAX_UNKNOWN_BATCHES
+                || (leading.containsKey(batchId) && leading.get(batchId).info != null)) {
+            // (beyond the bound the asker is not remembered; it asks again)
             decisionWaiters.computeIfAbsent(batchId, k -> new HashSet<>()).add(from);
         }
     }
@@ -693,6 +720,10 @@ public final class RegionReplica {
                 || cfg.layout().regionOf(g.block()) != regionId.index()) {
             return;
         }
+        if (!from.equals(clientId)) {
+            return; // only the volume's client reads; anyone else's GET would wait here for ever
+        }
+        pendingGets.removeIf(p -> p.from.equals(from) && p.req.requestId() == g.requestId()); // a retry
         pendingGets.add(new PendingGet(from, g));
         serveGets();
     }
