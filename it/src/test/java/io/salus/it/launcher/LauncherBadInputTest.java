@@ -35,8 +35,8 @@ class LauncherBadInputTest {
       String out = run(2, "3g", "up", "--data", data.toString(), "--zk-port", Integer.toString(port),
           "--namenode-port", "0", "--skip-memory-check");
       assertTrue(out.contains("port " + port) && out.contains("already in use") && out.contains("--zk-port"), out);
-      // Nothing was started, so nothing but the (empty) layout is left: a retry can use the dir.
-      assertTrue(Files.notExists(data.resolve("dfs")), "no HDFS state created");
+      // Refused before anything started: the new data directory is not left behind.
+      assertTrue(Files.notExists(data), "a refused run left " + data + " behind");
     }
   }
 
@@ -62,5 +62,6 @@ class LauncherBadInputTest {
   void tooLittleHeapIsRefusedWithTheFix() throws Exception {
     String out = run(2, "256m", "up", "--data", tmp.resolve("d4").toString());
     assertTrue(out.contains("heap") && out.contains("SALUS_HEAP"), out);
+    assertTrue(Files.notExists(tmp.resolve("d4")), "a refused run left its data directory behind");
   }
 }

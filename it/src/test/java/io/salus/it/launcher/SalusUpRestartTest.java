@@ -31,6 +31,17 @@ import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.ZooDefs;
 import org.apache.zookeeper.ZooKeeper;
 import org.junit.jupiter.api.Test;
+import io.salus.blockdriver.launcher.LauncherTrust;
+import io.salus.core.cert.CertType;
+import io.salus.core.cert.Certificate;
+import io.salus.core.cert.RegionId;
+import io.salus.core.cert.Statement;
+import io.salus.core.crypto.NodeId;
+import io.salus.core.crypto.NodeKeys;
+import io.salus.core.crypto.SignatureScheme;
+import io.salus.core.merkle.Hash;
+import io.salus.hdfs.witness.WitnessClient;
+import java.net.InetSocketAddress;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -92,6 +103,39 @@ class SalusUpRestartTest {
       assertTrue(written.contains("wrote 1048576/1048576") && written.contains("wrote 65536/65536"), written);
       // Five witnesses: one per DataNode plus two standalone ones.
       assertEquals(5, LauncherProcess.field(ready, "witnesses").split(",").length, ready);
+      // Each witness trusts the cluster's replicas (the trust file 'salus up' writes): an entry
+      // offered by all three replicas is stored, and an outsider's offer is rejected.
+      Statement.LogEntry st = new Statement.LogEntry(new RegionId("demo", 0), 0, 7,
+          Hash.of(new byte[32]), 4096);
+      for (String w : LauncherProcess.field(ready, "witnesses").split(",")) {
+        int colon = w.lastIndexOf(':');
+        InetSocketAddress a = new InetSocketAddress(w.substring(0, colon),
+            Integer.parseInt(w.substring(colon + 1)));
+        try (WitnessClient c = WitnessClient.connect(a)) {
+          WitnessClient.OfferResult last = null;
+          for (String r : LauncherTrust.REPLICAS) {
+            last = c.offer(Certificate.sign(CertType.TENTATIVE_LOG_ENTRY, st,
+                LauncherTrust.replicaKeys(data, r).signer()));
+          }
+          assertEquals(WitnessClient.OfferResult.STORED, last, "witness " + w);
+          assertEquals(CertType.LOG_ENTRY, c.query(st.region(), 0, 7).type(), "witness " + w);
+          NodeKeys outsider = NodeKeys.deterministic(SignatureScheme.ED25519,
+              NodeId.of("replica-1"), 99);
+          WitnessClient.WitnessException e = org.junit.jupiter.api.Assertions.assertThrows(
+              WitnessClient.WitnessException.class, () -> c.offer(Certificate.sign(
+                  CertType.TENTATIVE_LOG_ENTRY, new Statement.LogEntry(st.region(), 0, 8, st.digest(), 4096), outsider.signer())));
+          assertTrue(e.rejected(), e.getMessage());
+        }
+      }
+
+      // The readiness line's salus command works as printed: the client configuration that
+      // 'salus up' wrote reaches the cluster and lists the demo volume.
+      assertTrue(ready.contains("./salus volume list --hbase-conf " + data + "/conf"), ready);
+      try (LauncherProcess list = LauncherProcess.start("512m", "volume", "list", "--hbase-conf",
+          data.resolve("conf").toString())) {
+        assertEquals(0, list.waitForExit(120, TimeUnit.SECONDS), list.output());
+        assertTrue(list.output().contains("demo"), list.output());
+      }
 
       // 'salus status' reports every component healthy.
       try (LauncherProcess status = LauncherProcess.start("512m", "status", "--data", data.toString())) {

@@ -36,13 +36,25 @@ public final class ByteSizeConverter implements CommandLine.ITypeConverter<Long>
     try {
       long n = Long.parseLong(v.trim());
       if (n <= 0) {
-        throw new CommandLine.TypeConversionException(
-            "size '" + value + "' must be positive, e.g. 1G or 512M");
+        throw new NumberFormatException();
       }
       return Math.multiplyExact(n, mult);
     } catch (NumberFormatException | ArithmeticException e) {
-      throw new CommandLine.TypeConversionException(
-          "'" + value + "' is not a size; use a number with an optional K, M, G or T suffix, e.g. 1G");
+      throw new CommandLine.TypeConversionException(badSize(value));
+    }
+  }
+
+  /** The one wording of a bad size, shared by every command that takes {@code --size}. */
+  static String badSize(String value) {
+    return "bad size '" + value + "': give a positive byte count, optionally with K, M, G or T"
+        + " (e.g. 64M, 10G)";
+  }
+
+  /** Refuses a size that is not a whole number of blocks, in the same words everywhere. */
+  static void checkMultiple(long bytes, int blockSize) {
+    if (bytes % blockSize != 0) {
+      throw new IllegalArgumentException("bad size: " + bytes + " bytes is not a multiple of the"
+          + " block size (" + blockSize + " bytes); use e.g. 1G or 512M");
     }
   }
 }

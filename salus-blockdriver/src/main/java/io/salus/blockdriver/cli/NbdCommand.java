@@ -118,6 +118,10 @@ public final class NbdCommand implements Callable<Integer> {
       err.println("error: " + e.getMessage());
       err.flush();
       return 2;
+    } catch (HBaseConf.ClusterUnreachableException e) {
+      err.println("error: " + e.getMessage());
+      err.flush();
+      return 1;
     } catch (Exception e) {
       err.println("error: " + e + " (is the cluster up? check --hbase-conf)");
       err.flush();
@@ -129,12 +133,44 @@ public final class NbdCommand implements Callable<Integer> {
     out.println("attach: nbdfuse DIR " + uri + "   or   nbd-client -N " + r.volume.name() + " "
         + bind + " " + r.server.port() + " /dev/nbd0");
     out.flush();
-    CountDownLatch done = new CountDownLatch(1);
-    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-      r.close();
-      done.countDown();
-    }, "salus-nbd-shutdown"));
-    done.await();
+    CountDownLatch stop = new CountDownLatch(1);
+    StopSignals.install(stop::countDown, err);
+    Thread hook = new Thread(r::close, "salus-nbd-shutdown"); // other ways the JVM may end
+    Runtime.getRuntime().addShutdownHook(hook);
+    int code = awaitEnd(r.volume.name(), r.volume.lease(), stop, r::close, err);
+    try {
+      Runtime.getRuntime().removeShutdownHook(hook);
+    } catch (IllegalStateException shuttingDown) {
+      // the hook runs anyway
+    }
+    return code;
+  }
+
+  /** Exit code of an export stopped because its volume was fenced (lease lost). */
+  public static final int EXIT_FENCED = 3;
+
+  /**
+   * Serves until {@code stop} opens (SIGTERM/SIGINT) or the volume's writer lease is lost for good;
+   * then closes the export. A fenced export says so and returns {@link #EXIT_FENCED}: it can no
+   * longer acknowledge writes, and answering every request with an error forever would hide that.
+   */
+  static int awaitEnd(String volume, io.salus.blockdriver.volume.VolumeLease lease,
+      CountDownLatch stop, Runnable close, PrintWriter err) throws InterruptedException {
+    java.util.concurrent.atomic.AtomicBoolean fenced = new java.util.concurrent.atomic.AtomicBoolean();
+    lease.onLost(() -> {
+      fenced.set(true);
+      stop.countDown();
+    });
+    stop.await();
+    close.run();
+    if (fenced.get()) {
+      err.println("error: volume '" + volume + "' is fenced: its single-writer lease was lost"
+          + " (ZooKeeper session expired or the lease znode is gone), so another writer may own it"
+          + " now and no further write can be acknowledged. The export stopped. Start"
+          + " 'salus nbd --volume " + volume + "' again once the cluster's ZooKeeper is reachable.");
+      err.flush();
+      return EXIT_FENCED;
+    }
     return 0;
   }
 }

@@ -14,7 +14,6 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
-import sun.misc.Signal;
 
 /** {@code salus up}: the whole stack in one JVM, state under --data, Ctrl-C to stop. */
 @Command(
@@ -70,9 +69,10 @@ public final class UpCommand implements Callable<Integer> {
       System.err.println("salus up: " + e.getMessage());
       return 2;
     }
-    if (size % 4096 != 0) {
-      System.err.println("salus up: --size " + size + " is not a multiple of the 4096-byte block"
-          + " size; use e.g. 1G or 512M");
+    try {
+      ByteSizeConverter.checkMultiple(size, 4096);
+    } catch (IllegalArgumentException e) {
+      System.err.println("salus up: " + e.getMessage());
       return 2;
     }
     try {
@@ -81,6 +81,8 @@ public final class UpCommand implements Callable<Integer> {
       System.err.println("salus up: --volume: " + e.getMessage());
       return 2;
     }
+    // A refused run must leave nothing behind: remember whether the directory existed.
+    boolean newDir = !java.nio.file.Files.exists(data);
     DataDirLayout layout;
     try {
       layout = DataDirLayout.open(data);
@@ -94,7 +96,11 @@ public final class UpCommand implements Callable<Integer> {
       cluster.preflight();
     } catch (LauncherException e) {
       System.err.println("salus up: " + e.getMessage());
+      cluster.close();
       layout.close();
+      if (newDir) {
+        deleteTree(layout.root()); // created by this refused run only
+      }
       return 2;
     }
     out.println((layout.isFresh() ? "initialising new" : "reopening") + " data directory "
@@ -103,9 +109,7 @@ public final class UpCommand implements Callable<Integer> {
     // HDFS and HBase register JVM shutdown hooks of their own (FileSystem cache, DataNode
     // volumes) that must not run while region servers are still flushing.
     CountDownLatch stopRequested = new CountDownLatch(1);
-    for (String sig : new String[] {"TERM", "INT"}) {
-      Signal.handle(new Signal(sig), s -> stopRequested.countDown());
-    }
+    StopSignals.install(stopRequested::countDown, new java.io.PrintWriter(System.err, true));
     try {
       cluster.start();
     } catch (LauncherException e) {
@@ -126,6 +130,7 @@ public final class UpCommand implements Callable<Integer> {
     Properties endpoints = cluster.endpoints();
     endpoints.setProperty("data", layout.root().toString());
     layout.writeEndpoints(endpoints);
+    writeClientConf(layout.root().resolve(ReadinessLine.CLIENT_CONF_DIR), cluster);
     out.println(ReadinessLine.format(endpoints));
     out.flush();
     stopRequested.await();
@@ -137,5 +142,36 @@ public final class UpCommand implements Callable<Integer> {
     out.println("salus: stopped");
     out.flush();
     return 0;
+  }
+
+  /**
+   * {@code DATA/conf/hbase-site.xml}: what a client needs to reach this cluster, so that
+   * {@code salus volume … --hbase-conf DATA/conf} and {@code salus nbd} work without a Hadoop or
+   * HBase installation.
+   */
+  private static void writeClientConf(Path dir, EmbeddedCluster cluster) throws java.io.IOException {
+    java.nio.file.Files.createDirectories(dir);
+    String quorum = cluster.zkQuorum();
+    int colon = quorum.lastIndexOf(':');
+    org.apache.hadoop.conf.Configuration c = new org.apache.hadoop.conf.Configuration(false);
+    c.set("hbase.zookeeper.quorum", quorum.substring(0, colon));
+    c.set("hbase.zookeeper.property.clientPort", quorum.substring(colon + 1));
+    c.set("zookeeper.znode.parent", "/hbase");
+    c.set("fs.defaultFS", cluster.nameNodeUri());
+    Path tmp = dir.resolve("hbase-site.xml.tmp");
+    try (java.io.OutputStream o = java.nio.file.Files.newOutputStream(tmp)) {
+      c.writeXml(o);
+    }
+    java.nio.file.Files.move(tmp, dir.resolve("hbase-site.xml"),
+        java.nio.file.StandardCopyOption.REPLACE_EXISTING,
+        java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+  }
+
+  private static void deleteTree(Path root) {
+    try (java.util.stream.Stream<Path> s = java.nio.file.Files.walk(root)) {
+      s.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+    } catch (java.io.IOException e) {
+      System.err.println("salus up: could not remove " + root + ": " + e.getMessage());
+    }
   }
 }

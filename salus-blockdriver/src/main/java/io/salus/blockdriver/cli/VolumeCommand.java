@@ -48,6 +48,9 @@ public final class VolumeCommand implements Runnable {
       } catch (IllegalArgumentException | IllegalStateException | VolumeException.InUse e) {
         err.println("error: " + e.getMessage());
         return 2;
+      } catch (HBaseConf.ClusterUnreachableException e) {
+        err.println("error: " + e.getMessage());
+        return 1;
       } catch (Exception e) {
         err.println("error: " + e + " (is the cluster up? check --hbase-conf)");
         return 1;
@@ -67,8 +70,9 @@ public final class VolumeCommand implements Runnable {
     String name;
 
     @Option(names = "--size", required = true, paramLabel = "SIZE",
+        converter = ByteSizeConverter.class,
         description = "Volume size in bytes, with optional K/M/G/T suffix (e.g. 10G).")
-    String size;
+    long size;
 
     @Option(names = "--block-size", paramLabel = "BYTES", defaultValue = "4096",
         description = "Block size: power of two from 512 to 262144 (default ${DEFAULT-VALUE}).")
@@ -79,7 +83,8 @@ public final class VolumeCommand implements Runnable {
     String hash;
 
     @Option(names = "--regions", paramLabel = "N",
-        description = "Pre-split the table into N regions (default: one per GiB, 1..64).")
+        description = "Pre-split the table into N regions, 1..4096 and at most one per block"
+            + " (default: one per GiB of the volume, at least 1 and at most 64).")
     Integer regions;
 
     long blocks;
@@ -88,12 +93,8 @@ public final class VolumeCommand implements Runnable {
     void validate() {
       VolumeCatalog.checkName(name);
       BlockGeometry.checkBlockSize(blockSize);
-      long bytes = BlockGeometry.parseBytes(size);
-      if (bytes % blockSize != 0) {
-        throw new IllegalArgumentException("bad size " + size + ": " + bytes
-            + " bytes is not a multiple of the block size " + blockSize);
-      }
-      blocks = bytes / blockSize;
+      ByteSizeConverter.checkMultiple(size, blockSize);
+      blocks = size / blockSize;
       BlockGeometry.checkSize(blocks, blockSize);
       io.salus.blockdriver.tree.TreeHashes.forName(hash);
     }
@@ -142,7 +143,8 @@ public final class VolumeCommand implements Runnable {
           + " blocks)");
       out.println("block size:     " + i.blockSize());
       out.println("created:        " + i.created());
-      out.println("table:          " + i.table() + " (" + i.regions() + " regions)");
+      out.println("table:          " + i.table() + " (" + i.regions()
+          + (i.regions() == 1 ? " region)" : " regions)"));
       out.println("tree hash:      " + i.hashAlgorithm() + ", subtree height "
           + i.subtreeHeight());
       out.println("recorded root:  " + VolumeCatalog.hex(i.rootHash()) + " (seq " + i.rootSeq()

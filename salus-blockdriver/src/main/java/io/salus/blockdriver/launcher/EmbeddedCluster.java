@@ -69,6 +69,8 @@ public final class EmbeddedCluster implements AutoCloseable {
   /** Block size of the demo volume. */
   static final int VOLUME_BLOCK_SIZE = 4096;
   private final List<Integer> witnessPorts = new ArrayList<>();
+  /** The witnesses' trust file ({@link LauncherTrust}), written when HDFS starts. */
+  private java.nio.file.Path trustFile;
   private final java.util.List<Integer> regionServerPorts = new java.util.ArrayList<>();
 
   public EmbeddedCluster(LauncherOptions options, DataDirLayout layout, PrintStream progress) {
@@ -189,7 +191,8 @@ public final class EmbeddedCluster implements AutoCloseable {
     c.set(DFSConfigKeys.DFS_DATANODE_HTTP_ADDRESS_KEY, options.host() + ":0");
     c.setInt(DFSConfigKeys.DFS_NAMENODE_SAFEMODE_EXTENSION_KEY, 0);
     c.setInt(DFSConfigKeys.DFS_HEARTBEAT_INTERVAL_KEY, 1);
-    SalusPlugins.configureHdfs(c);
+    trustFile = LauncherTrust.ensure(layout.root());
+    SalusPlugins.configureHdfs(c, trustFile);
     // Format only a new data directory: reformatting would silently drop HBase's state.
     boolean format = !new File(base, "name-0-1/current/VERSION").exists();
     dfs =
@@ -203,6 +206,13 @@ public final class EmbeddedCluster implements AutoCloseable {
             .build();
     dfs.waitActive();
     dfs.waitClusterUp();
+    for (var dn : dfs.getDataNodes()) {
+      var problem = WitnessDataNodePlugin.problem(dn);
+      if (problem.isPresent() || WitnessDataNodePlugin.running(dn) == null) {
+        throw new LauncherException(problem.orElse("the witness plugin of DataNode "
+            + dn.getXferAddress() + " did not start; see " + layout.dir("logs") + "/salus.log"));
+      }
+    }
   }
 
   private void startWitnesses() throws Exception {
@@ -211,7 +221,8 @@ public final class EmbeddedCluster implements AutoCloseable {
       witnesses.add(WitnessDaemon.start(
           WitnessNode.Settings.of(layout.dir(id).toPath(), witnessPorts.get(i))
               .withBindHost(options.host())
-              .withNodeId(id)));
+              .withNodeId(id)
+              .withTrustFile(trustFile)));
     }
   }
 
@@ -374,6 +385,7 @@ public final class EmbeddedCluster implements AutoCloseable {
     p.setProperty("nbd.uri", nbdUri());
     p.setProperty("volume", volume.name() + " " + volume.sizeInBytes() + " bytes, block size "
         + volume.blockSize());
+    p.setProperty("witness.trust", trustFile.toString());
     p.setProperty("witnesses", witnessAddresses().stream()
         .map(a -> a.getHostString() + ":" + a.getPort()).collect(Collectors.joining(",")));
     return p;

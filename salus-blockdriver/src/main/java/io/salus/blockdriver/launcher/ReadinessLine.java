@@ -8,6 +8,8 @@ import java.util.Properties;
  */
 public final class ReadinessLine {
   public static final String PREFIX = "SALUS READY";
+  /** Where {@code salus up} writes the client's hbase-site.xml, under the data directory. */
+  public static final String CLIENT_CONF_DIR = "conf";
 
   private ReadinessLine() {}
 
@@ -29,7 +31,9 @@ public final class ReadinessLine {
       sb.append(" nbdinfo ").append(nbd).append(" ;");
     }
     sb.append(" ./salus status --data ").append(e.getProperty("data"));
-    sb.append(" ; hdfs dfs -fs ").append(e.getProperty("hdfs.namenode")).append(" -ls /hbase");
+    // A salus subcommand, not 'hdfs dfs …': nobody installed a Hadoop client to try Salus.
+    sb.append(" ; ./salus volume list --hbase-conf ").append(e.getProperty("data")).append('/')
+        .append(CLIENT_CONF_DIR);
     return sb.toString();
   }
 }

@@ -14,9 +14,11 @@ final class SalusPlugins {
   /**
    * HDFS side (salus-hdfs): the location-hint placement policy on the NameNode, and a witness
    * certificate store inside every DataNode. Each DataNode's witness keeps its journal next to
-   * that DataNode's data directories and listens on an ephemeral loopback port.
+   * that DataNode's data directories, listens on an ephemeral loopback port and trusts the
+   * replicas named in {@code trustFile} ({@link LauncherTrust}).
    */
-  static void configureHdfs(Configuration conf) {
+  static void configureHdfs(Configuration conf, java.nio.file.Path trustFile) {
+    conf.set(WitnessDataNodePlugin.TRUST_FILE_KEY, trustFile.toString());
     conf.set("dfs.block.replicator.classname", LocationHintPlacementPolicy.class.getName());
     conf.set("dfs.datanode.plugins", WitnessDataNodePlugin.class.getName());
     conf.setInt(WitnessDataNodePlugin.PORT_KEY, 0);

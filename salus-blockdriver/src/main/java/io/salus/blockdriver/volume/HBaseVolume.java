@@ -232,17 +232,20 @@ public final class HBaseVolume implements Volume {
     if (closed) {
       return new VolumeException.Closed("volume '" + info.name() + "' is closed");
     }
-    if (!lease.isHeld()) {
-      return new VolumeException.Closed("volume '" + info.name() + "' lost its single-writer"
-          + " lease (ZooKeeper session expired); reopen the volume to continue");
-    }
-    return null;
+    return lease.fencedError(); // checked before sending and again before acknowledging
   }
 
   /** Runs {@code op} with the subtrees of the range pinned and loaded. */
   private <T> CompletableFuture<T> withTree(long first, long count,
       Supplier<CompletableFuture<T>> op) {
-    CompletableFuture<T> f = tree.acquire(first, count).thenComposeAsync(v -> op.get(), executor);
+    CompletableFuture<T> f = tree.acquire(first, count).thenComposeAsync(v -> op.get(), executor)
+        .thenApply(r -> { // fenced while in flight: never acknowledge (the lease may be taken)
+          VolumeException fenced = lease.fencedError();
+          if (fenced != null) {
+            throw new CompletionException(fenced);
+          }
+          return r;
+        });
     return f.whenComplete((r, t) -> tree.release(first, count))
         .exceptionallyCompose(t -> CompletableFuture.failedFuture(translate(t)));
   }

@@ -25,13 +25,20 @@ import org.slf4j.LoggerFactory;
  * holder ({@code host pid=N since=T}).
  *
  * <ul>
- *   <li>A second writer is refused with an error naming the holder.
- *   <li>A lease left by a process that died on <em>this</em> host (its pid no longer exists) is
- *       removed at once; one left by another host goes away when that holder's ZooKeeper session
- *       expires (session timeout, {@value #SESSION_TIMEOUT_MS} ms).
- *   <li>When this holder's session is lost, {@link #isHeld()} turns false for good: the volume
- *       must stop acknowledging writes (fencing), because another writer may now take the
- *       lease.
+ *   <li>A second writer is refused with an error naming the holder and its ZooKeeper session.
+ *   <li>A lease is identified by its znode's {@code ephemeralOwner} (the holder's session) and
+ *       version, never by the host name and pid in its data (pids repeat, and containers share
+ *       host names): a lease znode that no session owns (not ephemeral) is stale and is removed
+ *       with a version-checked delete; one owned by a live session is never removed by another
+ *       writer, it goes away when that session ends or expires (session timeout,
+ *       {@value #SESSION_TIMEOUT_MS} ms). If its data names a process of this host that no longer
+ *       runs, the refusal says so and when to retry.
+ *   <li>Fencing: {@link #isHeld()} turns false as soon as the connection to ZooKeeper is
+ *       <em>suspended</em> (Curator {@code SUSPENDED}), not only when the session is declared
+ *       {@code LOST}, because from the moment the client stops hearing from ZooKeeper the server
+ *       may expire the session and give the lease to another writer. On {@code RECONNECTED} the
+ *       lease counts as held again only if the znode still exists and is owned by this session;
+ *       otherwise, and on {@code LOST}, it is gone for good and {@link #onLost} callbacks run.
  * </ul>
  */
 public final class VolumeLease implements AutoCloseable {
@@ -42,7 +49,11 @@ public final class VolumeLease implements AutoCloseable {
   private final CuratorFramework zk;
   private final String path;
   private final String volume;
+  /** False for good once the lease is lost (session lost, znode gone) or closed. */
   private volatile boolean held = true;
+  /** True while the ZooKeeper connection is suspended: writes are fenced until it reconnects. */
+  private volatile boolean suspended;
+  private final java.util.List<Runnable> lostCallbacks = new java.util.concurrent.CopyOnWriteArrayList<>();
 
   private VolumeLease(CuratorFramework zk, String path, String volume) {
     this.zk = zk;
@@ -89,25 +100,39 @@ public final class VolumeLease implements AutoCloseable {
               .forPath(path, me);
           break;
         } catch (KeeperException.NodeExistsException e) {
-          Optional<String> holder = read(zk, path);
+          org.apache.zookeeper.data.Stat stat = new org.apache.zookeeper.data.Stat();
+          Optional<String> holder = read(zk, path, stat);
           if (holder.isEmpty()) {
             continue; // released meanwhile
           }
-          if (attempt == 0 && heldByDeadLocalProcess(holder.get())) {
-            LOG.warn("volume '{}': removing the writer lease of a process that no longer runs"
-                + " on this host ({})", volume, holder.get());
+          long mySession = zk.getZookeeperClient().getZooKeeper().getSessionId();
+          if (stat.getEphemeralOwner() == mySession) {
+            break; // created by this session (a retried create after a connection loss)
+          }
+          if (stat.getEphemeralOwner() == 0 && attempt < 3) {
+            // Not a lease of any session (a leftover persistent znode): stale by construction.
+            // The version-checked delete removes exactly the znode inspected, not a new lease
+            // another writer created meanwhile.
+            LOG.warn("volume '{}': removing a writer lease znode that no ZooKeeper session owns"
+                + " ({})", volume, holder.get());
             try {
-              zk.delete().forPath(path);
-            } catch (KeeperException.NoNodeException gone) {
-              // expired meanwhile
+              zk.delete().withVersion(stat.getVersion()).forPath(path);
+            } catch (KeeperException.NoNodeException | KeeperException.BadVersionException gone) {
+              // changed meanwhile: look again
             }
             continue;
           }
+          String session = "0x" + Long.toHexString(stat.getEphemeralOwner());
+          String dead = heldByDeadLocalProcess(holder.get())
+              ? " That process no longer runs on this host: its lease goes away when its"
+                + " ZooKeeper session " + session + " expires (within about "
+                + SESSION_TIMEOUT_MS / 1000 + " s); retry then."
+              : " If it crashed, its lease goes away when its ZooKeeper session " + session
+                + " expires (about " + SESSION_TIMEOUT_MS / 1000 + " s).";
           throw new VolumeException.InUse("volume '" + volume + "' is already open for writing"
-              + " by " + holder.get() + "; a volume has one writer at a time (the writer owns"
-              + " its Merkle volume tree). Stop that 'salus nbd' / 'salus up' first; if it"
-              + " crashed on another host, its lease goes away when its ZooKeeper session"
-              + " expires (about " + SESSION_TIMEOUT_MS / 1000 + " s)");
+              + " by " + holder.get() + " (ZooKeeper session " + session + "); a volume has one"
+              + " writer at a time (the writer owns its Merkle volume tree). Stop that"
+              + " 'salus nbd' / 'salus up' first." + dead);
         }
       }
     } catch (VolumeException | IOException e) {
@@ -119,14 +144,71 @@ public final class VolumeLease implements AutoCloseable {
           + " ZooKeeper (" + path + ")", e);
     }
     VolumeLease lease = new VolumeLease(zk, path, volume);
-    zk.getConnectionStateListenable().addListener((client, state) -> {
-      if (state == ConnectionState.LOST && lease.held) {
-        lease.held = false;
-        LOG.error("volume '{}': ZooKeeper session lost, the writer lease is gone; refusing"
-            + " further writes (another writer may take the volume now)", volume);
-      }
-    });
+    zk.getConnectionStateListenable().addListener((client, state) -> lease.onState(state));
     return lease;
+  }
+
+  private void onState(ConnectionState state) {
+    if (!held) {
+      return;
+    }
+    switch (state) {
+      case SUSPENDED -> {
+        suspended = true;
+        LOG.warn("volume '{}': ZooKeeper connection suspended; writes are fenced until it"
+            + " reconnects with the lease still held", volume);
+      }
+      case RECONNECTED -> {
+        if (ownedBySession()) {
+          suspended = false;
+          LOG.info("volume '{}': ZooKeeper reconnected, writer lease still held", volume);
+        } else {
+          lost("the writer lease znode is gone or owned by another session after reconnecting");
+        }
+      }
+      case LOST -> lost("ZooKeeper session lost");
+      default -> {
+        // CONNECTED (first connection) and READ_ONLY: nothing to do
+      }
+    }
+  }
+
+  private boolean ownedBySession() {
+    try {
+      org.apache.zookeeper.data.Stat st = zk.checkExists().forPath(path);
+      return st != null
+          && st.getEphemeralOwner() == zk.getZookeeperClient().getZooKeeper().getSessionId();
+    } catch (Exception e) {
+      LOG.warn("volume '{}': cannot check the writer lease after reconnecting", volume, e);
+      return false;
+    }
+  }
+
+  private void lost(String why) {
+    if (!held) {
+      return;
+    }
+    held = false;
+    LOG.error("volume '{}': {}, the writer lease is gone; refusing further writes (another writer"
+        + " may take the volume now)", volume, why);
+    for (Runnable r : lostCallbacks) {
+      try {
+        r.run();
+      } catch (RuntimeException e) {
+        LOG.warn("lease-lost callback failed", e);
+      }
+    }
+  }
+
+  /**
+   * Runs {@code r} once when the lease is lost for good (not on close), e.g. to stop an export
+   * that can no longer acknowledge writes. Runs at once if it is already lost.
+   */
+  public void onLost(Runnable r) {
+    lostCallbacks.add(r);
+    if (!held && !closing) {
+      r.run();
+    }
   }
 
   /** Who holds the writer lease of {@code volume}, if anyone. */
@@ -137,8 +219,14 @@ public final class VolumeLease implements AutoCloseable {
   }
 
   private static Optional<String> read(CuratorFramework zk, String path) throws IOException {
+    return read(zk, path, new org.apache.zookeeper.data.Stat());
+  }
+
+  private static Optional<String> read(CuratorFramework zk, String path,
+      org.apache.zookeeper.data.Stat stat) throws IOException {
     try {
-      return Optional.of(new String(zk.getData().forPath(path), StandardCharsets.UTF_8));
+      return Optional.of(new String(zk.getData().storingStatIn(stat).forPath(path),
+          StandardCharsets.UTF_8));
     } catch (KeeperException.NoNodeException e) {
       return Optional.empty();
     } catch (Exception e) {
@@ -158,7 +246,10 @@ public final class VolumeLease implements AutoCloseable {
     }
   }
 
-  /** A holder on this host whose pid does not run any more (it cannot write). */
+  /**
+   * A holder whose data names this host and a pid that does not run here (only a hint for the
+   * refusal message: pids repeat and containers share host names, so it never removes a lease).
+   */
   static boolean heldByDeadLocalProcess(String holder) {
     String[] parts = holder.split(" ");
     if (parts.length < 2 || !parts[0].equals(hostName()) || !parts[1].startsWith("pid=")) {
@@ -172,9 +263,31 @@ public final class VolumeLease implements AutoCloseable {
     }
   }
 
-  /** False once the ZooKeeper session that holds the lease was lost (or after close). */
+  /**
+   * Whether writes may be acknowledged now: false while the ZooKeeper connection is suspended,
+   * and for good once the lease is lost or closed.
+   */
   public boolean isHeld() {
-    return held;
+    return held && !suspended;
+  }
+
+  /** True once the lease is lost for good (session lost or znode gone), false while held or
+   *  only suspended. */
+  public boolean isLost() {
+    return !held && !closing;
+  }
+
+  /** Null while the lease is held, else the error to fail an operation with (fencing). */
+  public VolumeException fencedError() {
+    if (held && !suspended) {
+      return null;
+    }
+    return new VolumeException.Closed("volume '" + volume + "' is fenced: "
+        + (closing ? "it was closed" : held
+            ? "its ZooKeeper connection is suspended (no write is acknowledged until it"
+              + " reconnects with the lease still held)"
+            : "it lost its single-writer lease (ZooKeeper session expired); reopen the volume"
+              + " to continue"));
   }
 
   /** The ZooKeeper session holding the lease (for fault-injection tests that expire it). */
@@ -192,15 +305,24 @@ public final class VolumeLease implements AutoCloseable {
     return Duration.ofMillis(SESSION_TIMEOUT_MS);
   }
 
+  private volatile boolean closing;
+
   @Override
   public void close() {
     boolean wasHeld = held;
+    closing = true;
     held = false;
     try {
       if (wasHeld) {
-        zk.delete().forPath(path); // closing the session would remove it too
+        // Only our own znode (closing the session would remove it too): after a suspension the
+        // session may have expired and another writer may hold a new lease at the same path.
+        org.apache.zookeeper.data.Stat st = zk.checkExists().forPath(path);
+        if (st != null
+            && st.getEphemeralOwner() == zk.getZookeeperClient().getZooKeeper().getSessionId()) {
+          zk.delete().withVersion(st.getVersion()).forPath(path);
+        }
       }
-    } catch (KeeperException.NoNodeException e) {
+    } catch (KeeperException.NoNodeException | KeeperException.BadVersionException e) {
       // already gone
     } catch (Exception e) {
       LOG.warn("volume '{}': could not release the writer lease {} (it expires with the"

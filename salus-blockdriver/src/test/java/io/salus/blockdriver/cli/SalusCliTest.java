@@ -31,4 +31,87 @@ class SalusCliTest {
     assertEquals(2, code);
     assertTrue(err.toString().contains("--dir") && err.toString().contains("--trust"), err.toString());
   }
+
+  private record Run(int code, String out, String err) {
+  }
+
+  private static Run run(String... args) {
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    CommandLine cli = new CommandLine(new SalusCli());
+    cli.setOut(new PrintWriter(out));
+    cli.setErr(new PrintWriter(err));
+    int code = cli.execute(args);
+    return new Run(code, out.toString(), err.toString());
+  }
+
+  @Test
+  void aBadSizeIsWordedTheSameByUpAndVolumeCreate() {
+    Run up = run("up", "--size", "12Q");
+    Run create = run("volume", "create", "v1", "--size", "12Q");
+    assertEquals(2, up.code(), up.err());
+    assertEquals(2, create.code(), create.err());
+    String expected = "bad size '12Q': give a positive byte count, optionally with K, M, G or T"
+        + " (e.g. 64M, 10G)";
+    assertTrue(up.err().contains(expected), up.err());
+    assertTrue(create.err().contains(expected), create.err());
+  }
+
+  @Test
+  void regionsHelpStatesTheRangeTheCatalogChecks() {
+    Run help = run("volume", "create", "--help");
+    assertTrue(help.out().contains("1..4096") && help.out().contains("at most 64"), help.out());
+  }
+
+  @Test
+  void withTheClusterDownVolumeListAndNbdSayWhereTheyLooked() throws Exception {
+    int port;
+    try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
+      port = s.getLocalPort(); // closed again: nothing listens there
+    }
+    java.nio.file.Path conf = java.nio.file.Files.createTempDirectory("salus-conf");
+    java.nio.file.Files.writeString(conf.resolve("hbase-site.xml"), "<configuration>"
+        + "<property><name>hbase.zookeeper.quorum</name><value>127.0.0.1</value></property>"
+        + "<property><name>hbase.zookeeper.property.clientPort</name><value>" + port
+        + "</value></property></configuration>");
+    // The preemptive bound only guards against a hang (the old code took minutes); the check
+    // itself is the message.
+    Run list = org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(
+        java.time.Duration.ofSeconds(120),
+        () -> run("volume", "list", "--hbase-conf", conf.toString()));
+    assertEquals(1, list.code(), list.err());
+    assertTrue(list.err().contains("cannot reach the cluster at ZooKeeper 127.0.0.1:" + port)
+        && list.err().contains("salus up"), list.err());
+    assertTrue(!list.err().contains("\tat "), "no stack trace: " + list.err());
+    Run nbd = org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(
+        java.time.Duration.ofSeconds(120),
+        () -> run("nbd", "--volume", "demo", "--port", "0", "--hbase-conf", conf.toString()));
+    assertEquals(1, nbd.code(), nbd.err());
+    assertTrue(nbd.err().contains("cannot reach the cluster at ZooKeeper 127.0.0.1:" + port),
+        nbd.err());
+  }
+
+  @Test
+  void withZooKeeperUpButNoHBaseTheMessageSaysWhichPartIsMissing() throws Exception {
+    java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("salus-zk");
+    org.apache.hadoop.hbase.zookeeper.MiniZooKeeperCluster zk =
+        new org.apache.hadoop.hbase.zookeeper.MiniZooKeeperCluster(
+            new org.apache.hadoop.conf.Configuration(false));
+    int port = zk.startup(dir.toFile());
+    try {
+      java.nio.file.Path conf = java.nio.file.Files.createTempDirectory("salus-conf");
+      java.nio.file.Files.writeString(conf.resolve("hbase-site.xml"), "<configuration>"
+          + "<property><name>hbase.zookeeper.quorum</name><value>127.0.0.1</value></property>"
+          + "<property><name>hbase.zookeeper.property.clientPort</name><value>" + port
+          + "</value></property></configuration>");
+      Run list = org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(
+          java.time.Duration.ofSeconds(120),
+          () -> run("volume", "list", "--hbase-conf", conf.toString()));
+      assertEquals(1, list.code(), list.err());
+      assertTrue(list.err().contains("cannot reach the cluster")
+          && list.err().contains("HBase master does not"), list.err());
+    } finally {
+      zk.shutdown();
+    }
+  }
 }

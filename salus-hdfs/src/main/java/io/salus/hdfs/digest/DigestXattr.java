@@ -36,7 +36,8 @@ public final class DigestXattr {
 
   /** Result of verifying one file. */
   public enum Status {
-    VALID, MISSING, MALFORMED, BAD_CERTIFICATE, WRONG_REGION, BAD_WRITER_SIGNATURE, CONTENT_MISMATCH
+    VALID, MISSING, MALFORMED, BAD_CERTIFICATE, WRONG_REGION, BAD_WRITER_SIGNATURE, WRONG_PATH,
+    CONTENT_MISMATCH
   }
 
   /** A verification result with a human-readable reason. */
@@ -71,9 +72,16 @@ public final class DigestXattr {
     return md.digest();
   }
 
+  /** The path a digest is bound to: the file's path without scheme and authority. */
+  public static String boundPath(FileSystem fs, Path file) {
+    return Path.getPathWithoutSchemeAndAuthority(fs.makeQualified(file)).toString();
+  }
+
   /**
    * Computes the file's digest and stores it with the agreed CHECKPOINT certificate as the file's
-   * xattr (replacing any earlier one). Call after the file is closed.
+   * xattr (replacing any earlier one). The writer's signature binds the file's path, so call it
+   * after the file is closed and in its final place (HBase renames flush files out of
+   * {@code .tmp}).
    */
   public static AgreedDigest store(FileSystem fs, Path file, Certificate checkpoint, Signer writer)
       throws IOException {
@@ -82,7 +90,8 @@ public final class DigestXattr {
           + checkpoint.type());
     }
     long len = fs.getFileStatus(file).getLen();
-    AgreedDigest d = AgreedDigest.create(sha256(fs, file), len, checkpoint, writer);
+    AgreedDigest d = AgreedDigest.create(sha256(fs, file), len, boundPath(fs, file), checkpoint,
+        writer);
     fs.setXAttr(file, NAME, d.encode(), EnumSet.of(XAttrSetFlag.CREATE, XAttrSetFlag.REPLACE));
     return d;
   }
@@ -134,6 +143,11 @@ public final class DigestXattr {
     if (!cert.signers().contains(d.writer()) || !d.writerSignatureValid(trust.verifier())) {
       return new Verdict(file, Status.BAD_WRITER_SIGNATURE, "content digest not validly signed by"
           + " a replica of the checkpoint (writer " + d.writer() + ")");
+    }
+    String here = boundPath(fs, file);
+    if (!here.equals(d.path())) {
+      return new Verdict(file, Status.WRONG_PATH, "digest was signed for " + d.path()
+          + ", not for " + here + " (a file moved or copied into another file's place)");
     }
     long len = fs.getFileStatus(file).getLen();
     if (len != d.length()) {

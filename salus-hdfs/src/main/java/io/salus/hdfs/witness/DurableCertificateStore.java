@@ -37,19 +37,23 @@ import org.slf4j.LoggerFactory;
  * {@link #awaitDurable}; concurrent writers share one fsync (group commit), so many logs append in
  * parallel at the cost of roughly one fsync per group.
  *
- * <p><b>Recovery.</b> On open every segment is scanned. A record cut short at the end of the newest
- * segment (or trailing zero bytes) is a torn tail of a write that was never acknowledged: it is
- * truncated and reported. A damaged record anywhere else, or a complete record whose CRC does not
- * match, makes {@link #open} throw {@link CorruptWitnessStoreException}, unless the store is opened
- * with {@code repair}, which moves the damaged bytes to a {@code .corrupt} file.
+ * <p><b>Recovery.</b> On open every segment is scanned. A torn tail of the newest segment — a
+ * record cut short, trailing zero bytes, or a full-length last record whose CRC fails (a page of it
+ * never reached the disk) with nothing intact after it — is a write that was never acknowledged: it
+ * is truncated and reported. A damaged record with intact records after it, or damage in an older
+ * segment, makes {@link #open} throw {@link CorruptWitnessStoreException}, unless the store is
+ * opened with {@code repair}, which moves the damaged bytes to a {@code .corrupt} file.
  */
 public final class DurableCertificateStore implements CertificateStore, Closeable {
   private static final Logger LOG = LoggerFactory.getLogger(DurableCertificateStore.class);
   static final String PREFIX = "journal-";
   static final String SUFFIX = ".log";
 
-  /** Where a stored certificate lives. */
-  private record Loc(int segment, long offset, int length) {
+  /**
+   * Where a stored certificate lives; {@code end} is the logical write position after it (0 for
+   * records recovered at open): it may be read only once {@code durable >= end}.
+   */
+  private record Loc(int segment, long offset, int length, long end) {
   }
 
   /** A log: one region's log generation. */
@@ -185,7 +189,8 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
       records += r.records;
       if (r.badOffset >= 0) {
         long end = seg.size;
-        if (r.incomplete && last || last && allZero(ch, r.badOffset, end)) {
+        if (last && (r.incomplete || allZero(ch, r.badOffset, end)
+            || tornLastRecord(ch, r, end))) {
           LOG.warn("Witness journal {}: truncating torn tail of {} bytes at offset {} ({})", p,
               end - r.badOffset, r.badOffset, r.reason);
           ch.truncate(r.badOffset);
@@ -224,7 +229,42 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
     long records;
     long badOffset = -1;
     boolean incomplete;
+    /** The damaged record's header is intact and it ends exactly at the end of the file. */
+    boolean lastRecord;
+    /** The damaged record's header (magic, header CRC or length) is what failed. */
+    boolean headerDamaged;
     String reason;
+  }
+
+  /**
+   * A damaged record at the end of the newest segment is a torn write (a page of the last,
+   * unacknowledged record did not reach the disk before the crash) when nothing valid follows it:
+   * either its header is intact and it ends exactly at the end of the file, or its header is
+   * damaged, the rest of the file is no longer than one record, and no intact record header starts
+   * anywhere in it. Anything else is mid-log corruption.
+   */
+  private boolean tornLastRecord(FileChannel ch, ScanResult r, long end) throws IOException {
+    if (r.lastRecord) {
+      return true;
+    }
+    long rest = end - r.badOffset;
+    long maxRecord = JournalRecord.HEADER + options.maxRecordBytes + 512L + JournalRecord.TRAILER;
+    if (!r.headerDamaged || rest > maxRecord) {
+      return false;
+    }
+    ByteBuffer buf = ByteBuffer.allocate((int) rest);
+    readFully(ch, buf, r.badOffset);
+    byte[] b = buf.array();
+    for (int i = 1; i + JournalRecord.HEADER <= b.length; i++) {
+      ByteBuffer hb = ByteBuffer.wrap(b, i, JournalRecord.HEADER);
+      if (hb.getInt() == JournalRecord.MAGIC) {
+        hb.position(i + 9);
+        if (hb.getInt() == JournalRecord.crc(b, i, 9)) {
+          return false; // an intact record follows the damage
+        }
+      }
+    }
+    return true;
   }
 
   private ScanResult scan(Segment seg) throws IOException {
@@ -249,11 +289,13 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
       int hcrc = hb.getInt();
       if (magic != JournalRecord.MAGIC || hcrc != JournalRecord.crc(h, 0, 9)) {
         r.badOffset = pos;
+        r.headerDamaged = true;
         r.reason = magic != JournalRecord.MAGIC ? "bad record magic" : "record header CRC mismatch";
         return r;
       }
       if (bodyLen < 22 || bodyLen > options.maxRecordBytes + 512) {
         r.badOffset = pos;
+        r.headerDamaged = true;
         r.reason = "implausible record length " + bodyLen;
         return r;
       }
@@ -270,6 +312,7 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
       int bcrc = ByteBuffer.wrap(b, bodyLen, 4).getInt();
       if (bcrc != JournalRecord.crc(b, 0, bodyLen)) {
         r.badOffset = pos;
+        r.lastRecord = end == size;
         r.reason = "record body CRC mismatch";
         return r;
       }
@@ -311,7 +354,7 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
     LogIndex li = logs.computeIfAbsent(new LogKey(rec.region(), rec.generation()), k -> new LogIndex());
     if (rec.type() == JournalRecord.PUT) {
       if (rec.index() > li.truncatedThrough) {
-        Loc loc = new Loc(segment, offset, length);
+        Loc loc = new Loc(segment, offset, length, 0);
         if (li.entries.putIfAbsent(rec.index(), loc) == null) {
           liveCount(segment).incrementAndGet();
         }
@@ -463,7 +506,12 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
     }
     current.size += rec.length;
     written += rec.length;
-    return new Loc(current.number, off, rec.length);
+    return new Loc(current.number, off, rec.length, written);
+  }
+
+  /** Logical write position known to be fsynced. */
+  public long durablePosition() {
+    return durable;
   }
 
   /** Current logical write position (bytes written since open). */
@@ -543,7 +591,8 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
   }
 
   /**
-   * The stored certificate bytes, re-checked against their CRC.
+   * The stored certificate bytes, re-checked against their CRC. Only fsynced certificates are
+   * returned: one written but still waiting for its group commit is returned after that fsync.
    *
    * @throws UncheckedIOException wrapping {@link CorruptWitnessStoreException} if the record
    *     rotted on disk since it was written
@@ -556,6 +605,11 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
     Loc loc = li.entries.get(index);
     if (loc == null) {
       return Optional.empty();
+    }
+    if (loc.end > durable) {
+      // Written but not yet fsynced: a query must never answer with (or act on) a certificate that
+      // a crash could still take back, so it waits for the group commit that covers it.
+      awaitDurable(loc.end);
     }
     Segment seg = segments.get(loc.segment);
     if (seg == null) {

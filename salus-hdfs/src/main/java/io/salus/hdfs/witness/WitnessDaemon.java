@@ -50,6 +50,11 @@ public final class WitnessDaemon implements Callable<Integer> {
       description = "Offers waiting for fsync at once before back-pressure. Default: ${DEFAULT-VALUE}.")
   int maxInflight;
 
+  @Option(names = "--idle-timeout-ms", defaultValue = "60000",
+      description = "Close a connection that sends nothing for this long (frees its slot)."
+          + " Default: ${DEFAULT-VALUE}.")
+  int idleTimeoutMillis;
+
   @Option(names = "--repair",
       description = "Quarantine damaged journal bytes into .corrupt files instead of refusing to start.")
   boolean repair;
@@ -72,7 +77,8 @@ public final class WitnessDaemon implements Callable<Integer> {
 
   WitnessNode.Settings settings() {
     WitnessNode.Settings s = WitnessNode.Settings.of(dir, port).withBindHost(bind)
-        .withLimits(maxConnections, maxInflight).withRepair(repair);
+        .withLimits(maxConnections, maxInflight).withRepair(repair)
+        .withIdleTimeout(idleTimeoutMillis);
     if (trust != null) {
       s = s.withTrustFile(trust);
     }

@@ -1,7 +1,6 @@
 package io.salus.hdfs.witness;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -37,11 +36,16 @@ public final class WitnessDataNodePlugin implements ServicePlugin {
   public static final String MAX_INFLIGHT_KEY = "salus.witness.max-inflight";
   public static final String SEGMENT_BYTES_KEY = "salus.witness.segment-bytes";
   public static final String REPAIR_KEY = "salus.witness.repair";
+  public static final String IDLE_TIMEOUT_KEY = "salus.witness.idle-timeout-ms";
 
   /** Running plugins of this JVM by DataNode transfer address ("host:port"). */
   private static final Map<String, WitnessNode> RUNNING = new ConcurrentHashMap<>();
 
+  /** Plugins of this JVM whose witness refused to start, by DataNode transfer address. */
+  private static final Map<String, String> FAILED = new ConcurrentHashMap<>();
+
   private static volatile WitnessTrust trustOverride;
+  private String failedMetrics;
 
   private WitnessNode node;
   private String key;
@@ -68,12 +72,23 @@ public final class WitnessDataNodePlugin implements ServicePlugin {
     if (t != null) {
       s = s.withTrust(t);
     }
+    String metricsName = "SalusWitness-" + xfer.getPort();
     try {
-      node = WitnessNode.start(s, "SalusWitness-" + xfer.getPort());
-    } catch (IOException e) {
-      throw new UncheckedIOException("Salus witness plugin of DataNode " + key
-          + " could not start on " + s.dir() + ": " + e.getMessage(), e);
+      node = WitnessNode.start(s, metricsName);
+    } catch (IOException | RuntimeException e) {
+      // The DataNode only logs a WARN for a plugin that throws and then runs without it. Make the
+      // failure loud instead: an ERROR, a metrics source with Healthy=0 (and JournalCorrupt=1 for
+      // mid-log corruption), and problem(dataNode) for embedding processes such as the launcher.
+      boolean corrupt = e instanceof CorruptWitnessStoreException;
+      String problem = "Salus witness of DataNode " + key + " is NOT serving (" + s.dir() + "): "
+          + e.getMessage();
+      LOG.error("{}", problem, e);
+      FAILED.put(key, problem);
+      failedMetrics = metricsName;
+      WitnessMetrics.registerFailed(metricsName, problem, corrupt);
+      return;
     }
+    FAILED.remove(key);
     RUNNING.put(key, node);
     LOG.info("Salus witness plugin of DataNode {} listening on {}", key, node.address());
   }
@@ -98,7 +113,9 @@ public final class WitnessDataNodePlugin implements ServicePlugin {
         .withNodeId(conf.getTrimmed(NODE_ID_KEY, "dn-witness@" + dnKey))
         .withLimits(conf.getInt(MAX_CONNECTIONS_KEY, 256), conf.getInt(MAX_INFLIGHT_KEY, 1024))
         .withSegmentBytes(conf.getLong(SEGMENT_BYTES_KEY, 64L << 20))
-        .withRepair(conf.getBoolean(REPAIR_KEY, false));
+        .withRepair(conf.getBoolean(REPAIR_KEY, false))
+        .withIdleTimeout(conf.getInt(IDLE_TIMEOUT_KEY,
+            WitnessNode.Settings.DEFAULT_IDLE_TIMEOUT_MILLIS));
     String trust = conf.getTrimmed(TRUST_FILE_KEY);
     if (trust != null && !trust.isEmpty()) {
       s = s.withTrustFile(Paths.get(trust));
@@ -123,8 +140,23 @@ public final class WitnessDataNodePlugin implements ServicePlugin {
     return RUNNING.get(x.getAddress().getHostAddress() + ":" + x.getPort());
   }
 
+  /**
+   * Why the witness of this DataNode (in this JVM) is not serving, e.g. a corrupt journal with the
+   * fix; empty when it serves or no plugin ran.
+   */
+  public static java.util.Optional<String> problem(DataNode dn) {
+    InetSocketAddress x = dn.getXferAddress();
+    return java.util.Optional.ofNullable(FAILED.get(x.getAddress().getHostAddress() + ":"
+        + x.getPort()));
+  }
+
   @Override
   public void stop() {
+    if (failedMetrics != null) {
+      WitnessMetrics.unregister(failedMetrics);
+      FAILED.remove(key);
+      failedMetrics = null;
+    }
     if (node != null) {
       RUNNING.remove(key, node);
       try {

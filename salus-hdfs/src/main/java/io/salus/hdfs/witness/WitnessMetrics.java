@@ -66,6 +66,39 @@ final class WitnessMetrics implements MetricsSource {
         .addCounter(Interns.info("Queries", "Recovery queries"), s.queries.get())
         .addGauge(Interns.info("Entries", "Certificates held"), s.store().entryCount())
         .addGauge(Interns.info("Connections", "Open client connections"), server.activeConnections())
-        .addGauge(Interns.info("InflightOffers", "Offers waiting for fsync"), server.inflightOffers());
+        .addGauge(Interns.info("InflightOffers", "Offers waiting for fsync"), server.inflightOffers())
+        .addGauge(Interns.info("Healthy", "1 when the witness serves, 0 when its journal refused to"
+            + " open"), 1)
+        .addGauge(Interns.info("JournalCorrupt", "1 when the journal holds mid-log corruption"), 0)
+        .addCounter(Interns.info("TornBytesTruncated", "Torn-tail bytes truncated at open"),
+            s.store().recoveryReport().tornBytesTruncated());
+  }
+
+  /**
+   * The metrics source of a witness that could not start because its journal is corrupt (or for
+   * another reason): {@code Healthy} 0, {@code JournalCorrupt} 1 if that was the cause, and the
+   * problem (with its fix) as the tag {@code Problem}, so monitoring sees the failure, not only a
+   * log line.
+   */
+  static void registerFailed(String name, String problem, boolean corrupt) {
+    MetricsSource failed = (collector, all) -> collector.addRecord("SalusWitness")
+        .setContext("salus")
+        .tag(Interns.info("Problem", "Why the witness is not serving, and the fix"), problem)
+        .addGauge(Interns.info("Healthy", "1 when the witness serves, 0 when it refused to start"), 0)
+        .addGauge(Interns.info("JournalCorrupt", "1 when the journal holds mid-log corruption"),
+            corrupt ? 1 : 0);
+    try {
+      DefaultMetricsSystem.instance().register(name, "Salus witness (not serving)", failed);
+    } catch (RuntimeException e) {
+      LOG.warn("metrics source {} not registered: {}", name, e.toString());
+    }
+  }
+
+  static void unregister(String name) {
+    try {
+      DefaultMetricsSystem.instance().unregisterSource(name);
+    } catch (RuntimeException ignored) {
+      // not registered
+    }
   }
 }

@@ -19,53 +19,65 @@ import io.salus.core.crypto.SignatureScheme;
  */
 public final class WitnessNode implements Closeable {
   /** Everything needed to start a witness. {@code trust} null means: load {@code trustFile}, or an
-   *  empty weak-scheme trust (every offer rejected until membership is configured). */
+   *  empty Ed25519 trust (every offer rejected until membership is configured). */
   public record Settings(Path dir, String bindHost, int port, String nodeId, Path trustFile,
       WitnessTrust trust, Path keyFile, int maxConnections, int maxInflight, int maxFrameBytes,
-      long segmentBytes, boolean repair) {
+      long segmentBytes, boolean repair, int idleTimeoutMillis) {
+    /** Default idle/read timeout of a witness connection: 60 s. */
+    public static final int DEFAULT_IDLE_TIMEOUT_MILLIS = 60_000;
+
     public static Settings of(Path dir, int port) {
       return new Settings(dir, "127.0.0.1", port, null, null, null, null, 256, 1024, 1 << 20,
-          64L << 20, false);
+          64L << 20, false, DEFAULT_IDLE_TIMEOUT_MILLIS);
+    }
+
+    /** A connection that sends nothing (or only part of a frame) for this long is closed. */
+    public Settings withIdleTimeout(int millis) {
+      if (millis <= 0) {
+        throw new IllegalArgumentException("witness idle timeout must be > 0 ms, got " + millis);
+      }
+      return new Settings(dir, bindHost, port, nodeId, trustFile, trust, keyFile, maxConnections,
+          maxInflight, maxFrameBytes, segmentBytes, repair, millis);
     }
 
     public Settings withTrust(WitnessTrust t) {
       return new Settings(dir, bindHost, port, nodeId, trustFile, t, keyFile, maxConnections,
-          maxInflight, maxFrameBytes, segmentBytes, repair);
+          maxInflight, maxFrameBytes, segmentBytes, repair, idleTimeoutMillis);
     }
 
     public Settings withTrustFile(Path f) {
       return new Settings(dir, bindHost, port, nodeId, f, trust, keyFile, maxConnections,
-          maxInflight, maxFrameBytes, segmentBytes, repair);
+          maxInflight, maxFrameBytes, segmentBytes, repair, idleTimeoutMillis);
     }
 
     public Settings withNodeId(String id) {
       return new Settings(dir, bindHost, port, id, trustFile, trust, keyFile, maxConnections,
-          maxInflight, maxFrameBytes, segmentBytes, repair);
+          maxInflight, maxFrameBytes, segmentBytes, repair, idleTimeoutMillis);
     }
 
     public Settings withBindHost(String h) {
       return new Settings(dir, h, port, nodeId, trustFile, trust, keyFile, maxConnections,
-          maxInflight, maxFrameBytes, segmentBytes, repair);
+          maxInflight, maxFrameBytes, segmentBytes, repair, idleTimeoutMillis);
     }
 
     public Settings withKeyFile(Path k) {
       return new Settings(dir, bindHost, port, nodeId, trustFile, trust, k, maxConnections,
-          maxInflight, maxFrameBytes, segmentBytes, repair);
+          maxInflight, maxFrameBytes, segmentBytes, repair, idleTimeoutMillis);
     }
 
     public Settings withLimits(int connections, int inflight) {
       return new Settings(dir, bindHost, port, nodeId, trustFile, trust, keyFile, connections,
-          inflight, maxFrameBytes, segmentBytes, repair);
+          inflight, maxFrameBytes, segmentBytes, repair, idleTimeoutMillis);
     }
 
     public Settings withSegmentBytes(long s) {
       return new Settings(dir, bindHost, port, nodeId, trustFile, trust, keyFile, maxConnections,
-          maxInflight, maxFrameBytes, s, repair);
+          maxInflight, maxFrameBytes, s, repair, idleTimeoutMillis);
     }
 
     public Settings withRepair(boolean r) {
       return new Settings(dir, bindHost, port, nodeId, trustFile, trust, keyFile, maxConnections,
-          maxInflight, maxFrameBytes, segmentBytes, r);
+          maxInflight, maxFrameBytes, segmentBytes, r, idleTimeoutMillis);
     }
   }
 
@@ -92,7 +104,7 @@ public final class WitnessNode implements Closeable {
     WitnessTrust trust = s.trust();
     if (trust == null) {
       trust = s.trustFile() != null ? WitnessTrust.load(s.trustFile())
-          : new WitnessTrust(SignatureScheme.WEAK_CRC32C);
+          : new WitnessTrust(WitnessTrust.DEFAULT_SCHEME);
     }
     DurableCertificateStore store = DurableCertificateStore.open(s.dir(),
         new DurableCertificateStore.Options(s.segmentBytes(), s.maxFrameBytes(), s.repair()));
@@ -104,7 +116,7 @@ public final class WitnessNode implements Closeable {
       WitnessService service = new WitnessService(store, trust, keys);
       WitnessServer server = WitnessServer.start(service,
           new WitnessServer.Config(s.bindHost(), s.port(), s.maxConnections(), s.maxInflight(),
-              s.maxFrameBytes() + 4096), metricsName);
+              s.maxFrameBytes() + 4096, s.idleTimeoutMillis()), metricsName);
       InetSocketAddress a = server.address();
       Files.writeString(s.dir().resolve("witness.address"),
           a.getAddress().getHostAddress() + ":" + a.getPort() + "\n", StandardCharsets.UTF_8);

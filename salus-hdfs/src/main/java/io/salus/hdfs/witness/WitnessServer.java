@@ -39,17 +39,23 @@ public final class WitnessServer implements Closeable {
 
   /** Server settings. */
   public record Config(String bindHost, int port, int maxConnections, int maxInflight,
-      int maxFrameBytes) {
+      int maxFrameBytes, int idleTimeoutMillis) {
     public static Config loopback(int port) {
-      return new Config("127.0.0.1", port, 256, 1024, 1 << 20);
+      return new Config("127.0.0.1", port, 256, 1024, 1 << 20,
+          WitnessNode.Settings.DEFAULT_IDLE_TIMEOUT_MILLIS);
     }
 
     public Config withBind(String host, int p) {
-      return new Config(host, p, maxConnections, maxInflight, maxFrameBytes);
+      return new Config(host, p, maxConnections, maxInflight, maxFrameBytes, idleTimeoutMillis);
     }
 
     public Config withLimits(int connections, int inflight) {
-      return new Config(bindHost, port, connections, inflight, maxFrameBytes);
+      return new Config(bindHost, port, connections, inflight, maxFrameBytes, idleTimeoutMillis);
+    }
+
+    /** Connections idle (or stuck inside a frame) for this long are closed, freeing their slot. */
+    public Config withIdleTimeout(int millis) {
+      return new Config(bindHost, port, maxConnections, maxInflight, maxFrameBytes, millis);
     }
   }
 
@@ -61,6 +67,8 @@ public final class WitnessServer implements Closeable {
   private final Set<Socket> sockets = ConcurrentHashMap.newKeySet();
   private final Thread acceptor;
   private final AtomicInteger connections = new AtomicInteger();
+  private final java.util.concurrent.atomic.AtomicLong idleClosed =
+      new java.util.concurrent.atomic.AtomicLong();
   private final WitnessMetrics metrics;
   private volatile boolean closed;
 
@@ -111,6 +119,11 @@ public final class WitnessServer implements Closeable {
     return connections.get();
   }
 
+  /** Connections closed because they stayed idle past the timeout. */
+  long idleClosedConnections() {
+    return idleClosed.get();
+  }
+
   int inflightOffers() {
     return config.maxInflight() - inflight.availablePermits();
   }
@@ -128,6 +141,9 @@ public final class WitnessServer implements Closeable {
       }
       try {
         s.setTcpNoDelay(true);
+        // Without a read timeout, maxConnections idle (or slow-loris) connections would hold
+        // every slot forever and lock the replicas out.
+        s.setSoTimeout(config.idleTimeoutMillis());
         sockets.add(s);
         pool.execute(() -> serve(s));
       } catch (java.util.concurrent.RejectedExecutionException | SocketException e) {
@@ -172,6 +188,10 @@ public final class WitnessServer implements Closeable {
           out.flush();
         }
       }
+    } catch (java.net.SocketTimeoutException e) {
+      idleClosed.incrementAndGet();
+      LOG.debug("witness connection {} idle for {} ms: closed", s.getRemoteSocketAddress(),
+          config.idleTimeoutMillis());
     } catch (IOException e) {
       if (!closed) {
         LOG.debug("witness connection {} ended: {}", s.getRemoteSocketAddress(), e.toString());

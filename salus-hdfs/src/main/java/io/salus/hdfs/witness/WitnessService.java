@@ -41,6 +41,9 @@ public final class WitnessService {
     }
   }
 
+  /** At most this many slots per region wait for the other replicas' tentatives. */
+  public static final int MAX_PENDING_SLOTS_PER_REGION = 4096;
+
   private final DurableCertificateStore store;
   private final WitnessTrust trust;
   private final NodeKeys keys;
@@ -115,12 +118,29 @@ public final class WitnessService {
           + c.type());
     }
     Statement.LogEntry st = c.statement(Statement.LogEntry.class);
+    // Check membership and every signature before anything is kept for the region: an
+    // unauthenticated sender must not make the witness create per-region state.
+    Set<NodeId> members = trust.members(st.region(), st.generation());
+    if (members == null) {
+      offersRejected.incrementAndGet();
+      return Outcome.rejected("no RRS membership known for region " + st.region()
+          + "; add an `rrs` line to the witness trust file");
+    }
+    try {
+      c.verifyOrThrow(trust.keys(), members);
+    } catch (CertificateVerificationException e) {
+      offersRejected.incrementAndGet();
+      return Outcome.rejected(e.getMessage());
+    }
     WitnessLog log = log(st.region());
     WitnessLog.Offer result;
     long position;
     synchronized (log) {
       result = log.offer(c);
       position = store.writePosition();
+      if (result == WitnessLog.Offer.PENDING) {
+        log.dropOldestPending(MAX_PENDING_SLOTS_PER_REGION);
+      }
     }
     switch (result) {
       case STORED -> {
@@ -157,10 +177,31 @@ public final class WitnessService {
   /** Handles a recovery QUERY: the stored LOG_ENTRY or a NO_NEXT_ENTRY signed by this witness. */
   public Certificate query(RegionId region, long generation, long index) {
     queries.incrementAndGet();
-    WitnessLog log = log(region);
+    WitnessLog log = logs.get(region);
+    if (log == null) { // no offer was ever accepted for it here: create no state for a query
+      return store.get(region, generation, index).orElseGet(() -> Certificate.sign(
+          CertType.NO_NEXT_ENTRY, new Statement.NoNextEntry(region, generation, index),
+          keys.signer()));
+    }
     synchronized (log) {
       return log.query(region, generation, index);
     }
+  }
+
+  /** Regions for which this witness keeps protocol state (accepted offers only). */
+  public int regionLogCount() {
+    return logs.size();
+  }
+
+  /** Slots waiting for the other replicas' tentatives, over all regions. */
+  public int pendingSlots() {
+    int n = 0;
+    for (WitnessLog l : logs.values()) {
+      synchronized (l) {
+        n += l.pendingCount();
+      }
+    }
+    return n;
   }
 
   /** Drops entries &lt;= the checkpoint's index, once the CHECKPOINT certificate verifies. */
@@ -187,6 +228,7 @@ public final class WitnessService {
     WitnessLog log = log(st.region());
     synchronized (log) {
       store.truncatePrefix(st.region(), st.generation(), st.throughIndex());
+      log.dropPendingThrough(st.region(), st.generation(), st.throughIndex());
     }
     return Outcome.TRUNCATED;
   }

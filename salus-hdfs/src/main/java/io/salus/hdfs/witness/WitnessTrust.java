@@ -31,9 +31,16 @@ import io.salus.core.crypto.SignatureScheme;
  *   rrs   * &lt;id1&gt; &lt;id2&gt; &lt;id3&gt;                 (default for all regions)
  * </pre>
  *
- * Membership may also be set programmatically ({@link #setMembers}).
+ * Membership may also be set programmatically ({@link #setMembers}). Without a {@code scheme}
+ * line the scheme is {@link #DEFAULT_SCHEME} (Ed25519): public verification keys only, so no
+ * witness can sign for a replica. With {@code hmac} the "verification key" is the replica's
+ * secret, so every witness host holding this file could forge any replica's signature; it is
+ * accepted with a warning, for benchmarks and closed test setups only.
  */
 public final class WitnessTrust {
+  private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(WitnessTrust.class);
+  /** The scheme of a trust file without a {@code scheme} line, and of a witness without one. */
+  public static final SignatureScheme DEFAULT_SCHEME = SignatureScheme.ED25519;
   private final KeyDirectory keys;
   private final Map<String, Set<NodeId>> rules = new ConcurrentHashMap<>();
   private volatile java.util.function.BiFunction<RegionId, Long, Set<NodeId>> membership;
@@ -114,13 +121,21 @@ public final class WitnessTrust {
         case "scheme" -> {
           if (f.length != 2 || t != null) {
             throw new IOException(where + "expected one line `scheme weak|hmac|ed25519` before"
-                + " any node/rrs line");
+                + " any node/rrs line (without it the scheme is ed25519)");
           }
           t = new WitnessTrust(parseScheme(f[1], where));
+          if (t.scheme() == SignatureScheme.HMAC_SHA256) {
+            LOG.warn("{}scheme hmac: this file holds every replica's HMAC secret, so anyone who can"
+                + " read it (every witness host) can forge any replica's signature; use ed25519"
+                + " outside benchmarks and closed test setups", where);
+          } else if (t.scheme() == SignatureScheme.WEAK_CRC32C) {
+            LOG.warn("{}scheme weak: signatures are salted CRCs that anyone can forge; use ed25519"
+                + " outside tests", where);
+          }
         }
         case "node" -> {
           if (t == null) {
-            throw new IOException(where + "`scheme` must come first");
+            t = new WitnessTrust(DEFAULT_SCHEME);
           }
           if (f.length < 2 || f.length > 3) {
             throw new IOException(where + "expected `node <id> [hex-key]`");
@@ -133,13 +148,14 @@ public final class WitnessTrust {
           }
           if (t.scheme() != SignatureScheme.WEAK_CRC32C && key.length == 0) {
             throw new IOException(where + "scheme " + t.scheme() + " needs the node's verification"
-                + " key in hex");
+                + " key in hex (`node <id> <hex-key>`; without a `scheme` line the scheme is"
+                + " ed25519)");
           }
           pendingKeys.put(NodeId.of(f[1]), key);
         }
         case "rrs" -> {
           if (t == null) {
-            throw new IOException(where + "`scheme` must come first");
+            t = new WitnessTrust(DEFAULT_SCHEME);
           }
           if (f.length != 5) {
             throw new IOException(where + "expected `rrs <volume>#<region>|<volume>#*|* <id1> <id2>"
@@ -159,7 +175,7 @@ public final class WitnessTrust {
       }
     }
     if (t == null) {
-      throw new IOException(file + ": no `scheme` line; the file must start with e.g. `scheme weak`");
+      t = new WitnessTrust(DEFAULT_SCHEME);
     }
     for (Map.Entry<NodeId, byte[]> e : pendingKeys.entrySet()) {
       t.register(e.getKey(), e.getValue());

@@ -125,6 +125,18 @@ class DigestXattrTest {
     f[f.length - 3] ^= 1;
     fs.setXAttr(forged, DigestXattr.NAME, f, EnumSet.of(XAttrSetFlag.REPLACE));
 
+    // Replays inside the region: an older flush file renamed over a newer file's name, and a
+    // newer file given an older file's bytes and xattr (content and certificate still match).
+    Path older = write("flush-older", 2000, 12);
+    DigestXattr.store(fs, older, checkpoint(REGION, 50, 0, 1, 2), RS.get(0).signer());
+    Path renamed = new Path("/salus/vol/region-0/flush-renamed");
+    assertTrue(fs.rename(older, renamed));
+    Path older2 = write("flush-older2", 2000, 13);
+    DigestXattr.store(fs, older2, checkpoint(REGION, 60, 0, 1, 2), RS.get(0).signer());
+    Path copied = write("flush-copied", 2000, 13);
+    fs.setXAttr(copied, DigestXattr.NAME, DigestXattr.read(fs, older2),
+        EnumSet.of(XAttrSetFlag.CREATE));
+
     assertTrue(DigestXattr.verify(fs, good, trust, REGION).valid());
     Map<String, DigestXattr.Status> invalid = new TreeMap<>();
     for (DigestXattr.Verdict v : DigestXattr.listInvalid(fs, new Path("/salus/vol/region-0"),
@@ -140,7 +152,9 @@ class DigestXattrTest {
         "flush-badwriter", DigestXattr.Status.BAD_WRITER_SIGNATURE,
         "flush-otherregion", DigestXattr.Status.WRONG_REGION,
         "flush-garbage", DigestXattr.Status.MALFORMED,
-        "flush-forged", DigestXattr.Status.BAD_CERTIFICATE));
+        "flush-forged", DigestXattr.Status.BAD_CERTIFICATE,
+        "flush-renamed", DigestXattr.Status.WRONG_PATH,
+        "flush-copied", DigestXattr.Status.WRONG_PATH));
     assertEquals(expected, invalid);
 
     // The operator command reports the same files and exits 1.
@@ -162,6 +176,6 @@ class DigestXattrTest {
       assertTrue(report.contains(e.getValue() + " /salus/vol/region-0/" + e.getKey() + ":"),
           report);
     }
-    assertTrue(!report.contains("flush-good") && report.contains("8 file(s)"), report);
+    assertTrue(!report.contains("flush-good") && report.contains("10 file(s)"), report);
   }
 }

@@ -160,16 +160,82 @@ class DurableCertificateStoreTest {
   }
 
   @Test
-  void damagedLastCompleteRecordIsNotMistakenForATornTail() throws Exception {
-    long last;
+  void fullLengthLastRecordWithBadCrcIsATornTailAndTruncated() throws Exception {
+    long[] offsets = new long[6];
     try (DurableCertificateStore s = DurableCertificateStore.open(dir)) {
       for (int i = 0; i < 5; i++) {
+        offsets[i] = s.writePosition();
         s.putIfAbsent(R, 1, i, cert(i));
       }
-      last = s.writePosition();
+      offsets[5] = s.writePosition();
     }
-    flip(segments(dir).get(0), last - 6); // inside the body of the last, acknowledged record
+    Path seg = segments(dir).get(0);
+    // The usual torn page: the file has the last record's full length, but one page of it (here:
+    // a byte of its body) never reached the disk.
+    flip(seg, offsets[5] - 6);
+    try (DurableCertificateStore s = DurableCertificateStore.open(dir)) {
+      assertEquals(offsets[5] - offsets[4], s.recoveryReport().tornBytesTruncated());
+      assertEquals(offsets[4], Files.size(seg), "the torn record is cut off the file");
+      assertEquals(4, s.entryCount());
+      assertFalse(s.get(R, 1, 4).isPresent());
+      s.putIfAbsent(R, 1, 4, cert(4)); // appending continues cleanly after the cut
+    }
+    // Same with the last record's header torn (nothing intact follows it).
+    flip(seg, offsets[4] + 2);
+    try (DurableCertificateStore s = DurableCertificateStore.open(dir)) {
+      assertEquals(offsets[5] - offsets[4], s.recoveryReport().tornBytesTruncated());
+      assertEquals(4, s.entryCount());
+      assertEquals(cert(3), s.get(R, 1, 3).orElseThrow());
+    }
+  }
+
+  @Test
+  void damagedRecordFollowedByIntactOnesIsRefusedEvenAtTheEnd() throws Exception {
+    long[] offsets = new long[5];
+    try (DurableCertificateStore s = DurableCertificateStore.open(dir)) {
+      for (int i = 0; i < 5; i++) {
+        offsets[i] = s.writePosition();
+        s.putIfAbsent(R, 1, i, cert(i));
+      }
+    }
+    Path seg = segments(dir).get(0);
+    long size = Files.size(seg);
+    flip(seg, offsets[3] + JournalRecord.HEADER + 20); // second to last: real mid-log corruption
+    CorruptWitnessStoreException e = assertThrows(CorruptWitnessStoreException.class,
+        () -> DurableCertificateStore.open(dir));
+    assertEquals(offsets[3], e.offset());
+    assertEquals(size, Files.size(seg), "a refused open modifies nothing");
+    flip(seg, offsets[3] + JournalRecord.HEADER + 20);
+    flip(seg, offsets[3] + 1); // a damaged header with an intact record after it
     assertThrows(CorruptWitnessStoreException.class, () -> DurableCertificateStore.open(dir));
+  }
+
+  @Test
+  void damagedLastRecordOfAnOlderSegmentIsRefused() throws Exception {
+    DurableCertificateStore.Options small = DurableCertificateStore.Options.defaults()
+        .withSegmentBytes(4096);
+    try (DurableCertificateStore s = DurableCertificateStore.open(dir, small)) {
+      for (long i = 0; i < 60; i++) {
+        s.putIfAbsent(R, 1, i, cert(i));
+      }
+    }
+    List<Path> segs = segments(dir);
+    assertTrue(segs.size() > 1);
+    flip(segs.get(0), Files.size(segs.get(0)) - 6);
+    assertThrows(CorruptWitnessStoreException.class, () -> DurableCertificateStore.open(dir, small));
+  }
+
+  @Test
+  void aWrittenEntryIsReadOnlyOnceItIsFsynced() throws Exception {
+    try (DurableCertificateStore s = DurableCertificateStore.open(dir)) {
+      s.putIfAbsent(R, 1, 0, cert(0));
+      long pos = s.write(R, 1, 1, cert(1).encode()); // written, its fsync not awaited
+      assertTrue(s.durablePosition() < pos, "nothing fsynced the second record yet");
+      // A query (WitnessLog.query reads the store) must not answer with a record a crash could
+      // still take back: it gets the certificate only once it is on disk.
+      assertEquals(cert(1), s.get(R, 1, 1).orElseThrow());
+      assertTrue(s.durablePosition() >= pos, "read an entry before it was fsynced");
+    }
   }
 
   @Test

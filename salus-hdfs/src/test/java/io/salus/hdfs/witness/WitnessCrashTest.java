@@ -83,6 +83,11 @@ class WitnessCrashTest {
       drain.setDaemon(true);
       drain.start();
       final InetSocketAddress target = addr;
+      // Writer threads report every problem here; the test thread asserts on it. Only a transport
+      // error after the kill is expected: a witness answer (REJECTED, ERROR, BUSY) or a non-STORED
+      // result is a failure, and so is any error before the kill.
+      java.util.Queue<Throwable> failures = new java.util.concurrent.ConcurrentLinkedQueue<>();
+      java.util.concurrent.atomic.AtomicBoolean killed = new java.util.concurrent.atomic.AtomicBoolean();
       for (int t = 0; t < 8; t++) {
         final int log = t;
         Thread w = new Thread(() -> {
@@ -90,28 +95,48 @@ class WitnessCrashTest {
           try (WitnessClient c = new WitnessClient(target, 20_000)) {
             for (long i = 0; ; i++) {
               byte[] bytes = certs.logEntry(Certs.entry(r, 0, i)).encode();
-              if (c.offerBytes(bytes) != WitnessClient.OfferResult.STORED) {
-                throw new AssertionError("LOG_ENTRY offer not stored");
+              WitnessClient.OfferResult res = c.offerBytes(bytes);
+              if (res != WitnessClient.OfferResult.STORED) {
+                failures.add(new AssertionError("log " + log + " index " + i
+                    + ": LOG_ENTRY offer answered " + res + ", not STORED"));
+                return;
               }
               acked.put(new Key(log, i), bytes); // acknowledged = durable by contract
               ackCount.incrementAndGet();
             }
+          } catch (WitnessClient.WitnessException e) {
+            failures.add(new AssertionError("log " + log + ": the witness answered an error: "
+                + e.getMessage(), e));
           } catch (java.io.IOException e) {
-            // the witness was killed: in-flight requests fail, acknowledged ones must survive
+            if (!killed.get()) {
+              failures.add(new AssertionError("log " + log + ": transport error before the kill",
+                  e));
+            } // else: the witness was killed; in-flight requests fail, acknowledged ones survive
+          } catch (RuntimeException | Error e) {
+            failures.add(e);
           }
-        });
+        }, "crash-writer-" + t);
         w.start();
         writers.add(w);
       }
       long until = System.currentTimeMillis() + 30_000;
-      while (ackCount.get() < 3000 && System.currentTimeMillis() < until) {
+      while (ackCount.get() < 3000 && System.currentTimeMillis() < until && failures.isEmpty()) {
         Thread.sleep(20);
       }
+      assertTrue(failures.isEmpty(), "writer failed before the kill: " + failures);
       assertTrue(ackCount.get() > 100, "too few acknowledgements before the kill: " + ackCount);
+      killed.set(true);
       child.destroyForcibly(); // SIGKILL: no close, no shutdown hook
       assertTrue(child.waitFor(30, TimeUnit.SECONDS));
       for (Thread w : writers) {
         w.join(30_000);
+        assertTrue(!w.isAlive(), w.getName() + " still running after the witness died");
+      }
+      if (!failures.isEmpty()) {
+        AssertionError all = new AssertionError(failures.size() + " writer failure(s)",
+            failures.peek());
+        failures.stream().skip(1).forEach(all::addSuppressed);
+        throw all;
       }
     } finally {
       child.destroyForcibly();

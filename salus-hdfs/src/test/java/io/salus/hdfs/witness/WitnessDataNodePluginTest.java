@@ -3,6 +3,8 @@ package io.salus.hdfs.witness;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.management.ManagementFactory;
 import java.net.InetSocketAddress;
@@ -101,5 +103,57 @@ class WitnessDataNodePluginTest {
     try (WitnessClient c = WitnessClient.connect(a)) {
       assertEquals(st, c.query(R, 0, 0).statement());
     }
+  }
+
+  @Test
+  void aCorruptJournalIsReportedThroughMetricsAndProblemNotOnlyAWarning() throws Exception {
+    RegionId r = new RegionId("vol", 7);
+    DataNode dn = cluster.getDataNodes().get(1);
+    WitnessNode w = WitnessDataNodePlugin.running(dn);
+    Path dir = w.store().directory();
+    long first = w.store().writePosition();
+    for (long i = 0; i < 3; i++) {
+      w.store().putIfAbsent(r, 0, i, CERTS.logEntry(Certs.entry(r, 0, i)));
+    }
+    int port = dn.getXferAddress().getPort();
+    MiniDFSCluster.DataNodeProperties props = cluster.stopDataNode(1);
+    Path seg;
+    try (var files = Files.list(dir)) {
+      seg = files.filter(p -> p.getFileName().toString().startsWith("journal-")).sorted()
+          .reduce((a, b) -> b).orElseThrow();
+    }
+    long victim = first + JournalRecord.HEADER + 20; // inside a record that others follow
+    DurableCertificateStoreTest.flip(seg, victim);
+    assertTrue(cluster.restartDataNode(props, true));
+    cluster.waitActive();
+    DataNode broken = cluster.getDataNodes().stream()
+        .filter(d -> d.getXferAddress().getPort() == port).findFirst().orElseThrow();
+    assertNull(WitnessDataNodePlugin.running(broken), "a corrupt journal must not be served");
+    String problem = WitnessDataNodePlugin.problem(broken).orElseThrow(
+        () -> new AssertionError("the failed witness is not reported"));
+    assertTrue(problem.contains("corrupt") && problem.contains("--repair"), problem);
+
+    MBeanServer mbs = ManagementFactory.getPlatformMBeanServer();
+    ObjectName name = new ObjectName("Hadoop:service=DataNode,name=SalusWitness-" + port);
+    long deadline = System.currentTimeMillis() + 30_000;
+    while (!mbs.isRegistered(name)
+        || ((Number) mbs.getAttribute(name, "JournalCorrupt")).intValue() != 1) {
+      if (System.currentTimeMillis() > deadline) {
+        throw new AssertionError("JMX never showed JournalCorrupt=1 for " + name);
+      }
+      Thread.sleep(250);
+    }
+    assertEquals(0, ((Number) mbs.getAttribute(name, "Healthy")).intValue());
+    assertTrue(String.valueOf(mbs.getAttribute(name, "tag.Problem")).contains("--repair"));
+
+    // Restored journal (here: the byte flipped back): the same DataNode serves again.
+    props = cluster.stopDataNode(cluster.getDataNodes().indexOf(broken));
+    DurableCertificateStoreTest.flip(seg, victim);
+    assertTrue(cluster.restartDataNode(props, true));
+    cluster.waitActive();
+    DataNode healed = cluster.getDataNodes().stream()
+        .filter(d -> d.getXferAddress().getPort() == port).findFirst().orElseThrow();
+    assertTrue(WitnessDataNodePlugin.problem(healed).isEmpty());
+    assertEquals(3, WitnessDataNodePlugin.running(healed).store().indexes(r, 0).size());
   }
 }

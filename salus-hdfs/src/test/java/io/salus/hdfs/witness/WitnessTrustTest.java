@@ -58,8 +58,22 @@ class WitnessTrustTest {
     e = assertThrows(IOException.class,
         () -> WitnessTrust.load(file("scheme weak\nfoo bar\n")));
     assertTrue(e.getMessage().contains("unknown directive"), e.getMessage());
-    e = assertThrows(IOException.class, () -> WitnessTrust.load(file("# empty\n")));
-    assertTrue(e.getMessage().contains("no `scheme` line"), e.getMessage());
+    e = assertThrows(IOException.class,
+        () -> WitnessTrust.load(file("rrs * a b c\nscheme weak\n")));
+    assertTrue(e.getMessage().contains(":2:") && e.getMessage().contains("before"), e.getMessage());
+  }
+
+  @Test
+  void ed25519IsTheDefaultSchemeOfTrustFilesAndWitnesses() throws Exception {
+    assertEquals(SignatureScheme.ED25519, WitnessTrust.load(file("# empty\n")).scheme());
+    NodeKeys k = NodeKeys.deterministic(SignatureScheme.ED25519, NodeId.of("a"), 3);
+    WitnessTrust t = WitnessTrust.load(file("node a "
+        + java.util.HexFormat.of().formatHex(k.verificationKey()) + "\nrrs * a b c\n"));
+    assertEquals(SignatureScheme.ED25519, t.scheme());
+    try (WitnessNode w = WitnessDaemon.start(WitnessNode.Settings.of(tmp.resolve("w"), 0))) {
+      assertEquals(SignatureScheme.ED25519, w.service().keys().scheme(),
+          "a witness started without a trust file signs with ed25519");
+    }
   }
 
   private static Set<NodeId> ids(String... s) {

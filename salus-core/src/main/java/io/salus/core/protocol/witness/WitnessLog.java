@@ -103,6 +103,34 @@ public final class WitnessLog {
                 new Statement.NoNextEntry(region, generation, index), signer));
     }
 
+    /** Slots whose tentatives still wait for the other replicas. */
+    public int pendingCount() {
+        return pending.size();
+    }
+
+    /** Forgets pending tentatives of a log at or below an index (a checkpoint covers them). */
+    public void dropPendingThrough(RegionId region, long generation, long throughIndex) {
+        pending.keySet().removeIf(s -> s.region.equals(region) && s.generation == generation
+                && s.index <= throughIndex);
+    }
+
+    /**
+     * Keeps at most {@code max} pending slots, forgetting those of the lowest generation and index
+     * first (the ones least likely to still complete). Returns how many were dropped.
+     */
+    public int dropOldestPending(int max) {
+        int excess = pending.size() - max;
+        if (excess <= 0) {
+            return 0;
+        }
+        List<Slot> oldest = pending.keySet().stream()
+                .sorted(java.util.Comparator.comparingLong(Slot::generation)
+                        .thenComparingLong(Slot::index))
+                .limit(excess).toList();
+        oldest.forEach(pending::remove);
+        return oldest.size();
+    }
+
     /** Forgets pending tentatives (crash: they were never durable). */
     public void dropPending() {
         pending.clear();

@@ -1,0 +1,54 @@
+package io.salus.blockdriver.launcher;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.HexFormat;
+import java.util.List;
+
+import io.salus.core.crypto.NodeId;
+import io.salus.core.crypto.NodeKeys;
+import io.salus.core.crypto.SignatureScheme;
+import io.salus.hdfs.witness.WitnessIdentity;
+
+/**
+ * The replica identities of the embedded cluster and the trust file its five witnesses load, so
+ * that they accept offers signed by the cluster's replicas (without one, a witness knows no RRS
+ * and rejects every offer). Ed25519: each replica's secret stays in {@code DATA/keys/<id>.key}
+ * (owner-only), the trust file {@code DATA/witness-trust.conf} holds only verification keys and
+ * one {@code rrs *} line naming the three replicas. Created on first start, reused afterwards.
+ */
+public final class LauncherTrust {
+  /** The three replica ids of every region's RRS in the embedded cluster. */
+  public static final List<String> REPLICAS = List.of("replica-1", "replica-2", "replica-3");
+  public static final String TRUST_FILE = "witness-trust.conf";
+  public static final String KEYS_DIR = "keys";
+
+  private LauncherTrust() {
+  }
+
+  /** The replica's signing keys (its secret file under {@code DATA/keys}), created if absent. */
+  public static NodeKeys replicaKeys(Path dataDir, String replica) throws IOException {
+    return WitnessIdentity.loadOrCreate(NodeId.of(replica), SignatureScheme.ED25519,
+        dataDir.resolve(KEYS_DIR).resolve(replica + ".key"));
+  }
+
+  /** Creates (or re-writes from the existing keys) the witness trust file and returns its path. */
+  public static Path ensure(Path dataDir) throws IOException {
+    StringBuilder t = new StringBuilder()
+        .append("# written by 'salus up': the embedded cluster's replicas (secrets in ")
+        .append(KEYS_DIR).append("/)\nscheme ed25519\n");
+    for (String r : REPLICAS) {
+      t.append("node ").append(r).append(' ')
+          .append(HexFormat.of().formatHex(replicaKeys(dataDir, r).verificationKey())).append('\n');
+    }
+    t.append("rrs * ").append(String.join(" ", REPLICAS)).append('\n');
+    Path file = dataDir.resolve(TRUST_FILE);
+    Path tmp = dataDir.resolve(TRUST_FILE + ".tmp");
+    Files.writeString(tmp, t, StandardCharsets.UTF_8);
+    Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+    return file;
+  }
+}

@@ -1,0 +1,111 @@
+package io.salus.hdfs.witness;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.DataOutputStream;
+import java.net.Socket;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+import io.salus.core.cert.CertType;
+import io.salus.core.cert.Certificate;
+import io.salus.core.cert.RegionId;
+import io.salus.core.crypto.NodeId;
+import io.salus.core.crypto.NodeKeys;
+import io.salus.core.crypto.SignatureScheme;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Hostile senders against a real witness over loopback: idle connections, forged offers for many
+ * regions, tentatives that never complete. None of them may exhaust the witness.
+ */
+class WitnessResourceLimitsTest {
+  private final Certs certs = new Certs(SignatureScheme.WEAK_CRC32C);
+
+  @TempDir
+  Path dir;
+
+  @Test
+  void idleConnectionsAtTheLimitDoNotLockReplicasOut() throws Exception {
+    try (WitnessNode node = WitnessDaemon.start(WitnessNode.Settings.of(dir, 0)
+        .withTrust(certs.trust()).withLimits(4, 8).withIdleTimeout(300))) {
+      List<Socket> idle = new ArrayList<>();
+      try {
+        for (int i = 0; i < 4; i++) { // every slot taken by a client that never sends anything
+          idle.add(new Socket(node.address().getAddress(), node.address().getPort()));
+        }
+        Socket slow = idle.get(3); // one stuck in the middle of a frame (slow loris)
+        DataOutputStream out = new DataOutputStream(slow.getOutputStream());
+        out.writeInt(100);
+        out.writeByte(1);
+        out.flush();
+        // A replica keeps retrying; it must get in once the idle ones are timed out. The deadline
+        // only bounds the test on a hung witness; it is not a performance assertion.
+        long deadline = System.nanoTime() + 60_000_000_000L;
+        RegionId r = new RegionId("vol", 0);
+        while (true) {
+          try (WitnessClient c = WitnessClient.connect(node.address())) {
+            assertEquals(WitnessClient.OfferResult.STORED,
+                c.offer(certs.logEntry(Certs.entry(r, 0, 0))));
+            break;
+          } catch (WitnessClient.WitnessException busy) {
+            assertEquals(WitnessProtocol.ST_BUSY, busy.status(), busy.getMessage());
+            assertTrue(System.nanoTime() < deadline, "idle connections locked the witness out");
+            Thread.sleep(100);
+          }
+        }
+        assertTrue(node.service() != null);
+      } finally {
+        for (Socket s : idle) {
+          s.close();
+        }
+      }
+    }
+  }
+
+  @Test
+  void forgedOffersAndQueriesCreateNoPerRegionState() throws Exception {
+    NodeKeys forger = NodeKeys.deterministic(SignatureScheme.ED25519, NodeId.of("rs0"), 7);
+    try (WitnessNode node = WitnessDaemon.start(WitnessNode.Settings.of(dir, 0)
+        .withTrust(new Certs(SignatureScheme.ED25519).trust()))) {
+      WitnessService svc = node.service();
+      for (int i = 0; i < 300; i++) {
+        Certificate forged = Certificate.sign(CertType.TENTATIVE_LOG_ENTRY,
+            Certs.entry(new RegionId("junk" + i, i), 0, 0), forger.signer());
+        assertEquals(WitnessProtocol.ST_REJECTED, svc.offer(forged.encode()).status());
+        assertEquals(CertType.NO_NEXT_ENTRY, svc.query(new RegionId("q" + i, 0), 0, 0).type());
+      }
+      assertEquals(0, svc.regionLogCount(), "forged offers or queries created region logs");
+    }
+  }
+
+  @Test
+  void pendingTentativesArePrunedByCheckpointsAndBounded() throws Exception {
+    RegionId r = new RegionId("vol", 1);
+    try (WitnessNode node = WitnessDaemon.start(WitnessNode.Settings.of(dir, 0)
+        .withTrust(certs.trust()))) {
+      WitnessService svc = node.service();
+      for (long i = 0; i < 100; i++) { // only replica 0 ever offers: the slots stay incomplete
+        assertEquals(WitnessProtocol.ST_PENDING,
+            svc.offer(certs.tentative(0, Certs.entry(r, 0, i)).encode()).status());
+      }
+      assertEquals(100, svc.pendingSlots());
+      assertEquals(WitnessProtocol.ST_TRUNCATED,
+          svc.truncate(certs.checkpoint(r, 0, 49).encode()).status());
+      assertEquals(50, svc.pendingSlots(), "a checkpoint must drop the pending slots it covers");
+      int extra = WitnessService.MAX_PENDING_SLOTS_PER_REGION + 20;
+      for (long i = 100; i < 100 + extra; i++) {
+        svc.offer(certs.tentative(1, Certs.entry(r, 0, i)).encode());
+      }
+      assertEquals(WitnessService.MAX_PENDING_SLOTS_PER_REGION, svc.pendingSlots());
+      // The newest slots are kept and still complete.
+      long last = 100 + extra - 1;
+      svc.offer(certs.tentative(0, Certs.entry(r, 0, last)).encode());
+      assertEquals(WitnessProtocol.ST_STORED,
+          svc.offer(certs.tentative(2, Certs.entry(r, 0, last)).encode()).status());
+    }
+  }
+}
