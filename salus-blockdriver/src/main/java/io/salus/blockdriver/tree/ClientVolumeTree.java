@@ -422,9 +422,14 @@ public final class ClientVolumeTree {
     pending.computeIfAbsent(block, k -> new ArrayList<>(1)).add(leaf);
   }
 
-  /** The store acknowledged the update: the leaf becomes part of the tree. */
+  /**
+   * The store acknowledged the update: the leaf becomes part of the tree. Updates of one block
+   * are stored in the order they began (the volume serializes them, and a later one carries a
+   * higher cell version), so the block now holds this content: every update begun before it
+   * (an aborted one whose content was acceptable until now) stops being acceptable.
+   */
   public synchronized void commitUpdate(long block, byte[] leaf) {
-    removePending(block, leaf);
+    removePendingThrough(block, leaf);
     loadedSubtree(block);
     tree.setLeaf(block, Hash.of(leaf));
     seq++;
@@ -442,14 +447,19 @@ public final class ClientVolumeTree {
     }
   }
 
-  private void removePending(long block, byte[] leaf) {
+  /** Removes {@code leaf} and every update of {@code block} begun before it. */
+  private void removePendingThrough(long block, byte[] leaf) {
     List<byte[]> p = pending.get(block);
     if (p != null) {
-      for (Iterator<byte[]> it = p.iterator(); it.hasNext();) {
-        if (it.next() == leaf) {
-          it.remove();
+      int at = -1;
+      for (int i = 0; i < p.size(); i++) {
+        if (p.get(i) == leaf) {
+          at = i;
           break;
         }
+      }
+      if (at >= 0) {
+        p.subList(0, at + 1).clear();
       }
       if (p.isEmpty()) {
         pending.remove(block);
