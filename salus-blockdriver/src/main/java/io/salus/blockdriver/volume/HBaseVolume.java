@@ -489,7 +489,14 @@ public final class HBaseVolume implements Volume {
     return admitted(() -> zeroRange(firstBlock, count, fua));
   }
 
+  /**
+   * Zeroes a range. Blocks the tree already holds as empty are not sent; with FUA their emptiness
+   * may still rest on an earlier delete that is only in a WAL's memory (a non-FUA TRIM), so when
+   * any block was skipped the WALs are hsynced ({@link #syncWals}) before acknowledging.
+   */
   private CompletableFuture<Void> zeroRange(long firstBlock, long count, boolean fua) {
+    java.util.concurrent.atomic.AtomicBoolean skipped =
+        new java.util.concurrent.atomic.AtomicBoolean();
     CompletableFuture<Void> chain = CompletableFuture.completedFuture(null);
     long end = firstBlock + count;
     long pos = firstBlock;
@@ -501,21 +508,37 @@ public final class HBaseVolume implements Volume {
       pos = chunkEnd;
       chain = chain.thenCompose(v -> {
         if (tree.subtreeEmpty(idx)) {
+          skipped.set(true);
           return CompletableFuture.completedFuture(null);
         }
         return withTree(chunkStart, chunkEnd - chunkStart,
-            () -> zeroChunk(chunkStart, chunkEnd, fua));
+            () -> zeroChunk(chunkStart, chunkEnd, fua, skipped));
       });
+    }
+    if (fua) {
+      chain = chain.thenCompose(v -> skipped.get() ? syncWals()
+              : CompletableFuture.<Void>completedFuture(null))
+          .thenApply(v -> {
+            VolumeException fenced = lease.fencedError();
+            if (fenced != null) {
+              throw new CompletionException(fenced);
+            }
+            return v;
+          })
+          .exceptionallyCompose(t -> CompletableFuture.failedFuture(translate(t)));
     }
     return chain;
   }
 
-  private CompletableFuture<Void> zeroChunk(long start, long end, boolean fua) {
+  private CompletableFuture<Void> zeroChunk(long start, long end, boolean fua,
+      java.util.concurrent.atomic.AtomicBoolean skipped) {
     byte[] empty = tree.emptyLeaf();
     List<Long> blocks = new ArrayList<>();
     for (long b = start; b < end; b++) {
       if (!tree.isEmpty(b)) {
         blocks.add(b);
+      } else {
+        skipped.set(true);
       }
     }
     List<CompletableFuture<Void>> parts = new ArrayList<>();
