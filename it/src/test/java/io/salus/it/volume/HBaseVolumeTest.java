@@ -537,4 +537,52 @@ class HBaseVolumeTest {
     }
     assertTrue(catalog.delete("leased"), "delete works once no writer holds the lease");
   }
+  /**
+   * review: a writer that has lost its lease but has not yet seen the loss (a process paused
+   * between admitting a FLUSH and recording its root, e.g. by a GC pause longer than the
+   * session timeout) must not record its root over the next writer's. The catalog accepted any
+   * record with a higher sequence number, so the stale writer's root replaced the new writer's:
+   * the new writer's FLUSH then failed ("below the recorded sequence") and its next mount was
+   * refused with a root mismatch. The not-yet-noticed loss is modelled by setting the stale
+   * lease's flags back to held (the state a paused process still has in memory).
+   */
+  @Test
+  void writerThatHasNotSeenItsLeaseLossCannotRecordItsRoot() throws Exception {
+    catalog.create("stale", 256, 4096, "SHA-256", 1);
+    String quorum = ZKConfig.getZKQuorumServersString(hbase.conf());
+    HBaseVolume first = HBaseVolume.open(hbase.connection(), "stale");
+    try {
+      for (int i = 0; i < 30; i++) {
+        first.write(i, random(4096, 100 + i), false).join();
+      }
+      expireSession(quorum, first.lease(), VolumeLease.ROOT + "/stale/writer");
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+      while (first.lease().isHeld() && System.nanoTime() < deadline) {
+        Thread.sleep(100);
+      }
+      try (HBaseVolume next = HBaseVolume.open(hbase.connection(), "stale",
+          true /* the first writer's unflushed writes landed */)) {
+        next.write(40, random(4096, 40), false).join();
+        next.flush().join();
+        // the first writer resumes, still believing it holds the lease
+        java.lang.reflect.Field held = VolumeLease.class.getDeclaredField("held");
+        held.setAccessible(true);
+        held.setBoolean(first.lease(), true);
+        java.lang.reflect.Field suspended = VolumeLease.class.getDeclaredField("suspended");
+        suspended.setAccessible(true);
+        suspended.setBoolean(first.lease(), false);
+        assertThrows(CompletionException.class, () -> first.flush().join(),
+            "a writer whose lease was taken over recorded its root");
+        held.setBoolean(first.lease(), false);
+        next.write(41, random(4096, 41), false).join();
+        next.flush().join();
+      }
+      try (HBaseVolume again = HBaseVolume.open(hbase.connection(), "stale")) {
+        assertTrue(again.mountRootMatchesRecorded());
+        assertArrayEquals(random(4096, 41), again.read(41, 1).join());
+      }
+    } finally {
+      first.close();
+    }
+  }
 }

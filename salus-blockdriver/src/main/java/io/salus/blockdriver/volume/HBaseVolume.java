@@ -87,6 +87,8 @@ public final class HBaseVolume implements Volume {
   private final VolumeLease lease;
   /** Explicit cell versions of this open (a delete never hides a later write). */
   private final WriteVersions versions;
+  /** This open's writer epoch: the fencing token checked when the root is recorded. */
+  private final long writerEpoch;
 
   private HBaseVolume(Connection connection, VolumeInfo info, boolean acceptCurrentState)
       throws IOException {
@@ -101,7 +103,8 @@ public final class HBaseVolume implements Volume {
     AsyncConnection ac = null;
     ExecutorService ex = null;
     try {
-      this.versions = new WriteVersions(catalog.nextWriterEpoch(info.name()));
+      this.writerEpoch = catalog.nextWriterEpoch(info.name());
+      this.versions = new WriteVersions(writerEpoch);
       try {
         ac = ConnectionFactory.createAsyncConnection(connection.getConfiguration()).get();
       } catch (ExecutionException e) {
@@ -155,7 +158,7 @@ public final class HBaseVolume implements Volume {
       LOG.info("mounted volume '{}' ({} blocks of {} B) in {} ms, root {} sequence {}",
           info.name(), info.sizeInBlocks(), bs, (System.nanoTime() - t0) / 1_000_000,
           VolumeCatalog.hex(mountRoot), seq);
-      catalog.recordRoot(info.name(), mountRoot, seq, false);
+      catalog.recordRoot(info.name(), mountRoot, seq, false, writerEpoch);
       recordedSeq = seq;
     } catch (IOException | RuntimeException | Error e) {
       release(ac, ex, lease, info.name());
@@ -467,7 +470,7 @@ public final class HBaseVolume implements Volume {
       return;
     }
     try {
-      catalog.recordRoot(info.name(), tree.root(), seq, clean);
+      catalog.recordRoot(info.name(), tree.root(), seq, clean, writerEpoch);
       recordedSeq = seq;
     } catch (IOException e) {
       throw new VolumeException("cannot record volume root of '" + info.name() + "'", e);
