@@ -467,6 +467,27 @@ public final class ClientVolumeTree {
     }
   }
 
+  /**
+   * Settles a block whose update failed (after {@link #abortUpdate}) once the store says what it
+   * holds: when {@code storedLeaf} is the tree's leaf or one of the block's pending leaves, it
+   * becomes the tree's leaf and nothing else stays acceptable. No update of the block may be in
+   * flight. Returns false (changing nothing) when the stored leaf matches none of them.
+   */
+  public synchronized boolean settle(long block, byte[] storedLeaf) {
+    loadedSubtree(block);
+    Hash current = tree.leaf(block);
+    boolean known = Arrays.equals(current.bytes(), storedLeaf) || matchesPending(block, storedLeaf);
+    if (!known) {
+      return false;
+    }
+    pending.remove(block);
+    if (!Arrays.equals(current.bytes(), storedLeaf)) {
+      tree.setLeaf(block, Hash.of(storedLeaf));
+      seq++;
+    }
+    return true;
+  }
+
   /** Number of subtrees currently cached (for tests). */
   public synchronized int cachedSubtrees() {
     return cache.size();

@@ -75,6 +75,12 @@ public final class HBaseVolume implements Volume {
   private long recordedSeq = -1;
   /** Last in-flight batch per block (for ordering overlapping writes). */
   private final Map<Long, CompletableFuture<Void>> inflight = new HashMap<>();
+  /**
+   * Blocks whose last update failed: storage may hold the old or the new content. Settled from
+   * the stored hash before a root is recorded ({@link #settleUncertain}), so that a partly
+   * applied batch does not make the recorded root differ from storage.
+   */
+  private final java.util.Set<Long> uncertain = java.util.concurrent.ConcurrentHashMap.newKeySet();
   private final byte[] mountRoot;
   private final boolean mountRootMatches;
   private volatile boolean closed;
@@ -399,6 +405,7 @@ public final class HBaseVolume implements Volume {
               tree.commitUpdate(firstBlock + i, leaves[i]);
             } else {
               tree.abortUpdate(firstBlock + i, leaves[i]);
+              uncertain.add(firstBlock + i);
             }
           }
         }
@@ -430,9 +437,45 @@ public final class HBaseVolume implements Volume {
    */
   @Override
   public CompletableFuture<Void> flush() {
-    return admitted(() -> syncWals()
+    return admitted(() -> settleUncertain().thenCompose(v -> syncWals())
         .thenRunAsync(() -> recordRoot(false), executor)
         .exceptionallyCompose(t -> CompletableFuture.failedFuture(translate(t))));
+  }
+
+  /**
+   * Reads the stored hash of every block whose update failed and settles the tree on it
+   * ({@link ClientVolumeTree#settle}), serialized with the writes of that block. A block that
+   * cannot be settled stays uncertain (the recorded root may then differ from storage, and the
+   * next mount says so).
+   */
+  private CompletableFuture<Void> settleUncertain() {
+    List<CompletableFuture<Void>> all = new ArrayList<>();
+    for (Long block : new ArrayList<>(uncertain)) {
+      CompletableFuture<Void> mine = new CompletableFuture<>();
+      CompletableFuture<Void> prev;
+      synchronized (inflight) {
+        prev = inflight.put(block, mine);
+      }
+      CompletableFuture<Void> start = prev == null ? CompletableFuture.completedFuture(null)
+          : prev.handle((r, t) -> null);
+      CompletableFuture<Void> f = start.thenCompose(v -> tree.acquire(block, 1))
+          .thenCompose(v -> table.get(new Get(row(block)).addColumn(FAMILY, HASH)))
+          .thenAccept(r -> {
+            byte[] h = r == null || r.isEmpty() ? tree.emptyLeaf() : r.getValue(FAMILY, HASH);
+            if (h != null && tree.settle(block, h)) {
+              uncertain.remove(block);
+            }
+          });
+      f = f.whenComplete((r, t) -> {
+        tree.release(block, 1);
+        synchronized (inflight) {
+          inflight.remove(block, mine);
+        }
+        mine.complete(null);
+      });
+      all.add(f);
+    }
+    return CompletableFuture.allOf(all.toArray(new CompletableFuture[0]));
   }
 
   /** One {@code FSYNC_WAL} marker put per region of the table (see {@link #flush}). */
@@ -624,6 +667,16 @@ public final class HBaseVolume implements Volume {
           + " recorded as unclean", info.name(), inFlight.size(), CLOSE_WAIT_SECONDS);
     }
     if (lease.isHeld()) {
+      if (drained && !uncertain.isEmpty()) {
+        try {
+          settleUncertain().get(CLOSE_WAIT_SECONDS, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        } catch (ExecutionException | java.util.concurrent.TimeoutException e) {
+          LOG.warn("volume '{}': could not settle blocks whose writes failed", info.name(), e);
+        }
+        drained = uncertain.isEmpty();
+      }
       try {
         recordRoot(drained);
       } catch (RuntimeException e) {
