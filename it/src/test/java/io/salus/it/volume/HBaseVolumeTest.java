@@ -623,4 +623,43 @@ class HBaseVolumeTest {
       assertTrue(again.mountRootMatchesRecorded());
     }
   }
+  /**
+   * review: a writer that lost its lease but has not noticed yet (paused past the session
+   * timeout) still acknowledges data writes: the fence is only the client's own view of the
+   * lease, and a put carries no writer epoch the store could check. The acknowledged write is
+   * then unknown to the next writer's tree (a read of it fails verification) and is lost. Not
+   * fixed: it needs a server-side epoch check on every batch (e.g. a conditional mutation or a
+   * region observer comparing the writer epoch).
+   */
+  @org.junit.jupiter.api.Disabled("review finding: a writer that has not noticed its lease loss"
+      + " still acknowledges writes")
+  @Test
+  void writerThatHasNotSeenItsLeaseLossDoesNotAcknowledgeWrites() throws Exception {
+    catalog.create("stale2", 256, 4096, "SHA-256", 1);
+    String quorum = ZKConfig.getZKQuorumServersString(hbase.conf());
+    HBaseVolume first = HBaseVolume.open(hbase.connection(), "stale2");
+    try {
+      first.write(0, random(4096, 1), false).join();
+      first.flush().join();
+      expireSession(quorum, first.lease(), VolumeLease.ROOT + "/stale2/writer");
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+      while (first.lease().isHeld() && System.nanoTime() < deadline) {
+        Thread.sleep(100);
+      }
+      try (HBaseVolume next = HBaseVolume.open(hbase.connection(), "stale2")) {
+        java.lang.reflect.Field held = VolumeLease.class.getDeclaredField("held");
+        held.setAccessible(true);
+        held.setBoolean(first.lease(), true);
+        java.lang.reflect.Field suspended = VolumeLease.class.getDeclaredField("suspended");
+        suspended.setAccessible(true);
+        suspended.setBoolean(first.lease(), false);
+        assertThrows(CompletionException.class,
+            () -> first.write(5, random(4096, 5), false).join(),
+            "a writer whose lease was taken over acknowledged a write");
+        held.setBoolean(first.lease(), false);
+      }
+    } finally {
+      first.close();
+    }
+  }
 }
