@@ -98,4 +98,24 @@ class HBaseVolumeDurabilityTest {
       assertArrayEquals(random(4096, 99), v.read(4000, 1).join());
     }
   }
+  /**
+   * review: a non-FUA TRIM deletes a block (in the WAL, not yet hsynced); a later WRITE_ZEROES
+   * with FUA of that block finds it already empty in the tree and sends nothing, so it is
+   * acknowledged without any hsync: after a power loss the block could read its old data
+   * although a FUA zeroing was acknowledged.
+   */
+  @Test
+  void fuaWriteZeroesOfAnAlreadyTrimmedBlockHsyncs() throws Exception {
+    VolumeCatalog catalog = new VolumeCatalog(util.getConnection());
+    catalog.create("fuazero", 4096, 4096, "SHA-256", 2);
+    try (HBaseVolume v = HBaseVolume.open(util.getConnection(), "fuazero")) {
+      v.write(7, random(4096, 7), false).join();
+      v.flush().join();
+      v.trim(7, 1).join(); // hflushed only
+      long before = fsyncs();
+      v.writeZeroes(7, 1, true).join();
+      assertTrue(fsyncs() > before, "write-zeroes with FUA acknowledged without an hsync");
+      assertArrayEquals(new byte[4096], v.read(7, 1).join());
+    }
+  }
 }

@@ -438,9 +438,14 @@ public final class ClientVolumeTree {
     pending.computeIfAbsent(block, k -> new ArrayList<>(1)).add(leaf);
   }
 
-  /** The store acknowledged the update: the leaf becomes part of the tree. */
+  /**
+   * The store acknowledged the update: the leaf becomes part of the tree. Updates of one block
+   * are stored in the order they began (the volume serializes them, and a later one carries a
+   * higher cell version), so the block now holds this content: every update begun before it
+   * (an aborted one whose content was acceptable until now) stops being acceptable.
+   */
   public synchronized void commitUpdate(long block, byte[] leaf) {
-    removePending(block, leaf);
+    removePendingThrough(block, leaf);
     loadedSubtree(block);
     tree.setLeaf(block, Hash.of(leaf));
     seq++;
@@ -458,19 +463,45 @@ public final class ClientVolumeTree {
     }
   }
 
-  private void removePending(long block, byte[] leaf) {
+  /** Removes {@code leaf} and every update of {@code block} begun before it. */
+  private void removePendingThrough(long block, byte[] leaf) {
     List<byte[]> p = pending.get(block);
     if (p != null) {
-      for (Iterator<byte[]> it = p.iterator(); it.hasNext();) {
-        if (it.next() == leaf) {
-          it.remove();
+      int at = -1;
+      for (int i = 0; i < p.size(); i++) {
+        if (p.get(i) == leaf) {
+          at = i;
           break;
         }
+      }
+      if (at >= 0) {
+        p.subList(0, at + 1).clear();
       }
       if (p.isEmpty()) {
         pending.remove(block);
       }
     }
+  }
+
+  /**
+   * Settles a block whose update failed (after {@link #abortUpdate}) once the store says what it
+   * holds: when {@code storedLeaf} is the tree's leaf or one of the block's pending leaves, it
+   * becomes the tree's leaf and nothing else stays acceptable. No update of the block may be in
+   * flight. Returns false (changing nothing) when the stored leaf matches none of them.
+   */
+  public synchronized boolean settle(long block, byte[] storedLeaf) {
+    loadedSubtree(block);
+    Hash current = tree.leaf(block);
+    boolean known = Arrays.equals(current.bytes(), storedLeaf) || matchesPending(block, storedLeaf);
+    if (!known) {
+      return false;
+    }
+    pending.remove(block);
+    if (!Arrays.equals(current.bytes(), storedLeaf)) {
+      tree.setLeaf(block, Hash.of(storedLeaf));
+      seq++;
+    }
+    return true;
   }
 
   /** Number of subtrees currently cached (for tests). */

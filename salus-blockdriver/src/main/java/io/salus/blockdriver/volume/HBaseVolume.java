@@ -79,6 +79,12 @@ public final class HBaseVolume implements Volume {
   private long recordedSeq = -1;
   /** Last in-flight batch per block (for ordering overlapping writes). */
   private final Map<Long, CompletableFuture<Void>> inflight = new HashMap<>();
+  /**
+   * Blocks whose last update failed: storage may hold the old or the new content. Settled from
+   * the stored hash before a root is recorded ({@link #settleUncertain}), so that a partly
+   * applied batch does not make the recorded root differ from storage.
+   */
+  private final java.util.Set<Long> uncertain = java.util.concurrent.ConcurrentHashMap.newKeySet();
   private final byte[] mountRoot;
   private final boolean mountRootMatches;
   private volatile boolean closed;
@@ -91,6 +97,8 @@ public final class HBaseVolume implements Volume {
   private final VolumeLease lease;
   /** Explicit cell versions of this open (a delete never hides a later write). */
   private final WriteVersions versions;
+  /** This open's writer epoch: the fencing token checked when the root is recorded. */
+  private final long writerEpoch;
 
   private HBaseVolume(Connection connection, VolumeInfo info, boolean acceptCurrentState)
       throws IOException {
@@ -105,7 +113,8 @@ public final class HBaseVolume implements Volume {
     AsyncConnection ac = null;
     ExecutorService ex = null;
     try {
-      this.versions = new WriteVersions(catalog.nextWriterEpoch(info.name()));
+      this.writerEpoch = catalog.nextWriterEpoch(info.name());
+      this.versions = new WriteVersions(writerEpoch);
       try {
         ac = ConnectionFactory.createAsyncConnection(connection.getConfiguration()).get();
       } catch (ExecutionException e) {
@@ -170,7 +179,7 @@ public final class HBaseVolume implements Volume {
       LOG.info("mounted volume '{}' ({} blocks of {} B) in {} ms, root {} sequence {}",
           info.name(), info.sizeInBlocks(), bs, (System.nanoTime() - t0) / 1_000_000,
           VolumeCatalog.hex(mountRoot), seq);
-      catalog.recordRoot(info.name(), mountRoot, seq, false);
+      catalog.recordRoot(info.name(), mountRoot, seq, false, writerEpoch);
       recordedSeq = seq;
     } catch (IOException | RuntimeException | Error e) {
       release(ac, ex, lease, info.name());
@@ -411,6 +420,7 @@ public final class HBaseVolume implements Volume {
               tree.commitUpdate(firstBlock + i, leaves[i]);
             } else {
               tree.abortUpdate(firstBlock + i, leaves[i]);
+              uncertain.add(firstBlock + i);
             }
           }
         }
@@ -442,9 +452,45 @@ public final class HBaseVolume implements Volume {
    */
   @Override
   public CompletableFuture<Void> flush() {
-    return admitted(() -> syncWals()
+    return admitted(() -> settleUncertain().thenCompose(v -> syncWals())
         .thenRunAsync(() -> recordRoot(false), executor)
         .exceptionallyCompose(t -> CompletableFuture.failedFuture(translate(t))));
+  }
+
+  /**
+   * Reads the stored hash of every block whose update failed and settles the tree on it
+   * ({@link ClientVolumeTree#settle}), serialized with the writes of that block. A block that
+   * cannot be settled stays uncertain (the recorded root may then differ from storage, and the
+   * next mount says so).
+   */
+  private CompletableFuture<Void> settleUncertain() {
+    List<CompletableFuture<Void>> all = new ArrayList<>();
+    for (Long block : new ArrayList<>(uncertain)) {
+      CompletableFuture<Void> mine = new CompletableFuture<>();
+      CompletableFuture<Void> prev;
+      synchronized (inflight) {
+        prev = inflight.put(block, mine);
+      }
+      CompletableFuture<Void> start = prev == null ? CompletableFuture.completedFuture(null)
+          : prev.handle((r, t) -> null);
+      CompletableFuture<Void> f = start.thenCompose(v -> tree.acquire(block, 1))
+          .thenCompose(v -> table.get(new Get(row(block)).addColumn(FAMILY, HASH)))
+          .thenAccept(r -> {
+            byte[] h = r == null || r.isEmpty() ? tree.emptyLeaf() : r.getValue(FAMILY, HASH);
+            if (h != null && tree.settle(block, h)) {
+              uncertain.remove(block);
+            }
+          });
+      f = f.whenComplete((r, t) -> {
+        tree.release(block, 1);
+        synchronized (inflight) {
+          inflight.remove(block, mine);
+        }
+        mine.complete(null);
+      });
+      all.add(f);
+    }
+    return CompletableFuture.allOf(all.toArray(new CompletableFuture[0]));
   }
 
   /** One {@code FSYNC_WAL} marker put per region of the table (see {@link #flush}). */
@@ -482,7 +528,7 @@ public final class HBaseVolume implements Volume {
       return;
     }
     try {
-      catalog.recordRoot(info.name(), tree.root(), seq, clean);
+      catalog.recordRoot(info.name(), tree.root(), seq, clean, writerEpoch);
       recordedSeq = seq;
     } catch (IOException e) {
       throw new VolumeException("cannot record volume root of '" + info.name() + "'", e);
@@ -504,7 +550,14 @@ public final class HBaseVolume implements Volume {
     return admitted(() -> zeroRange(firstBlock, count, fua));
   }
 
+  /**
+   * Zeroes a range. Blocks the tree already holds as empty are not sent; with FUA their emptiness
+   * may still rest on an earlier delete that is only in a WAL's memory (a non-FUA TRIM), so when
+   * any block was skipped the WALs are hsynced ({@link #syncWals}) before acknowledging.
+   */
   private CompletableFuture<Void> zeroRange(long firstBlock, long count, boolean fua) {
+    java.util.concurrent.atomic.AtomicBoolean skipped =
+        new java.util.concurrent.atomic.AtomicBoolean();
     CompletableFuture<Void> chain = CompletableFuture.completedFuture(null);
     long end = firstBlock + count;
     long pos = firstBlock;
@@ -516,21 +569,37 @@ public final class HBaseVolume implements Volume {
       pos = chunkEnd;
       chain = chain.thenCompose(v -> {
         if (tree.subtreeEmpty(idx)) {
+          skipped.set(true);
           return CompletableFuture.completedFuture(null);
         }
         return withTree(chunkStart, chunkEnd - chunkStart,
-            () -> zeroChunk(chunkStart, chunkEnd, fua));
+            () -> zeroChunk(chunkStart, chunkEnd, fua, skipped));
       });
+    }
+    if (fua) {
+      chain = chain.thenCompose(v -> skipped.get() ? syncWals()
+              : CompletableFuture.<Void>completedFuture(null))
+          .thenApply(v -> {
+            VolumeException fenced = lease.fencedError();
+            if (fenced != null) {
+              throw new CompletionException(fenced);
+            }
+            return v;
+          })
+          .exceptionallyCompose(t -> CompletableFuture.failedFuture(translate(t)));
     }
     return chain;
   }
 
-  private CompletableFuture<Void> zeroChunk(long start, long end, boolean fua) {
+  private CompletableFuture<Void> zeroChunk(long start, long end, boolean fua,
+      java.util.concurrent.atomic.AtomicBoolean skipped) {
     byte[] empty = tree.emptyLeaf();
     List<Long> blocks = new ArrayList<>();
     for (long b = start; b < end; b++) {
       if (!tree.isEmpty(b)) {
         blocks.add(b);
+      } else {
+        skipped.set(true);
       }
     }
     List<CompletableFuture<Void>> parts = new ArrayList<>();
@@ -613,6 +682,16 @@ public final class HBaseVolume implements Volume {
           + " recorded as unclean", info.name(), inFlight.size(), CLOSE_WAIT_SECONDS);
     }
     if (lease.isHeld()) {
+      if (drained && !uncertain.isEmpty()) {
+        try {
+          settleUncertain().get(CLOSE_WAIT_SECONDS, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        } catch (ExecutionException | java.util.concurrent.TimeoutException e) {
+          LOG.warn("volume '{}': could not settle blocks whose writes failed", info.name(), e);
+        }
+        drained = uncertain.isEmpty();
+      }
       try {
         recordRoot(drained);
       } catch (RuntimeException e) {

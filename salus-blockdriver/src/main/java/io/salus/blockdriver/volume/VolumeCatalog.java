@@ -246,14 +246,24 @@ public final class VolumeCatalog {
 
   /**
    * Records the volume tree root (at mount, flush and close) and whether the writer closed
-   * cleanly. Sequence numbers only grow: a record with a lower sequence number than the stored
-   * one is refused (atomically, against the value read).
+   * cleanly. Only the writer of the current writer epoch may record (the epoch is the fencing
+   * token: a writer that lost its lease, whether or not it has noticed yet, had its epoch
+   * superseded by the next writer's {@link #nextWriterEpoch}), and sequence numbers only grow.
+   * Both are checked atomically with the write, against the values read.
    */
-  void recordRoot(String name, byte[] root, long seq, boolean cleanClose) throws IOException {
+  void recordRoot(String name, byte[] root, long seq, boolean cleanClose, long writerEpoch)
+      throws IOException {
     byte[] row = Bytes.toBytes(name);
     try (Table t = connection.getTable(CATALOG_TABLE)) {
       for (int attempt = 0; attempt < 10; attempt++) {
-        byte[] cur = t.get(new Get(row).addColumn(FAMILY, Q_ROOT_SEQ)).getValue(FAMILY, Q_ROOT_SEQ);
+        Result r = t.get(new Get(row).addColumn(FAMILY, Q_ROOT_SEQ).addColumn(FAMILY, Q_EPOCH));
+        byte[] cur = r.getValue(FAMILY, Q_ROOT_SEQ);
+        byte[] epoch = r.getValue(FAMILY, Q_EPOCH);
+        if (epoch == null || Bytes.toLong(epoch) != writerEpoch) {
+          throw new VolumeException.Closed("volume '" + name + "' is fenced: this writer (epoch "
+              + writerEpoch + ") was superseded by writer epoch "
+              + (epoch == null ? "none" : Bytes.toLong(epoch)) + "; its root is not recorded");
+        }
         if (cur != null && Bytes.toLong(cur) > seq) {
           throw new IllegalStateException("volume '" + name + "': refusing to record root at"
               + " sequence " + seq + " below the recorded sequence " + Bytes.toLong(cur)
@@ -263,9 +273,21 @@ public final class VolumeCatalog {
             .addColumn(FAMILY, Q_ROOT, root)
             .addColumn(FAMILY, Q_ROOT_SEQ, Bytes.toBytes(seq))
             .addColumn(FAMILY, Q_CLEAN, Bytes.toBytes(cleanClose));
-        CheckAndMutate.Builder cm = CheckAndMutate.newBuilder(row);
-        CheckAndMutate check = cur == null ? cm.ifNotExists(FAMILY, Q_ROOT_SEQ).build(put)
-            : cm.ifEquals(FAMILY, Q_ROOT_SEQ, cur).build(put);
+        org.apache.hadoop.hbase.filter.SingleColumnValueFilter sameEpoch =
+            new org.apache.hadoop.hbase.filter.SingleColumnValueFilter(FAMILY, Q_EPOCH,
+                org.apache.hadoop.hbase.CompareOperator.EQUAL, epoch);
+        sameEpoch.setFilterIfMissing(true);
+        org.apache.hadoop.hbase.filter.FilterList cond =
+            new org.apache.hadoop.hbase.filter.FilterList(
+                org.apache.hadoop.hbase.filter.FilterList.Operator.MUST_PASS_ALL, sameEpoch);
+        if (cur != null) {
+          org.apache.hadoop.hbase.filter.SingleColumnValueFilter sameSeq =
+              new org.apache.hadoop.hbase.filter.SingleColumnValueFilter(FAMILY, Q_ROOT_SEQ,
+                  org.apache.hadoop.hbase.CompareOperator.EQUAL, cur);
+          sameSeq.setFilterIfMissing(true);
+          cond.addFilter(sameSeq);
+        }
+        CheckAndMutate check = CheckAndMutate.newBuilder(row).ifMatches(cond).build(put);
         if (t.checkAndMutate(check).isSuccess()) {
           return;
         }

@@ -242,6 +242,36 @@ class ClientVolumeTreeTest {
     assertTrue(seen.get(0) < blocks);
   }
 
+  /**
+   * review: a write whose batch failed leaves its content acceptable (the store may or may not
+   * have applied it), but once a later write of the same block is acknowledged the block holds
+   * that later content (explicit cell versions: the later write always wins). The failed write's
+   * content must then stop verifying; otherwise a server can serve the never-acknowledged,
+   * overwritten data forever and the client returns it without an error.
+   */
+  @Test
+  void abortedWriteStopsVerifyingOnceALaterWriteIsAcknowledged() {
+    Store store = new Store();
+    ClientVolumeTree t = new ClientVolumeTree("v", TreeHashes.forName("SHA-256", BS), 64, 3,
+        store, new BlockDriverMetrics(), 8);
+    write(t, store, 5, block(1));
+    t.acquire(5, 1).join();
+    byte[] failedLeaf = t.leafHash(block(2), 0);
+    t.beginUpdate(5, failedLeaf);
+    t.abortUpdate(5, failedLeaf);
+    t.verify(5, block(1), 0, null); // either may be stored now
+    t.verify(5, block(2), 0, null);
+    byte[] laterLeaf = t.leafHash(block(3), 0);
+    t.beginUpdate(5, laterLeaf);
+    t.commitUpdate(5, laterLeaf);
+    t.verify(5, block(3), 0, null);
+    assertThrows(BlockCorruptedException.class, () -> t.verify(5, block(1), 0, null));
+    assertThrows(BlockCorruptedException.class, () -> t.verify(5, block(2), 0, null),
+        "the overwritten content of a failed write still verifies after a later acknowledged"
+            + " write of the block");
+    t.release(5, 1);
+  }
+
   @Test
   void rejectsUnknownHash() {
     assertThrows(IllegalArgumentException.class, () -> TreeHashes.forName("MD5"));

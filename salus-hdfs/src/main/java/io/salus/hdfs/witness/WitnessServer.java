@@ -13,6 +13,7 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketException;
 import java.nio.charset.StandardCharsets;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Semaphore;
@@ -65,6 +66,14 @@ public final class WitnessServer implements Closeable {
   private final ThreadPoolExecutor pool;
   private final Semaphore inflight;
   private final Set<Socket> sockets = ConcurrentHashMap.newKeySet();
+  /**
+   * When each connection's current socket write started (absent while it is not writing). The
+   * read timeout does not cover writes: a client that sends requests and never reads replies
+   * would block its thread in write, holding a connection slot forever. The watchdog closes a
+   * connection whose write has made no progress for the idle timeout.
+   */
+  private final Map<Socket, Long> writingSince = new ConcurrentHashMap<>();
+  private final java.util.concurrent.ScheduledExecutorService watchdog;
   private final Thread acceptor;
   private final AtomicInteger connections = new AtomicInteger();
   private final java.util.concurrent.atomic.AtomicLong idleClosed =
@@ -90,6 +99,14 @@ public final class WitnessServer implements Closeable {
         });
     this.metrics = WitnessMetrics.register(metricsName == null
         ? "SalusWitness-" + serverSocket.getLocalPort() : metricsName, this);
+    this.watchdog = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "salus-witness-write-watchdog-" + serverSocket.getLocalPort());
+      t.setDaemon(true);
+      return t;
+    });
+    long period = Math.max(20, config.idleTimeoutMillis() / 4);
+    watchdog.scheduleWithFixedDelay(this::closeStuckWriters, period, period,
+        TimeUnit.MILLISECONDS);
     this.acceptor = new Thread(this::acceptLoop, "salus-witness-accept-" + address().getPort());
     acceptor.setDaemon(true);
     acceptor.start();
@@ -153,6 +170,57 @@ public final class WitnessServer implements Closeable {
     }
   }
 
+  /** Closes connections whose reply write has been blocked for longer than the idle timeout. */
+  private void closeStuckWriters() {
+    long now = System.nanoTime();
+    long limit = TimeUnit.MILLISECONDS.toNanos(config.idleTimeoutMillis());
+    for (Map.Entry<Socket, Long> e : writingSince.entrySet()) {
+      if (now - e.getValue() > limit) {
+        Socket s = e.getKey();
+        idleClosed.incrementAndGet();
+        LOG.debug("witness connection {} did not read its replies for {} ms: closed",
+            s.getRemoteSocketAddress(), config.idleTimeoutMillis());
+        try {
+          s.close(); // unblocks the write with an exception; serve() then ends
+        } catch (IOException ignored) {
+          // closing
+        }
+        writingSince.remove(s);
+      }
+    }
+  }
+
+  /** The socket's output stream, with each write and flush timed by the watchdog. */
+  private java.io.OutputStream watched(Socket s) throws IOException {
+    java.io.OutputStream raw = s.getOutputStream();
+    return new java.io.FilterOutputStream(raw) {
+      @Override
+      public void write(byte[] b, int off, int len) throws IOException {
+        writingSince.put(s, System.nanoTime());
+        try {
+          raw.write(b, off, len);
+        } finally {
+          writingSince.remove(s);
+        }
+      }
+
+      @Override
+      public void write(int b) throws IOException {
+        write(new byte[] {(byte) b}, 0, 1);
+      }
+
+      @Override
+      public void flush() throws IOException {
+        writingSince.put(s, System.nanoTime());
+        try {
+          raw.flush();
+        } finally {
+          writingSince.remove(s);
+        }
+      }
+    };
+  }
+
   private void refuse(Socket s, String why) {
     try (s) {
       DataOutputStream out = new DataOutputStream(s.getOutputStream());
@@ -169,8 +237,7 @@ public final class WitnessServer implements Closeable {
     connections.incrementAndGet();
     try (s) {
       DataInputStream in = new DataInputStream(new BufferedInputStream(s.getInputStream(), 65536));
-      DataOutputStream out = new DataOutputStream(new BufferedOutputStream(s.getOutputStream(),
-          65536));
+      DataOutputStream out = new DataOutputStream(new BufferedOutputStream(watched(s), 65536));
       while (!closed) {
         WitnessProtocol.Frame f;
         try {
@@ -197,6 +264,7 @@ public final class WitnessServer implements Closeable {
         LOG.debug("witness connection {} ended: {}", s.getRemoteSocketAddress(), e.toString());
       }
     } finally {
+      writingSince.remove(s);
       sockets.remove(s);
       connections.decrementAndGet();
     }
@@ -273,6 +341,7 @@ public final class WitnessServer implements Closeable {
     }
     closed = true;
     serverSocket.close();
+    watchdog.shutdownNow();
     for (Socket s : sockets) {
       try {
         s.close();

@@ -66,6 +66,54 @@ class WitnessResourceLimitsTest {
     }
   }
 
+  /**
+   * review: a client that sends requests but never reads the replies. Once the socket buffers
+   * are full the witness thread blocks in write, where the read timeout never fires, and the
+   * connection holds its slot forever; enough of them lock every replica out.
+   */
+  @Test
+  void clientThatStopsReadingDoesNotHoldASlotForever() throws Exception {
+    try (WitnessNode node = WitnessDaemon.start(WitnessNode.Settings.of(dir, 0)
+        .withTrust(certs.trust()).withLimits(1, 8).withIdleTimeout(300))) {
+      Socket hog = new Socket();
+      hog.setReceiveBufferSize(4096);
+      hog.connect(node.address());
+      Thread flood = new Thread(() -> {
+        try {
+          DataOutputStream out = new DataOutputStream(
+              new java.io.BufferedOutputStream(hog.getOutputStream(), 65536));
+          for (long id = 0; ; id++) { // IDENTITY requests; the replies are never read
+            WitnessProtocol.write(out, WitnessProtocol.OP_IDENTITY, id, new byte[0]);
+          }
+        } catch (java.io.IOException closed) {
+          // the witness (or the test) closed the connection
+        }
+      }, "hog");
+      flood.setDaemon(true);
+      flood.start();
+      try {
+        Thread.sleep(1000); // the witness is now blocked writing replies to the hog
+        long deadline = System.nanoTime() + 20_000_000_000L; // bounds a hung witness only
+        RegionId r = new RegionId("vol", 0);
+        while (true) {
+          try (WitnessClient c = WitnessClient.connect(node.address())) {
+            assertEquals(WitnessClient.OfferResult.STORED,
+                c.offer(certs.logEntry(Certs.entry(r, 0, 0))));
+            break;
+          } catch (WitnessClient.WitnessException busy) {
+            assertEquals(WitnessProtocol.ST_BUSY, busy.status(), busy.getMessage());
+            assertTrue(System.nanoTime() < deadline,
+                "a client that stopped reading holds the witness's only slot forever");
+            Thread.sleep(100);
+          }
+        }
+      } finally {
+        hog.close();
+        flood.join(10_000);
+      }
+    }
+  }
+
   @Test
   void forgedOffersAndQueriesCreateNoPerRegionState() throws Exception {
     NodeKeys forger = NodeKeys.deterministic(SignatureScheme.ED25519, NodeId.of("rs0"), 7);
