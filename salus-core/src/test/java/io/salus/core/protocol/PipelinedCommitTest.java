@@ -283,6 +283,39 @@ class PipelinedCommitTest {
         }
     }
 
+    /**
+     * Review: a batch leader's decision names its generation. Genuine TENTATIVE_ABORTs its servers
+     * signed in another generation for the same batch id and seqs (a restarted client reuses both;
+     * a remap may land on the same servers), replayed before the real decision, abort nothing.
+     */
+    @Test
+    void decisionsOfAnotherGenerationAreNotTakenForThisOne() {
+        hold = e -> e.m() instanceof Message.DecisionMsg;
+        client.submit(List.of(new BlockWrite(1, data(1))));
+        drain();
+        assertFalse(held.isEmpty(), "the real decisions are held");
+        Message.BatchInfoMsg info = (Message.BatchInfoMsg) sent.stream().filter(e -> e.m() instanceof
+                Message.BatchInfoMsg).findFirst().orElseThrow().m();
+        Statement.Decision real = ((Message.DecisionMsg) held.get(0).m()).tentative()
+                .statement(Statement.Decision.class);
+        RrsConfig leader = configs.get(real.leader().index());
+        for (NodeId l : leader.replicas()) {
+            Certificate stale = Certificate.sign(CertType.TENTATIVE_ABORT, new Statement.Decision(false, "v",
+                    info.info().batchId(), info.info().firstSeq(), info.info().lastSeq(), real.leader(), 7),
+                    signers.get(l));
+            for (NodeId r : configs.get(0).replicas()) {
+                net.add(new Envelope(l, r, new Message.DecisionMsg(stale)));
+            }
+        }
+        hold = e -> false;
+        drain();
+        held.forEach(net::add);
+        held.clear();
+        drain();
+        assertEquals(List.of(), failed, "a decision of another generation aborted the batch");
+        assertEquals(1, acked.size(), "the batch commits on its own generation's decision");
+    }
+
     /** Hole 2: a signed NO from a replica of a region that is not a participant of the batch is ignored. */
     @Test
     void aNoFromAReplicaOfANonParticipantRegionDoesNotAbort() {

@@ -186,6 +186,7 @@ public final class RegionReplica {
                 Statement.Decision st = d.statement(Statement.Decision.class);
                 int leader = st.leader().index();
                 if (st.volume().equals(cfg.volume()) && leader >= 0 && leader < cfg.regionCount()
+                        && st.generation() == membership.current(leader).generation()
                         && d.verify(verifier, membership.current(leader).replicaSet())) {
                     decisionCerts.putIfAbsent(st.batchId(), d);
                 }
@@ -590,7 +591,7 @@ public final class RegionReplica {
 
     private Certificate signDecision(BatchInfo info, boolean commit) {
         Statement.Decision st = new Statement.Decision(commit, cfg.volume(), info.batchId(), info.firstSeq(),
-                info.lastSeq(), regionId);
+                info.lastSeq(), regionId, rrs.generation());
         return Certificate.sign(commit ? CertType.TENTATIVE_COMMIT : CertType.TENTATIVE_ABORT, st, signer);
     }
 
@@ -610,6 +611,7 @@ public final class RegionReplica {
         Statement.Decision st = t.statement(Statement.Decision.class);
         int leader = st.leader().index();
         if (!st.volume().equals(cfg.volume()) || leader < 0 || leader >= cfg.regionCount()
+                || st.generation() != membership.current(leader).generation() // a stale generation's decision
                 || !t.verify(verifier, membership.current(leader).replicaSet())) {
             return;
         }
