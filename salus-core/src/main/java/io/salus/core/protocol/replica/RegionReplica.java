@@ -729,6 +729,9 @@ public final class RegionReplica {
         }
     }
 
+    /** (through index, last seq) of the latest CHECKPOINT certificate, whose covered state is freed at the next. */
+    private long[] lastCertified;
+
     /** Batch ids below this are finished here: their entries are checkpointed and no open batch needs them. */
     private long batchFloor;
 
@@ -801,7 +804,13 @@ public final class RegionReplica {
             proposals.removeIf(k -> k <= st.throughIndex());
             checkpointVotes.forgetIf(k -> k <= st.throughIndex());
             disk.truncateLogPrefix(rrs.generation(), st.throughIndex()); // GC only after the certificate
-            freeCoveredState(st.throughIndex(), st.lastSeq());
+            // memory lags one certificate: the entries this certificate covers stay until the next one,
+            // so a client whose reply was lost still gets its outcome resent for its retransmission (a
+            // client with at most CHECKPOINT_EVERY batches outstanding cannot be two checkpoints ahead)
+            if (lastCertified != null) {
+                freeCoveredState(lastCertified[0], lastCertified[1]);
+            }
+            lastCertified = new long[] {st.throughIndex(), st.lastSeq()};
         }
     }
 }
