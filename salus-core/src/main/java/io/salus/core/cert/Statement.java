@@ -128,9 +128,13 @@ public sealed interface Statement permits Statement.LogEntry, Statement.PutOutco
 
     /**
      * A batch leader's decision on batch {@code batchId} covering client seqs
-     * {@code firstSeq..lastSeq}; kind COMMIT or ABORT. {@code leader} is the leader's region.
+     * {@code firstSeq..lastSeq}; kind COMMIT or ABORT. {@code leader} is the leader's region and
+     * {@code generation} its log generation when it decided: a restarted client reuses batch ids and
+     * the seqs after the LCP, and a region may be remapped onto the same servers, so a decision of
+     * an earlier generation must not verify as one of a later generation.
      */
-    record Decision(boolean commit, String volume, long batchId, long firstSeq, long lastSeq, RegionId leader)
+    record Decision(boolean commit, String volume, long batchId, long firstSeq, long lastSeq, RegionId leader,
+                    long generation)
             implements Statement {
         @Override
         public StatementKind kind() {
@@ -141,6 +145,7 @@ public sealed interface Statement permits Statement.LogEntry, Statement.PutOutco
         public void write(Wire.Out o) {
             o.str8(volume).i64(batchId).i64(firstSeq).i64(lastSeq);
             leader.write(o);
+            o.i64(generation);
         }
 
         static Decision read(Wire.In in, boolean commit) {
@@ -148,7 +153,8 @@ public sealed interface Statement permits Statement.LogEntry, Statement.PutOutco
             long b = in.i64("batch id");
             long f = in.i64("first seq");
             long l = in.i64("last seq");
-            return new Decision(commit, v, b, f, l, RegionId.read(in));
+            RegionId leader = RegionId.read(in);
+            return new Decision(commit, v, b, f, l, leader, in.i64NonNegative("generation"));
         }
     }
 

@@ -89,7 +89,7 @@ public class MessageCodecBenchmark {
             case VOTE -> new Message.Vote(99, 17, 3, true, sig);
             case DECISION_REQUEST -> new Message.DecisionRequest(1, 99);
             case DECISION -> new Message.DecisionMsg(Certificate.sign(CertType.TENTATIVE_COMMIT,
-                    new Statement.Decision(true, "volume-0001", 99, 1000, 1249, new RegionId("volume-0001", 3)), s));
+                    new Statement.Decision(true, "volume-0001", 99, 1000, 1249, new RegionId("volume-0001", 3), 2), s));
             case PUT_REPLY -> new Message.PutReply(Certificate.sign(CertType.TENTATIVE_PUT_SUCCESS,
                     new Statement.PutOutcome(true, region, 99, 1000, 1249, 123_456, h), s));
             case GET_REQUEST -> new Message.GetRequest(7, 17 * 65536 + 5, 990);

@@ -32,8 +32,8 @@ class CertificateTest {
                 new Statement.PutOutcome(false, R, 3, 10, 12, 17, h),
                 new Statement.NoNextEntry(R, 1, 18),
                 new Statement.Checkpoint(R, 1, 17, 12, h),
-                new Statement.Decision(true, "vol1", 3, 10, 12, R),
-                new Statement.Decision(false, "vol1", 3, 10, 12, R));
+                new Statement.Decision(true, "vol1", 3, 10, 12, R, 1),
+                new Statement.Decision(false, "vol1", 3, 10, 12, R, 1));
     }
 
     public static CertType tentativeFor(Statement s) {

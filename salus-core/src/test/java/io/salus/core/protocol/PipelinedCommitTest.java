@@ -283,6 +283,39 @@ class PipelinedCommitTest {
         }
     }
 
+    /**
+     * Review: a batch leader's decision names its generation. Genuine TENTATIVE_ABORTs its servers
+     * signed in another generation for the same batch id and seqs (a restarted client reuses both;
+     * a remap may land on the same servers), replayed before the real decision, abort nothing.
+     */
+    @Test
+    void decisionsOfAnotherGenerationAreNotTakenForThisOne() {
+        hold = e -> e.m() instanceof Message.DecisionMsg;
+        client.submit(List.of(new BlockWrite(1, data(1))));
+        drain();
+        assertFalse(held.isEmpty(), "the real decisions are held");
+        Message.BatchInfoMsg info = (Message.BatchInfoMsg) sent.stream().filter(e -> e.m() instanceof
+                Message.BatchInfoMsg).findFirst().orElseThrow().m();
+        Statement.Decision real = ((Message.DecisionMsg) held.get(0).m()).tentative()
+                .statement(Statement.Decision.class);
+        RrsConfig leader = configs.get(real.leader().index());
+        for (NodeId l : leader.replicas()) {
+            Certificate stale = Certificate.sign(CertType.TENTATIVE_ABORT, new Statement.Decision(false, "v",
+                    info.info().batchId(), info.info().firstSeq(), info.info().lastSeq(), real.leader(), 7),
+                    signers.get(l));
+            for (NodeId r : configs.get(0).replicas()) {
+                net.add(new Envelope(l, r, new Message.DecisionMsg(stale)));
+            }
+        }
+        hold = e -> false;
+        drain();
+        held.forEach(net::add);
+        held.clear();
+        drain();
+        assertEquals(List.of(), failed, "a decision of another generation aborted the batch");
+        assertEquals(1, acked.size(), "the batch commits on its own generation's decision");
+    }
+
     /** Hole 2: a signed NO from a replica of a region that is not a participant of the batch is ignored. */
     @Test
     void aNoFromAReplicaOfANonParticipantRegionDoesNotAbort() {
@@ -514,6 +547,37 @@ class PipelinedCommitTest {
         client.get(1);
         drain();
         assertArrayEquals(data(1), got.get(1L));
+    }
+
+    /**
+     * Review: freeing what a checkpoint covers must not leave a client whose PUT reply was lost
+     * without an answer. One replica's reply for the entry that completes the second checkpoint is
+     * lost; the CHECKPOINT certificate forms (replica-to-replica messages only); the client keeps
+     * its pipeline full (3 more batches while that one is outstanding); its retransmission must
+     * still get the outcome, not force a recovery of the volume.
+     */
+    @Test
+    void aLostPutReplyForACheckpointedEntryIsStillAnswered() {
+        NodeId r0 = configs.get(0).replicas().get(0);
+        int lost = 2 * RegionReplica.CHECKPOINT_EVERY;
+        hold = e -> e.from().equals(r0) && e.m() instanceof Message.PutReply p
+                && p.tentative().statement(Statement.PutOutcome.class).batchId() == lost;
+        for (int b = 1; b <= lost + 3; b++) {
+            assertTrue(client.submit(List.of(new BlockWrite(b % 8, data(b)))) > 0, "batch " + b + " refused");
+            drain();
+        }
+        assertEquals(1, held.size(), "one reply lost");
+        held.clear();
+        assertEquals(lost + 2, acked.size());
+        assertEquals(lost - 1, coord.latestCheckpoint(configs.get(0).region()).orElseThrow()
+                .statement(Statement.Checkpoint.class).throughIndex(), "the checkpoint covering the batch formed");
+        hold = e -> false;
+        for (int i = 1; i <= 3 && acked.size() < lost + 3; i++) {
+            client.tick(1000L * i);
+            drain();
+        }
+        assertEquals(lost + 3, acked.size(), "the retransmitted batch got no answer");
+        assertEquals(List.of(), recoveryReasons);
     }
 
     /** Memory a checkpoint certificate covers is freed: a long run keeps the replica's state flat. */

@@ -299,10 +299,14 @@ class RecoveryTest {
     // ---------------------------------------------------------------- hole 5: aborted stays aborted
 
     Certificate decision(boolean commit, long batch, long first, long last, List<NodeKeys> by) {
+        return decision(commit, batch, first, last, by, 0);
+    }
+
+    Certificate decision(boolean commit, long batch, long first, long last, List<NodeKeys> by, long generation) {
         List<Certificate> t = new ArrayList<>();
         for (NodeKeys k : by) {
             t.add(Certificate.sign(commit ? CertType.TENTATIVE_COMMIT : CertType.TENTATIVE_ABORT,
-                    new Statement.Decision(commit, "v", batch, first, last, old.region()), k.signer()));
+                    new Statement.Decision(commit, "v", batch, first, last, old.region(), generation), k.signer()));
         }
         return Certificate.combine(t);
     }
@@ -457,6 +461,61 @@ class RecoveryTest {
         RegionLogRecovery.RecoveredLog got = RegionLogRecovery.recover(cfg, dir, client.id(), membership, old,
                 coord.latestCheckpoint(old.region()), List.of(honest(0), honest(1), honest(2)), List.of(dn(0)));
         assertEquals(5, got.base().lastSeq());
+    }
+
+    /**
+     * The Decision statement names no generation. A region remapped onto the same three servers
+     * (nothing in Membership or the orchestrator forbids it) makes a genuine ABORT of generation 0
+     * verify as one of generation 1; a restarted client starts its batch ids at 1 again and its
+     * seqs after the LCP, i.e. at the aborted batch's own id and seqs. One faulty replica of
+     * generation 1 appends that old certificate to its decision records; recovery of generation 1
+     * then treats the committed, acknowledged batch 1 as aborted and drops it (and everything after).
+     */
+    @Test
+    void staleAbortOfAnEarlierGenerationDoesNotDropACommittedWriteOfTheNextOne() throws Exception {
+        RrsConfig sameServers = new RrsConfig(old.region(), 1, ids(rs), ids(holders.subList(0, 3)),
+                ids(holders.subList(3, 5)));
+        Membership m = new Membership() {
+            public RrsConfig current(int region) {
+                return sameServers;
+            }
+
+            public RrsConfig config(RegionId region, long generation) {
+                return !region.equals(old.region()) ? null : generation == 0 ? old : generation == 1 ? sameServers
+                        : null;
+            }
+        };
+        // generation 0: batch 1 (seq 1, led by region 0) was aborted; LCP 0; generation 1 starts empty
+        Certificate staleAbort = decision(false, 1, 1, 1, rs);
+        RegionSnapshot base = new RegionSnapshot(1, -1, 0, Map.of(), RegionSnapshot.empty(1,
+                RegionLogRecovery.emptyVolumeRoot(cfg)).rootRecord());
+        List<Certificate> cp = new ArrayList<>();
+        for (NodeKeys r : rs) {
+            cp.add(Certificate.sign(CertType.TENTATIVE_CHECKPOINT, new Statement.Checkpoint(old.region(), 1, -1, 0,
+                    base.regionRoot(cfg.hash(), cfg.blockSize(), cfg.layout())), r.signer()));
+        }
+        disks.forEach(d -> d.writeSnapshot(base));
+        // generation 1: the restarted client's batch 1 (seq 1 again) is logged and committed
+        SubBatch again = sub(1, new long[] {1}, 0);
+        byte[] b = again.encode();
+        for (InMemoryReplicaDisk d : disks) {
+            d.append(1, 0, b);
+        }
+        for (WitnessLog l : logs) {
+            for (NodeKeys r : rs) {
+                l.offer(Certificate.sign(CertType.TENTATIVE_LOG_ENTRY,
+                        new Statement.LogEntry(old.region(), 1, 0, cfg.hash().hash(b), b.length), r.signer()));
+            }
+        }
+        Certificate commit = decision(true, 1, 1, 1, rs, 1);
+        disks.get(0).recordDecision(1, commit); // the honest replicas' commit marks (PUT_SUCCESS sent after)
+        disks.get(1).recordDecision(1, commit);
+        disks.get(2).recordDecision(1, staleAbort); // the faulty replica's "abort mark"
+        RegionLogRecovery.RecoveredLog log = RegionLogRecovery.recover(cfg, dir, client.id(), m, sameServers,
+                Optional.of(Certificate.combine(cp)), List.of(honest(0), honest(1), honest(2)),
+                List.of(dn(2), dn(0), dn(1)));
+        assertEquals(List.of(1L), new ArrayList<>(VolumeRecovery.report(log).preparedSeqs()),
+                "the committed and acknowledged seq 1 of generation 1 must stay prepared");
     }
 
     // ---------------------------------------------------------------- the Master's role in main code

@@ -1061,7 +1061,8 @@ final class SalusSimulation {
         List<Certificate> abortSigs = new ArrayList<>();
         for (NodeId h : log.old().stores()) {
             abortSigs.add(Certificate.sign(CertType.TENTATIVE_ABORT, new Statement.Decision(false, VOLUME, sb.batchId(),
-                    sb.firstSeq(), sb.lastSeq(), new RegionId(VOLUME, sb.leaderRegion())), signers.get(h)));
+                    sb.firstSeq(), sb.lastSeq(), new RegionId(VOLUME, sb.leaderRegion()), log.old().generation()),
+                    signers.get(h)));
         }
         List<RegionLogRecovery.RecoveredEntry> marked = new ArrayList<>(log.entries());
         marked.set(0, new RegionLogRecovery.RecoveredEntry(e0.index(), e0.logEntry(), e0.bytes(), sb,

@@ -266,8 +266,8 @@ public final class RegionLogRecovery {
      * Why {@code c} does not prove that {@code sb} (logged in generation {@code old.generation()})
      * was aborted, or null if it does: an ABORT certificate of the volume for the sub-batch's batch,
      * covering its seqs, from its leader region, signed by that region's three replicas of the same
-     * generation. (The Decision statement names no generation; recovery remaps every region, so the
-     * leader's generation is the log's.)
+     * generation, decided in that generation (recovery remaps every region, so the leader's generation is
+     * the log's).
      */
     static String abortProblem(ProtocolConfig cfg, Verifier verifier, Membership membership, RrsConfig old,
                                SubBatch sb, Certificate c) {
@@ -280,6 +280,10 @@ public final class RegionLogRecovery {
                 || st.leader().index() != sb.leaderRegion()) {
             return "it decides " + st + ", not batch " + sb.batchId() + " seqs " + sb.firstSeq() + ".."
                     + sb.lastSeq() + " led by region " + sb.leaderRegion();
+        }
+        if (st.generation() != old.generation() && !cfg.mutated(Mutation.RECOVERY_UNBOUND_ABORT)) {
+            return "it was decided in generation " + st.generation() + ", the entry was logged in "
+                    + old.generation();
         }
         RrsConfig leader = membership.config(st.leader(), old.generation());
         if (leader == null) {

@@ -192,6 +192,7 @@ public final class RegionReplica {
                 Statement.Decision st = d.statement(Statement.Decision.class);
                 int leader = st.leader().index();
                 if (st.volume().equals(cfg.volume()) && leader >= 0 && leader < cfg.regionCount()
+                        && st.generation() == membership.current(leader).generation()
                         && d.verify(verifier, membership.current(leader).replicaSet())) {
                     decisionCerts.putIfAbsent(st.batchId(), d);
                 }
@@ -604,7 +605,7 @@ public final class RegionReplica {
 
     private Certificate signDecision(BatchInfo info, boolean commit) {
         Statement.Decision st = new Statement.Decision(commit, cfg.volume(), info.batchId(), info.firstSeq(),
-                info.lastSeq(), regionId);
+                info.lastSeq(), regionId, rrs.generation());
         return Certificate.sign(commit ? CertType.TENTATIVE_COMMIT : CertType.TENTATIVE_ABORT, st, signer);
     }
 
@@ -637,6 +638,7 @@ public final class RegionReplica {
         Statement.Decision st = t.statement(Statement.Decision.class);
         int leader = st.leader().index();
         if (!st.volume().equals(cfg.volume()) || leader < 0 || leader >= cfg.regionCount()
+                || st.generation() != membership.current(leader).generation() // a stale generation's decision
                 || !t.verify(verifier, membership.current(leader).replicaSet())) {
             return;
         }
@@ -758,6 +760,9 @@ public final class RegionReplica {
         }
     }
 
+    /** (through index, last seq) of the latest CHECKPOINT certificate, whose covered state is freed at the next. */
+    private long[] lastCertified;
+
     /** Batch ids below this are finished here: their entries are checkpointed and no open batch needs them. */
     private long batchFloor;
 
@@ -830,7 +835,13 @@ public final class RegionReplica {
             proposals.removeIf(k -> k <= st.throughIndex());
             checkpointVotes.forgetIf(k -> k <= st.throughIndex());
             disk.truncateLogPrefix(rrs.generation(), st.throughIndex()); // GC only after the certificate
-            freeCoveredState(st.throughIndex(), st.lastSeq());
+            // memory lags one certificate: the entries this certificate covers stay until the next one,
+            // so a client whose reply was lost still gets its outcome resent for its retransmission (a
+            // client with at most CHECKPOINT_EVERY batches outstanding cannot be two checkpoints ahead)
+            if (lastCertified != null) {
+                freeCoveredState(lastCertified[0], lastCertified[1]);
+            }
+            lastCertified = new long[] {st.throughIndex(), st.lastSeq()};
         }
     }
 }

@@ -93,7 +93,8 @@ class MessageCodecTest {
             boolean commit = rnd.nextBoolean();
             long f = rnd.nextInt(1000);
             return cert(commit ? CertType.TENTATIVE_COMMIT : CertType.TENTATIVE_ABORT,
-                    new Statement.Decision(commit, volume(), anyLong(), f, f + rnd.nextInt(50), region()));
+                    new Statement.Decision(commit, volume(), anyLong(), f, f + rnd.nextInt(50), region(),
+                            rnd.nextInt(5)));
         }
 
         Certificate putOutcome() {
