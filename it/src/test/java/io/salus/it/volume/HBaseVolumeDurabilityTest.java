@@ -98,4 +98,25 @@ class HBaseVolumeDurabilityTest {
       assertArrayEquals(random(4096, 99), v.read(4000, 1).join());
     }
   }
+
+  /**
+   * Review: a FUA write-zeroes of blocks already zeroed by an earlier write-zeroes without FUA
+   * (a delete in the WAL, not yet hsynced) was skipped as "already empty" and acknowledged
+   * without any hsync, so the zeroes it acknowledged as on non-volatile storage were not.
+   */
+  @Test
+  void fuaWriteZeroesOfBlocksZeroedWithoutFuaHsyncs() throws Exception {
+    VolumeCatalog catalog = new VolumeCatalog(util.getConnection());
+    catalog.create("durable-zero", 4096, 4096, "SHA-256", 1);
+    try (HBaseVolume v = HBaseVolume.open(util.getConnection(), "durable-zero")) {
+      v.write(10, random(4096, 7), false).join();
+      v.flush().join(); // the data is durable
+      v.writeZeroes(10, 1, false).join(); // its delete is acknowledged, not hsynced
+      long before = fsyncs();
+      v.writeZeroes(10, 1, true).join(); // FUA: the zeroes must be on non-volatile storage
+      assertTrue(fsyncs() > before, "FUA write-zeroes acknowledged without an hsync: DataNode"
+          + " fsyncs " + before + " -> " + fsyncs());
+      assertArrayEquals(new byte[4096], v.read(10, 1).join());
+    }
+  }
 }

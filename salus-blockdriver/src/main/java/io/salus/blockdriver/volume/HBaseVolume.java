@@ -501,10 +501,22 @@ public final class HBaseVolume implements Volume {
     if (e != null) {
       return CompletableFuture.failedFuture(e);
     }
-    return admitted(() -> zeroRange(firstBlock, count, fua));
+    return admitted(() -> {
+      java.util.concurrent.atomic.AtomicBoolean skipped =
+          new java.util.concurrent.atomic.AtomicBoolean();
+      CompletableFuture<Void> f = zeroRange(firstBlock, count, fua, skipped);
+      if (!fua) {
+        return f;
+      }
+      // FUA: blocks skipped as already empty may be empty only by a delete that is not yet on
+      // non-volatile storage (an earlier write-zeroes/TRIM without FUA): hsync it too
+      return f.thenCompose(v -> skipped.get() ? syncWals() : CompletableFuture.<Void>completedFuture(null))
+          .exceptionallyCompose(t -> CompletableFuture.failedFuture(translate(t)));
+    });
   }
 
-  private CompletableFuture<Void> zeroRange(long firstBlock, long count, boolean fua) {
+  private CompletableFuture<Void> zeroRange(long firstBlock, long count, boolean fua,
+      java.util.concurrent.atomic.AtomicBoolean skipped) {
     CompletableFuture<Void> chain = CompletableFuture.completedFuture(null);
     long end = firstBlock + count;
     long pos = firstBlock;
@@ -516,21 +528,25 @@ public final class HBaseVolume implements Volume {
       pos = chunkEnd;
       chain = chain.thenCompose(v -> {
         if (tree.subtreeEmpty(idx)) {
+          skipped.set(true);
           return CompletableFuture.completedFuture(null);
         }
         return withTree(chunkStart, chunkEnd - chunkStart,
-            () -> zeroChunk(chunkStart, chunkEnd, fua));
+            () -> zeroChunk(chunkStart, chunkEnd, fua, skipped));
       });
     }
     return chain;
   }
 
-  private CompletableFuture<Void> zeroChunk(long start, long end, boolean fua) {
+  private CompletableFuture<Void> zeroChunk(long start, long end, boolean fua,
+      java.util.concurrent.atomic.AtomicBoolean skipped) {
     byte[] empty = tree.emptyLeaf();
     List<Long> blocks = new ArrayList<>();
     for (long b = start; b < end; b++) {
       if (!tree.isEmpty(b)) {
         blocks.add(b);
+      } else {
+        skipped.set(true);
       }
     }
     List<CompletableFuture<Void>> parts = new ArrayList<>();
