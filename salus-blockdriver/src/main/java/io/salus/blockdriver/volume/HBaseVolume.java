@@ -91,6 +91,8 @@ public final class HBaseVolume implements Volume {
   private final VolumeLease lease;
   /** Explicit cell versions of this open (a delete never hides a later write). */
   private final WriteVersions versions;
+  /** This open's writer epoch: the catalog records this writer's roots only while it is current. */
+  private final long writerEpoch;
 
   private HBaseVolume(Connection connection, VolumeInfo info, boolean acceptCurrentState)
       throws IOException {
@@ -105,7 +107,8 @@ public final class HBaseVolume implements Volume {
     AsyncConnection ac = null;
     ExecutorService ex = null;
     try {
-      this.versions = new WriteVersions(catalog.nextWriterEpoch(info.name()));
+      this.writerEpoch = catalog.nextWriterEpoch(info.name());
+      this.versions = new WriteVersions(writerEpoch);
       try {
         ac = ConnectionFactory.createAsyncConnection(connection.getConfiguration()).get();
       } catch (ExecutionException e) {
@@ -170,7 +173,7 @@ public final class HBaseVolume implements Volume {
       LOG.info("mounted volume '{}' ({} blocks of {} B) in {} ms, root {} sequence {}",
           info.name(), info.sizeInBlocks(), bs, (System.nanoTime() - t0) / 1_000_000,
           VolumeCatalog.hex(mountRoot), seq);
-      catalog.recordRoot(info.name(), mountRoot, seq, false);
+      catalog.recordRoot(info.name(), mountRoot, seq, false, writerEpoch);
       recordedSeq = seq;
     } catch (IOException | RuntimeException | Error e) {
       release(ac, ex, lease, info.name());
@@ -481,8 +484,12 @@ public final class HBaseVolume implements Volume {
     if (seq == recordedSeq && !clean) {
       return;
     }
+    VolumeException fenced = lease.fencedError(); // fenced meanwhile: never record (nor ack)
+    if (fenced != null) {
+      throw fenced;
+    }
     try {
-      catalog.recordRoot(info.name(), tree.root(), seq, clean);
+      catalog.recordRoot(info.name(), tree.root(), seq, clean, writerEpoch);
       recordedSeq = seq;
     } catch (IOException e) {
       throw new VolumeException("cannot record volume root of '" + info.name() + "'", e);

@@ -250,10 +250,28 @@ public final class VolumeCatalog {
    * one is refused (atomically, against the value read).
    */
   void recordRoot(String name, byte[] root, long seq, boolean cleanClose) throws IOException {
+    recordRoot(name, root, seq, cleanClose, -1);
+  }
+
+  /**
+   * Like {@link #recordRoot(String, byte[], long, boolean)}, only while the volume's writer
+   * epoch is still {@code writerEpoch} (checked atomically with the write): a writer fenced by
+   * a newer open never records its root over the new writer's (its sequence number may well be
+   * higher). A negative {@code writerEpoch} skips the check.
+   */
+  void recordRoot(String name, byte[] root, long seq, boolean cleanClose, long writerEpoch)
+      throws IOException {
     byte[] row = Bytes.toBytes(name);
     try (Table t = connection.getTable(CATALOG_TABLE)) {
       for (int attempt = 0; attempt < 10; attempt++) {
-        byte[] cur = t.get(new Get(row).addColumn(FAMILY, Q_ROOT_SEQ)).getValue(FAMILY, Q_ROOT_SEQ);
+        Result r = t.get(new Get(row).addColumn(FAMILY, Q_ROOT_SEQ).addColumn(FAMILY, Q_EPOCH));
+        byte[] cur = r.getValue(FAMILY, Q_ROOT_SEQ);
+        byte[] epoch = r.getValue(FAMILY, Q_EPOCH);
+        if (writerEpoch >= 0 && (epoch == null || Bytes.toLong(epoch) != writerEpoch)) {
+          throw new VolumeException.Closed("volume '" + name + "' is fenced: a newer writer"
+              + " (epoch " + (epoch == null ? "none" : Bytes.toLong(epoch)) + ") opened it after"
+              + " this one (epoch " + writerEpoch + "); not recording this writer's root");
+        }
         if (cur != null && Bytes.toLong(cur) > seq) {
           throw new IllegalStateException("volume '" + name + "': refusing to record root at"
               + " sequence " + seq + " below the recorded sequence " + Bytes.toLong(cur)
@@ -264,8 +282,23 @@ public final class VolumeCatalog {
             .addColumn(FAMILY, Q_ROOT_SEQ, Bytes.toBytes(seq))
             .addColumn(FAMILY, Q_CLEAN, Bytes.toBytes(cleanClose));
         CheckAndMutate.Builder cm = CheckAndMutate.newBuilder(row);
-        CheckAndMutate check = cur == null ? cm.ifNotExists(FAMILY, Q_ROOT_SEQ).build(put)
-            : cm.ifEquals(FAMILY, Q_ROOT_SEQ, cur).build(put);
+        CheckAndMutate check;
+        if (cur != null && writerEpoch >= 0) {
+          org.apache.hadoop.hbase.filter.SingleColumnValueFilter sameSeq =
+              new org.apache.hadoop.hbase.filter.SingleColumnValueFilter(FAMILY, Q_ROOT_SEQ,
+                  org.apache.hadoop.hbase.CompareOperator.EQUAL, cur);
+          sameSeq.setFilterIfMissing(true);
+          org.apache.hadoop.hbase.filter.SingleColumnValueFilter sameEpoch =
+              new org.apache.hadoop.hbase.filter.SingleColumnValueFilter(FAMILY, Q_EPOCH,
+                  org.apache.hadoop.hbase.CompareOperator.EQUAL, Bytes.toBytes(writerEpoch));
+          sameEpoch.setFilterIfMissing(true);
+          check = cm.ifMatches(new org.apache.hadoop.hbase.filter.FilterList(
+              org.apache.hadoop.hbase.filter.FilterList.Operator.MUST_PASS_ALL, sameSeq,
+              sameEpoch)).build(put);
+        } else {
+          check = cur == null ? cm.ifNotExists(FAMILY, Q_ROOT_SEQ).build(put)
+              : cm.ifEquals(FAMILY, Q_ROOT_SEQ, cur).build(put);
+        }
         if (t.checkAndMutate(check).isSuccess()) {
           return;
         }
