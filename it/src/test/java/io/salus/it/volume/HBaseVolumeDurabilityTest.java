@@ -98,6 +98,7 @@ class HBaseVolumeDurabilityTest {
       assertArrayEquals(random(4096, 99), v.read(4000, 1).join());
     }
   }
+
   /**
    * review: a non-FUA TRIM deletes a block (in the WAL, not yet hsynced); a later WRITE_ZEROES
    * with FUA of that block finds it already empty in the tree and sends nothing, so it is

@@ -39,6 +39,8 @@ final class NbdConnection implements Runnable {
   private static final int MAX_IN_FLIGHT = 128;
   private static final int MAX_IN_FLIGHT_BYTES = 128 << 20;
   private static final int HANDSHAKE_TIMEOUT_MS = 30_000;
+  /** How long a closing connection waits for its requests in flight (tests lower it). */
+  static volatile long drainTimeoutMs = Long.getLong("salus.nbd.drainTimeoutMs", 60_000);
   /** Aligned reads at least this large use the volume's zero-copy views when it has them. */
   private static final int ZERO_COPY_BYTES = 64 * 1024;
   /**
@@ -81,6 +83,8 @@ final class NbdConnection implements Runnable {
   private final LinkedBlockingQueue<Runnable> replyQueue = new LinkedBlockingQueue<>();
   private static final Runnable STOP_REPLIES = () -> { };
   private Thread replyThread;
+  /** Set once the reply thread has been told to stop: later replies run on their own thread. */
+  private volatile boolean repliesStopped;
   private boolean pendingFlush;
   private boolean drained;
 
@@ -158,6 +162,31 @@ final class NbdConnection implements Runnable {
       reply.run();
     } else {
       replyQueue.add(reply);
+      if (repliesStopped) {
+        // the reply thread is gone (a request outlived the drain wait): run it here, so its
+        // buffer and permits are released (the write fails on the closed channel)
+        runLeftoverReplies();
+      }
+    }
+  }
+
+  /** Runs replies queued after the reply thread stopped; each runs once (poll is atomic). */
+  private void runLeftoverReplies() {
+    Runnable r;
+    while ((r = replyQueue.poll()) != null) {
+      if (r != STOP_REPLIES) {
+        runReply(r);
+      }
+    }
+  }
+
+  private void runReply(Runnable r) {
+    try {
+      r.run();
+    } catch (RuntimeException e) {
+      // never let one reply end the reply thread: later replies would never run and their
+      // buffers would be lost to the server-wide cap
+      LOG.warn("NBD reply to {} failed", remote, e);
     }
   }
 
@@ -168,7 +197,7 @@ final class NbdConnection implements Runnable {
         if (r == STOP_REPLIES) {
           return;
         }
-        r.run();
+        runReply(r);
         if (replyQueue.isEmpty()) {
           flushPendingReplies();
         }
@@ -195,6 +224,8 @@ final class NbdConnection implements Runnable {
         Thread.currentThread().interrupt();
       }
     }
+    repliesStopped = true;
+    runLeftoverReplies();
   }
 
   void closeQuietly() {
@@ -212,7 +243,7 @@ final class NbdConnection implements Runnable {
     }
     drained = true;
     try {
-      inFlight.tryAcquire(MAX_IN_FLIGHT, 60, TimeUnit.SECONDS);
+      inFlight.tryAcquire(MAX_IN_FLIGHT, drainTimeoutMs, TimeUnit.MILLISECONDS);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }

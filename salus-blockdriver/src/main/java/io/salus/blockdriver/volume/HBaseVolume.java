@@ -396,6 +396,12 @@ public final class HBaseVolume implements Volume {
     CompletableFuture<Void> start = before.isEmpty() ? CompletableFuture.completedFuture(null)
         : CompletableFuture.allOf(before.toArray(new CompletableFuture[0]));
     CompletableFuture<Void> result = start.thenCompose(v -> {
+      // the lease is checked when the batch is sent, not only when the write was admitted: a
+      // batch queued behind a stalled one must not reach HBase after this writer was fenced
+      VolumeException fenced = lease.fencedError();
+      if (fenced != null) {
+        return CompletableFuture.failedFuture(fenced);
+      }
       for (int i = 0; i < leaves.length; i++) {
         if (leaves[i] != null) {
           tree.beginUpdate(firstBlock + i, leaves[i]);
@@ -526,6 +532,10 @@ public final class HBaseVolume implements Volume {
     long seq = tree.seq();
     if (seq == recordedSeq && !clean) {
       return;
+    }
+    VolumeException fenced = lease.fencedError(); // fenced meanwhile: never record (nor ack)
+    if (fenced != null) {
+      throw fenced;
     }
     try {
       catalog.recordRoot(info.name(), tree.root(), seq, clean, writerEpoch);
