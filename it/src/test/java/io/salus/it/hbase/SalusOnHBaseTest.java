@@ -236,7 +236,9 @@ class SalusOnHBaseTest {
         if (!volumes.containsKey("placed")) {
           return "volume not visible yet";
         }
-        for (List<RrsPlacement.Replica> rrs : volumes.get("placed")) {
+        List<List<RrsPlacement.Replica>> sets = volumes.get("placed");
+        for (int i = 0; i < sets.size(); i++) {
+          List<RrsPlacement.Replica> rrs = sets.get(i);
           Set<ServerName> servers = new HashSet<>();
           for (RrsPlacement.Replica r : rrs) {
             if (r.server() != null && live.contains(r.server())) {
@@ -244,7 +246,7 @@ class SalusOnHBaseTest {
             }
           }
           if (servers.size() != 3) {
-            bad.add(rrs.get(0).region().getStartKey().length + "-byte start " + rrs.stream()
+            bad.add("RRS " + i + " on " + rrs.stream()
                 .map(r -> String.valueOf(r.server())).toList());
           }
         }
