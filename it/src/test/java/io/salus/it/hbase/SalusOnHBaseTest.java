@@ -209,6 +209,8 @@ class SalusOnHBaseTest {
       ServerName stopped = cluster.getRegionServer(victim).getServerName();
       cluster.stopRegionServer(victim);
       cluster.waitOnRegionServer(victim);
+      // with two live servers every RRS has two replicas on one server: the next step really has work to do
+      awaitPlacement("after " + stopped + " stopped", rrs -> rrs.size() == 2 ? null : "not colocated yet");
       cluster.startRegionServer();
       awaitDistinct("after " + stopped + " stopped and a new region server started");
 
@@ -224,6 +226,15 @@ class SalusOnHBaseTest {
 
   /** Polls until every RRS of every volume has three distinct live servers and nothing is in transition. */
   private static void awaitDistinct(String when) throws Exception {
+    awaitPlacement(when, servers -> servers.size() == 3 ? null : "not on 3 distinct live servers");
+  }
+
+  /**
+   * Polls until, with nothing in transition, every RRS of volume "placed" satisfies {@code check} (given the set
+   * of distinct live servers its replicas are on; returns null when satisfied, else the problem).
+   */
+  private static void awaitPlacement(String when, java.util.function.Function<Set<ServerName>, String> check)
+      throws Exception {
     RrsPlacementReconciler reader = new RrsPlacementReconciler(connection);
     Supplier<String> problems = () -> {
       try {
@@ -245,12 +256,15 @@ class SalusOnHBaseTest {
               servers.add(r.server());
             }
           }
-          if (servers.size() != 3) {
-            bad.add("RRS " + i + " on " + rrs.stream()
-                .map(r -> String.valueOf(r.server())).toList());
+          if (rrs.stream().anyMatch(r -> r.server() == null || !live.contains(r.server()))) {
+            return "RRS " + i + " has a replica not yet assigned to a live server";
+          }
+          String problem = check.apply(servers);
+          if (problem != null) {
+            bad.add("RRS " + i + " " + problem + ": " + rrs.stream().map(r -> String.valueOf(r.server())).toList());
           }
         }
-        return bad.isEmpty() ? null : bad.size() + " RRS(s) not on 3 distinct live servers: " + bad;
+        return bad.isEmpty() ? null : bad.size() + " RRS(s): " + bad;
       } catch (Exception e) {
         return e.toString();
       }
