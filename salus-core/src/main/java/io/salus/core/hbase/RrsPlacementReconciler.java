@@ -95,7 +95,10 @@ public final class RrsPlacementReconciler {
             String q = d.getTableName().getQualifierAsString();
             int cut = q.lastIndexOf("_r");
             String replica = d.getValue(SalusTableLayout.REPLICA_ATTRIBUTE);
-            if (cut <= 0 || replica == null || !q.substring(cut + 2).equals(replica)) {
+            if (cut <= 0 || replica == null || !q.substring(cut + 2).equals(replica) || !replica.matches("[0-9]")) {
+                LOG.warn("Salus placement: table {} has the Salus layout attribute but its name and {} ({}) do not"
+                        + " match <volume>_r<0|1|2>; skipped", d.getTableName(), SalusTableLayout.REPLICA_ATTRIBUTE,
+                        replica);
                 continue;
             }
             int r = Integer.parseInt(replica);
