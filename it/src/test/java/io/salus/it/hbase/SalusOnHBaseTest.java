@@ -191,6 +191,15 @@ class SalusOnHBaseTest {
   @Order(10)
   void everyRrsStaysOnThreeDistinctRegionServersAcrossRestartAndBalancer() throws Exception {
     VolumeGeometry g = new VolumeGeometry("placed", 6 * BPR * BS, BS, BPR); // 6 RRSs
+    // a hostile neighbour: a table that claims the Salus layout but whose replica attribute is no number must not
+    // stop the placement of the real volume
+    TableName odd = TableName.valueOf("salus:odd_rx");
+    if (!Arrays.stream(admin.listNamespaces()).anyMatch("salus"::equals)) {
+      admin.createNamespace(org.apache.hadoop.hbase.NamespaceDescriptor.create("salus").build());
+    }
+    admin.createTable(TableDescriptorBuilder.newBuilder(odd).setColumnFamily(ColumnFamilyDescriptorBuilder.of("b"))
+        .setValue(SalusTableLayout.LAYOUT_ATTRIBUTE, "junk").setValue(SalusTableLayout.REPLICA_ATTRIBUTE, "x")
+        .build());
     SalusTableLayout.create(admin, g);
     try {
       awaitDistinct("after creation");
@@ -221,6 +230,8 @@ class SalusOnHBaseTest {
       awaitDistinct("after a fourth region server joined and the balancer ran");
     } finally {
       SalusTableLayout.delete(admin, "placed");
+      admin.disableTable(odd);
+      admin.deleteTable(odd);
     }
   }
 
