@@ -43,6 +43,20 @@ class ArchitectureTest {
         assertEquals(List.of(), offenders(p -> !under(p, "hbase"), "org.apache.hadoop", "org.apache.hbase"));
     }
 
+    /**
+     * The HBase adapters ({@code io.salus.core.hbase}: table layout, master-side placement) are the only HBase code
+     * in salus-core, and they depend on the protocol, never the other way round: no class outside the package
+     * imports it, so the protocol stays usable (and testable) without HBase on the classpath.
+     */
+    @Test
+    void nothingOutsideTheHBaseAdaptersImportsThem() throws IOException {
+        assertEquals(List.of(), offenders(p -> !under(p, "hbase"), "io.salus.core.hbase"));
+        try (Stream<Path> adapters = Files.list(ROOT.resolve("hbase"))) {
+            assertTrue(adapters.anyMatch(p -> p.toString().endsWith("SalusTableLayout.java")),
+                    "the HBase adapters live in io.salus.core.hbase");
+        }
+    }
+
     @Test
     void onlyTheZkPackageImportsZooKeeperOrCurator() throws IOException {
         assertEquals(List.of(), offenders(p -> !under(p, "hbase") && !under(p, "zk"), "org.apache.zookeeper",

@@ -1,0 +1,208 @@
+package io.salus.core.hbase;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.hadoop.hbase.NamespaceDescriptor;
+import org.apache.hadoop.hbase.NamespaceExistException;
+import org.apache.hadoop.hbase.TableName;
+import org.apache.hadoop.hbase.TableNotFoundException;
+import org.apache.hadoop.hbase.client.Admin;
+import org.apache.hadoop.hbase.client.ColumnFamilyDescriptorBuilder;
+import org.apache.hadoop.hbase.client.Durability;
+import org.apache.hadoop.hbase.client.TableDescriptor;
+import org.apache.hadoop.hbase.client.TableDescriptorBuilder;
+import org.apache.hadoop.hbase.regionserver.DisabledRegionSplitPolicy;
+import org.apache.hadoop.hbase.util.Bytes;
+
+/**
+ * The table layout of a Salus volume on stock HBase: three tables {@code salus:<vol>_r0/_r1/_r2}, pre-split
+ * identically at big-endian block-number boundaries (region {@code i} of the three tables = RRS {@code i}), with
+ * automatic compaction, splits, merges and normalization off, durability {@code SKIP_WAL} (the Salus log is the
+ * write-ahead log), column family {@code b} with DFS replication 1 (each replica keeps one local copy), and the
+ * {@link #LAYOUT_ATTRIBUTE} table attribute recording the layout version and the {@link VolumeGeometry}.
+ */
+public final class SalusTableLayout {
+    public static final String NAMESPACE = "salus";
+    /** Column family of the block rows (the same as HBaseVolume's). */
+    public static final byte[] FAMILY = Bytes.toBytes("b");
+    /** Table attribute holding {@link VolumeGeometry#encode}. */
+    public static final String LAYOUT_ATTRIBUTE = "salus.layout";
+    /** Table attribute holding the replica index 0, 1 or 2 of this table. */
+    public static final String REPLICA_ATTRIBUTE = "salus.replica";
+    public static final int LAYOUT_VERSION = 1;
+    public static final int REPLICAS = 3;
+
+    private SalusTableLayout() {
+    }
+
+    public static TableName tableName(String volume, int replica) {
+        if (replica < 0 || replica >= REPLICAS) {
+            throw new IllegalArgumentException("replica " + replica + " is not 0, 1 or 2");
+        }
+        return TableName.valueOf(NAMESPACE, volume + "_r" + replica);
+    }
+
+    /** The descriptor of replica table {@code replica} of a volume (what {@link #create} creates). */
+    public static TableDescriptor descriptor(VolumeGeometry g, int replica) {
+        return TableDescriptorBuilder.newBuilder(tableName(g.volume(), replica))
+                .setColumnFamily(ColumnFamilyDescriptorBuilder.newBuilder(FAMILY)
+                        .setDFSReplication((short) 1)
+                        .setMaxVersions(1)
+                        .build())
+                .setCompactionEnabled(false)
+                .setRegionSplitPolicyClassName(DisabledRegionSplitPolicy.class.getName())
+                .setSplitEnabled(false)
+                .setMergeEnabled(false)
+                .setNormalizationEnabled(false)
+                .setDurability(Durability.SKIP_WAL)
+                .setValue(LAYOUT_ATTRIBUTE, g.encode(LAYOUT_VERSION))
+                .setValue(REPLICA_ATTRIBUTE, Integer.toString(replica))
+                .build();
+    }
+
+    /**
+     * Creates the three replica tables (and the {@code salus} namespace if missing). Refuses, without changing
+     * anything, when any of the three names is taken: by a complete volume, by the leftovers of a partial
+     * creation, or by a table that is not a Salus replica table. If a table cannot be created, the ones created by
+     * this call are removed again.
+     */
+    public static void create(Admin admin, VolumeGeometry g) throws IOException {
+        List<TableName> existing = new ArrayList<>();
+        for (int r = 0; r < REPLICAS; r++) {
+            TableName t = tableName(g.volume(), r);
+            if (admin.tableExists(t)) {
+                if (admin.getDescriptor(t).getValue(LAYOUT_ATTRIBUTE) == null) {
+                    throw new VolumeLayoutException("cannot create Salus volume " + g.volume() + ": table " + t
+                            + " exists and is not a Salus replica table (no " + LAYOUT_ATTRIBUTE + " attribute);"
+                            + " choose another volume name");
+                }
+                existing.add(t);
+            }
+        }
+        if (existing.size() == REPLICAS) {
+            throw new VolumeLayoutException("cannot create Salus volume " + g.volume() + ": it already exists ("
+                    + existing + "); delete it first (SalusTableLayout.delete) or choose another name");
+        }
+        if (!existing.isEmpty()) {
+            throw new VolumeLayoutException("cannot create Salus volume " + g.volume() + ": a previous creation"
+                    + " stopped part-way, " + existing + " exist but not all three replica tables do; remove the"
+                    + " leftovers with SalusTableLayout.delete(admin, \"" + g.volume() + "\") (or in the HBase"
+                    + " shell: disable and drop each of them) and create the volume again");
+        }
+        ensureNamespace(admin);
+        byte[][] splits = g.splitKeys();
+        List<TableName> created = new ArrayList<>();
+        try {
+            for (int r = 0; r < REPLICAS; r++) {
+                TableDescriptor d = descriptor(g, r);
+                if (splits.length == 0) {
+                    admin.createTable(d);
+                } else {
+                    admin.createTable(d, splits);
+                }
+                created.add(d.getTableName());
+            }
+        } catch (IOException | RuntimeException e) {
+            for (TableName t : created) {
+                try {
+                    dropTable(admin, t);
+                } catch (IOException | RuntimeException cleanup) {
+                    e.addSuppressed(cleanup);
+                }
+            }
+            throw new VolumeLayoutException("cannot create Salus volume " + g.volume() + " (tables created by this"
+                    + " attempt were removed again" + (e.getSuppressed().length > 0 ? ", except where noted" : "")
+                    + "): " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Reads the geometry of an existing volume and checks that its three tables agree (same geometry, replica
+     * indexes 0/1/2, same region boundaries).
+     */
+    public static VolumeGeometry read(Admin admin, String volume) throws IOException {
+        VolumeGeometry g = null;
+        for (int r = 0; r < REPLICAS; r++) {
+            TableName t = tableName(volume, r);
+            TableDescriptor d;
+            try {
+                d = admin.getDescriptor(t);
+            } catch (TableNotFoundException e) {
+                throw new VolumeLayoutException("Salus volume " + volume + " is incomplete or missing: table " + t
+                        + " does not exist", e);
+            }
+            String attr = d.getValue(LAYOUT_ATTRIBUTE);
+            if (attr == null) {
+                throw new VolumeLayoutException("table " + t + " is not a Salus replica table (no "
+                        + LAYOUT_ATTRIBUTE + " attribute)");
+            }
+            VolumeGeometry gr;
+            try {
+                gr = VolumeGeometry.parse(attr, LAYOUT_VERSION);
+            } catch (IllegalArgumentException e) {
+                throw new VolumeLayoutException("table " + t + ": " + e.getMessage(), e);
+            }
+            if (!Integer.toString(r).equals(d.getValue(REPLICA_ATTRIBUTE)) || !gr.volume().equals(volume)) {
+                throw new VolumeLayoutException("table " + t + " claims to be replica "
+                        + d.getValue(REPLICA_ATTRIBUTE) + " of volume " + gr.volume() + ", not replica " + r + " of "
+                        + volume);
+            }
+            if (g != null && !g.equals(gr)) {
+                throw new VolumeLayoutException("the replica tables of Salus volume " + volume + " disagree on the"
+                        + " geometry: " + g + " vs " + gr + " (" + t + ")");
+            }
+            g = gr;
+        }
+        return g;
+    }
+
+    /**
+     * Deletes whatever exists of the volume's three replica tables (also the leftovers of a partial creation).
+     * Refuses to touch a table of that name that is not a Salus replica table.
+     *
+     * @return whether anything was deleted
+     */
+    public static boolean delete(Admin admin, String volume) throws IOException {
+        List<TableName> toDrop = new ArrayList<>();
+        for (int r = 0; r < REPLICAS; r++) {
+            TableName t = tableName(volume, r);
+            if (admin.tableExists(t)) {
+                if (admin.getDescriptor(t).getValue(LAYOUT_ATTRIBUTE) == null) {
+                    throw new VolumeLayoutException("refusing to delete " + t + ": it is not a Salus replica"
+                            + " table (no " + LAYOUT_ATTRIBUTE + " attribute); nothing was deleted");
+                }
+                toDrop.add(t);
+            }
+        }
+        for (TableName t : toDrop) {
+            dropTable(admin, t);
+        }
+        return !toDrop.isEmpty();
+    }
+
+    /** Whether a table is a Salus replica table (carries the layout attribute). */
+    public static boolean isReplicaTable(TableDescriptor d) {
+        return d.getTableName().getNamespaceAsString().equals(NAMESPACE) && d.getValue(LAYOUT_ATTRIBUTE) != null;
+    }
+
+    private static void ensureNamespace(Admin admin) throws IOException {
+        for (NamespaceDescriptor n : admin.listNamespaceDescriptors()) {
+            if (n.getName().equals(NAMESPACE)) {
+                return;
+            }
+        }
+        try {
+            admin.createNamespace(NamespaceDescriptor.create(NAMESPACE).build());
+        } catch (NamespaceExistException e) {
+            // created concurrently: fine
+        }
+    }
+
+    private static void dropTable(Admin admin, TableName t) throws IOException {
+        if (admin.isTableEnabled(t)) {
+            admin.disableTable(t);
+        }
+        admin.deleteTable(t);
+    }
+}
