@@ -21,6 +21,7 @@ import io.salus.core.protocol.client.ClientListener;
 import io.salus.core.protocol.client.VolumeClient;
 import io.salus.core.protocol.message.Message;
 import io.salus.core.protocol.message.SubBatch;
+import io.salus.core.protocol.recovery.Coordination;
 import io.salus.core.protocol.recovery.InMemoryCoordination;
 import io.salus.core.protocol.recovery.RecoveryException;
 import io.salus.core.protocol.recovery.RecoveryOrchestrator;
@@ -634,7 +635,7 @@ final class SalusSimulation {
         if (m.hosting != null && !m.rsCrashed) {
             RrsConfig h = m.hosting;
             RegionSnapshot base = null;
-            Optional<Certificate> cp = coord.latestCheckpoint(h.region());
+            Optional<Certificate> cp = coord.latestCheckpoint(h.region(), Coordination.signedByItsGeneration(dir, membership));
             if (cp.isPresent() && cp.get().statement(Statement.Checkpoint.class).generation() == h.generation()) {
                 base = m.disk.readSnapshot(h.generation(), cp.get().statement(Statement.Checkpoint.class)
                         .throughIndex());
@@ -1096,7 +1097,7 @@ final class SalusSimulation {
         }
         int region = oracle.regionOf(b[0]);
         RrsConfig rc = membership.current(region);
-        Optional<Certificate> cp = coord.latestCheckpoint(rc.region());
+        Optional<Certificate> cp = coord.latestCheckpoint(rc.region(), Coordination.signedByItsGeneration(dir, membership));
         long fromIndex = 0;
         if (cp.isPresent()) {
             Statement.Checkpoint st = cp.get().statement(Statement.Checkpoint.class);
