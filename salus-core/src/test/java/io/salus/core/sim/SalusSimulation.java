@@ -949,7 +949,9 @@ final class SalusSimulation {
             if (tmp == null) {
                 tmp = newReplica(byNode.get(membership.current(r).primary()), s);
             }
-            views.put(r, new VolumeClient.RegionView(tmp.regionRoot(), tmp.rootRecord(), tmp.leafHashes()));
+            views.put(r, new VolumeClient.RegionView(tmp.regionRoot(), tmp.rootRecord(), tmp.leafHashes(),
+                    coord.latestCheckpoint(membership.current(r).region(),
+                            Coordination.signedByItsGeneration(dir, membership)).orElse(null)));
         }
         try {
             client.mount(lcp, rb.lcp().root(), views);
