@@ -405,7 +405,7 @@ class PipelinedCommitTest {
             List<Certificate> t = new ArrayList<>();
             for (NodeId n : configs.get(r).replicas()) {
                 t.add(Certificate.sign(CertType.TENTATIVE_CHECKPOINT, new Statement.Checkpoint(configs.get(r).region(),
-                        0, 1, rep.rootRecord().seq(), rep.regionRoot()), signers.get(n)));
+                        0, 1, rep.rootRecord().seq(), rep.regionRoot(), rep.rootRecord().root()), signers.get(n)));
             }
             views.put(r, new VolumeClient.RegionView(rep.regionRoot(), rep.rootRecord(), rep.leafHashes(),
                     Certificate.combine(t)));

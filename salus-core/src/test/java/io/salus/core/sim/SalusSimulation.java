@@ -1051,7 +1051,7 @@ final class SalusSimulation {
         for (NodeId h : log.old().stores()) {
             cpSigs.add(Certificate.sign(CertType.TENTATIVE_CHECKPOINT, new Statement.Checkpoint(log.old().region(),
                     log.old().generation(), cut, wiped.lastSeq(), wiped.regionRoot(cfg.hash(), cfg.blockSize(),
-                    cfg.layout())), signers.get(h)));
+                    cfg.layout()), wiped.rootRecord().root()), signers.get(h)));
         }
         for (NodeId h : log.old().metadataHolders()) {
             endAfter.add(byNode.get(h).witness.query(log.old().region(), log.old().generation(), cut + 1));

@@ -62,7 +62,7 @@ abstract class CoordinationContract {
 
     static Certificate checkpoint(RegionId r, long generation, long index) {
         Hash root = HashAlgorithm.SHA256.hash(new byte[] {(byte) generation, (byte) index});
-        Statement.Checkpoint st = new Statement.Checkpoint(r, generation, index, index * 2, root);
+        Statement.Checkpoint st = new Statement.Checkpoint(r, generation, index, index * 2, root, root);
         List<Certificate> t = new ArrayList<>();
         for (NodeKeys k : KEYS) {
             t.add(Certificate.sign(CertType.TENTATIVE_CHECKPOINT, st, k.signer()));
@@ -109,7 +109,7 @@ abstract class CoordinationContract {
         Statement.Checkpoint st = first.statement(Statement.Checkpoint.class);
         Certificate sameIndexOtherRoot = Certificate.combine(KEYS.stream().map(k -> Certificate.sign(
                 CertType.TENTATIVE_CHECKPOINT, new Statement.Checkpoint(R0, st.generation(), st.throughIndex(),
-                        st.lastSeq(), HashAlgorithm.SHA256.hash(new byte[] {42})), k.signer())).toList());
+                        st.lastSeq(), HashAlgorithm.SHA256.hash(new byte[] {42}), st.volumeRoot()), k.signer())).toList());
         c.putCheckpoint(sameIndexOtherRoot);
         Certificate smaller = java.util.Arrays.compareUnsigned(Coordination.digest(first),
                 Coordination.digest(sameIndexOtherRoot)) < 0 ? first : sameIndexOtherRoot;
@@ -146,7 +146,7 @@ abstract class CoordinationContract {
     /** A CHECKPOINT with rs0's genuine signature and two made-up ones. */
     static Certificate forged(RegionId r, long generation, long index) {
         Statement.Checkpoint st = new Statement.Checkpoint(r, generation, index, index * 2,
-                HashAlgorithm.SHA256.hash(new byte[] {7}));
+                HashAlgorithm.SHA256.hash(new byte[] {7}), HashAlgorithm.SHA256.hash(new byte[] {8}));
         Certificate mine = Certificate.sign(CertType.TENTATIVE_CHECKPOINT, st, KEYS.get(0).signer());
         List<Certificate.Sig> sigs = new ArrayList<>(mine.signatures());
         sigs.add(new Certificate.Sig(KEYS.get(1).id(), new byte[4]));

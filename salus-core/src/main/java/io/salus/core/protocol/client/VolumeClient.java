@@ -516,10 +516,10 @@ public final class VolumeClient {
             return "its CHECKPOINT " + st + " is not signed by the replicas of " + current.region() + " generation "
                     + current.generation() + " " + current.replicas();
         }
-        if (st.lastSeq() != seq || !st.regionRoot().equals(v.regionRoot())) {
-            return "the view (last seq " + seq + ", region root " + v.regionRoot() + ") is not the state its "
-                    + "CHECKPOINT certifies (last seq " + st.lastSeq() + ", region root " + st.regionRoot()
-                    + "); fetch the view from another replica";
+        if (!st.rootRecord().equals(v.rootRecord()) || !st.regionRoot().equals(v.regionRoot())) {
+            return "the view (last seq " + seq + ", record " + v.rootRecord() + ", region root " + v.regionRoot()
+                    + ") is not the state its CHECKPOINT certifies (last seq " + st.lastSeq() + ", record "
+                    + st.rootRecord() + ", region root " + st.regionRoot() + "); fetch the view from another replica";
         }
         return null;
     }
