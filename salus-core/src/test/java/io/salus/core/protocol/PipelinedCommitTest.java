@@ -422,6 +422,12 @@ class PipelinedCommitTest {
                 null));
         e = assertThrows(IllegalStateException.class, () -> client.mount(2, root, uncertified));
         assertTrue(e.getMessage().contains("no CHECKPOINT certificate"), e.getMessage());
+        // right seq, forged volume root: the CHECKPOINT binds the whole record (review finding 3)
+        Map<Integer, VolumeClient.RegionView> forgedRoot = new HashMap<>(views);
+        forgedRoot.put(0, new VolumeClient.RegionView(r0.regionRoot(), new io.salus.core.merkle.VolumeRootRecord(
+                cfg.hash().hash(new byte[] {9}), r0.rootRecord().seq()), r0.leafHashes(), views.get(0).checkpoint()));
+        e = assertThrows(IllegalStateException.class, () -> client.mount(2, root, forgedRoot));
+        assertTrue(e.getMessage().contains("region 0") && e.getMessage().contains("CHECKPOINT certifies"), e.getMessage());
         // the honest views (the caller fetched region 0's from another replica) mount, and writes go on
         client.mount(2, root, views);
         assertTrue(client.submit(List.of(new BlockWrite(2, data(3)))) > 0);
