@@ -1,6 +1,7 @@
 package io.salus.core.cert;
 
 import io.salus.core.merkle.Hash;
+import io.salus.core.merkle.VolumeRootRecord;
 
 /**
  * What a certificate attests. The signed bytes are {@code version || kind || canonical statement},
@@ -102,10 +103,17 @@ public sealed interface Statement permits Statement.LogEntry, Statement.PutOutco
     /**
      * Flush/compaction consent: the region's state through log entry {@code throughIndex} of
      * {@code generation} is durable and its region tree root (logical digest of the cells) is
-     * {@code regionRoot}; {@code lastSeq} is the last client seq included.
+     * {@code regionRoot}; {@code lastSeq} is the last client seq included, and {@code volumeRoot} the
+     * volume root that PUT produced: together they are the region's {@link VolumeRootRecord}, which
+     * recovery and mount take from the checkpoint's snapshot and must not take on one DataNode's word.
      */
-    record Checkpoint(RegionId region, long generation, long throughIndex, long lastSeq, Hash regionRoot)
-            implements Statement {
+    record Checkpoint(RegionId region, long generation, long throughIndex, long lastSeq, Hash regionRoot,
+                      Hash volumeRoot) implements Statement {
+        /** The region's volume-root record this checkpoint certifies. */
+        public VolumeRootRecord rootRecord() {
+            return new VolumeRootRecord(volumeRoot, lastSeq);
+        }
+
         @Override
         public StatementKind kind() {
             return StatementKind.CHECKPOINT;
@@ -114,7 +122,7 @@ public sealed interface Statement permits Statement.LogEntry, Statement.PutOutco
         @Override
         public void write(Wire.Out o) {
             region.write(o);
-            o.i64(generation).i64(throughIndex).i64(lastSeq).hash(regionRoot);
+            o.i64(generation).i64(throughIndex).i64(lastSeq).hash(regionRoot).hash(volumeRoot);
         }
 
         static Checkpoint read(Wire.In in) {
@@ -122,7 +130,8 @@ public sealed interface Statement permits Statement.LogEntry, Statement.PutOutco
             long g = in.i64NonNegative("generation");
             long k = in.i64("through index");
             long s = in.i64("last seq");
-            return new Checkpoint(r, g, k, s, in.hash("region root"));
+            Hash regionRoot = in.hash("region root");
+            return new Checkpoint(r, g, k, s, regionRoot, in.hash("volume root"));
         }
     }
 

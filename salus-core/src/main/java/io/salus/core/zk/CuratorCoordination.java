@@ -7,6 +7,9 @@ import io.salus.core.cert.Statement;
 import io.salus.core.cert.Wire;
 import io.salus.core.protocol.recovery.Coordination;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
@@ -15,6 +18,7 @@ import java.util.SortedSet;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.function.Consumer;
+import java.util.function.Predicate;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.utils.PathUtils;
 import org.apache.curator.utils.ZKPaths;
@@ -27,10 +31,10 @@ import org.apache.zookeeper.data.Stat;
  * {@link io.salus.core.protocol.recovery.InMemoryCoordination} (checked by the same contract test):
  *
  * <ul>
- *   <li>{@code <base>/checkpoints/<hex(volume UTF-8)>/<region index>}: the latest CHECKPOINT
- *       certificate of a region, replaced only by a newer one (generation, then index). The
- *       read-compare-write is a compare-and-set on the znode version, so two writers racing
- *       end with the newer certificate, never the one that wrote last.</li>
+ *   <li>{@code <base>/checkpoints/<hex(volume UTF-8)>/<region index>/<generation>-<index>-<sha256>}:
+ *       every CHECKPOINT certificate filed for a region, one znode per distinct certificate, created
+ *       once and never replaced (no writer can hide or roll back another's). The reader lists them,
+ *       newest (generation, index) first, and takes the first its check accepts.</li>
  *   <li>{@code <base>/reports/<epoch>/<region>}: an RRS's identifyLCP report (last write wins).</li>
  *   <li>{@code <base>/lcp/<epoch>}: the agreed LCP; created once, the first writer wins and every
  *       caller gets the stored value back.</li>
@@ -100,42 +104,88 @@ public final class CuratorCoordination implements Coordination {
         return HexFormat.of().formatHex(s.getBytes(StandardCharsets.UTF_8));
     }
 
-    @Override
-    public void putCheckpoint(Certificate checkpoint) {
-        Statement.Checkpoint st = checkpoint.statement(Statement.Checkpoint.class);
-        String path = checkpointPath(st.region());
-        byte[] bytes = checkpoint.encode();
-        while (true) {
-            Stat stat = new Stat();
-            byte[] current = read(path, stat);
-            if (current != null) {
-                Statement.Checkpoint old = decodeCheckpoint(path, current).statement(Statement.Checkpoint.class);
-                if (old.generation() > st.generation()
-                        || (old.generation() == st.generation() && old.throughIndex() >= st.throughIndex())) {
-                    return; // the stored one is as new or newer
-                }
-            }
-            beforeConditionalWrite.accept(path);
-            try {
-                if (current == null) {
-                    client.create().creatingParentsIfNeeded().forPath(path, bytes);
-                } else {
-                    client.setData().withVersion(stat.getVersion()).forPath(path, bytes);
-                }
-                return;
-            } catch (KeeperException.NodeExistsException | KeeperException.BadVersionException e) {
-                // another writer got there between our read and our write: compare again
-            } catch (Exception e) {
-                throw failure("store checkpoint", path, e);
-            }
-        }
+    /** The znode name of a filed checkpoint: {@code <generation>-<index>-<hex SHA-256 of the encoding>}. */
+    static String checkpointName(Certificate c) {
+        Statement.Checkpoint st = c.statement(Statement.Checkpoint.class);
+        return st.generation() + "-" + st.throughIndex() + "-" + HexFormat.of().formatHex(Coordination.digest(c));
     }
 
     @Override
-    public Optional<Certificate> latestCheckpoint(RegionId region) {
-        String path = checkpointPath(region);
-        byte[] b = read(path, null);
-        return b == null ? Optional.empty() : Optional.of(decodeCheckpoint(path, b));
+    public void putCheckpoint(Certificate checkpoint) {
+        String path = ZKPaths.makePath(checkpointPath(checkpoint.statement(Statement.Checkpoint.class).region()),
+                checkpointName(checkpoint));
+        byte[] bytes = checkpoint.encode();
+        beforeConditionalWrite.accept(path);
+        try {
+            client.create().creatingParentsIfNeeded().forPath(path, bytes);
+        } catch (KeeperException.NodeExistsException e) {
+            // filed already (the name is the digest of these bytes); a filed checkpoint is never replaced
+        } catch (Exception e) {
+            throw failure("store checkpoint", path, e);
+        }
+    }
+
+    private record Named(String name, long generation, long index, byte[] digest) {
+    }
+
+    @Override
+    public Optional<Certificate> latestCheckpoint(RegionId region, Predicate<Certificate> valid) {
+        String dir = checkpointPath(region);
+        List<String> children;
+        try {
+            children = client.getChildren().forPath(dir);
+        } catch (KeeperException.NoNodeException e) {
+            return Optional.empty();
+        } catch (Exception e) {
+            throw failure("list checkpoints", dir, e);
+        }
+        // A znode that is not a well-formed filed checkpoint is skipped like one that does not verify:
+        // a faulty replica holding the credentials can file garbage, and must not block the reader.
+        List<Named> names = new ArrayList<>();
+        for (String c : children) {
+            Named n = parseName(c);
+            if (n != null) {
+                names.add(n);
+            }
+        }
+        names.sort(Comparator.comparingLong(Named::generation).thenComparingLong(Named::index).reversed()
+                .thenComparing(Named::digest, Arrays::compareUnsigned));
+        for (Named n : names) {
+            byte[] b = read(ZKPaths.makePath(dir, n.name()), null);
+            if (b == null) {
+                continue; // removed since the listing
+            }
+            Certificate c;
+            try {
+                c = Certificate.decode(b);
+                if (!n.name().equals(checkpointName(c))) {
+                    continue; // not the certificate its name promises
+                }
+            } catch (IllegalArgumentException e) {
+                continue; // foreign bytes
+            }
+            if (valid.test(c)) {
+                return Optional.of(c);
+            }
+        }
+        return Optional.empty();
+    }
+
+    /** A child name {@code <generation>-<index>-<64 hex>}, or null if it is not one. */
+    private static Named parseName(String name) {
+        String[] p = name.split("-", -1);
+        try {
+            if (p.length == 3 && p[2].length() == 64) {
+                long g = Long.parseLong(p[0]);
+                long i = Long.parseLong(p[1]);
+                if (g >= 0 && i >= 0 && name.equals(g + "-" + i + "-" + p[2])) {
+                    return new Named(name, g, i, HexFormat.of().parseHex(p[2]));
+                }
+            }
+        } catch (IllegalArgumentException e) {
+            // not one
+        }
+        return null;
     }
 
     @Override
@@ -223,16 +273,6 @@ public final class CuratorCoordination implements Coordination {
         }
         return new CoordinationStoreException("cannot " + what + " at " + path + " on ZooKeeper "
                 + client.getZookeeperClient().getCurrentConnectionString() + ": " + e, e);
-    }
-
-    private static Certificate decodeCheckpoint(String path, byte[] b) {
-        try {
-            Certificate c = Certificate.decode(b);
-            c.statement(Statement.Checkpoint.class);
-            return c;
-        } catch (IllegalArgumentException e) {
-            throw new CoordinationStoreException(path + " does not hold a checkpoint certificate: " + e.getMessage(), e);
-        }
     }
 
     static byte[] encodeReport(RegionReport r) {

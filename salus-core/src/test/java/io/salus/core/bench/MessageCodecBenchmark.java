@@ -102,7 +102,7 @@ public class MessageCodecBenchmark {
             }
             case CHECKPOINT_PROPOSE -> new Message.CheckpointPropose(17, 3, 123_456);
             case CHECKPOINT_VOTE -> new Message.CheckpointVote(Certificate.sign(CertType.TENTATIVE_CHECKPOINT,
-                    new Statement.Checkpoint(region, 3, 123_456, 1249, h), s));
+                    new Statement.Checkpoint(region, 3, 123_456, 1249, h, h), s));
         };
     }
 }

@@ -31,7 +31,7 @@ class CertificateTest {
                 new Statement.PutOutcome(true, R, 3, 10, 12, 17, h),
                 new Statement.PutOutcome(false, R, 3, 10, 12, 17, h),
                 new Statement.NoNextEntry(R, 1, 18),
-                new Statement.Checkpoint(R, 1, 17, 12, h),
+                new Statement.Checkpoint(R, 1, 17, 12, h, HashAlgorithm.SHA256.hash(new byte[] {12})),
                 new Statement.Decision(true, "vol1", 3, 10, 12, R, 1),
                 new Statement.Decision(false, "vol1", 3, 10, 12, R, 1));
     }
@@ -46,6 +46,29 @@ class CertificateTest {
             case COMMIT -> CertType.TENTATIVE_COMMIT;
             case ABORT -> CertType.TENTATIVE_ABORT;
         };
+    }
+
+    /**
+     * The CHECKPOINT statement gained {@code volumeRoot} (review finding, issue 11); a CHECKPOINT
+     * encoded before the change (no volume root) is refused with an error naming the missing field.
+     */
+    @Test
+    void aCheckpointWithoutItsVolumeRootDoesNotDecode() {
+        var h = HashAlgorithm.SHA256.hash(new byte[5]);
+        Statement.Checkpoint st = new Statement.Checkpoint(R, 1, 17, 12, h, HashAlgorithm.SHA256.hash(new byte[] {1}));
+        assertEquals(new io.salus.core.merkle.VolumeRootRecord(st.volumeRoot(), 12), st.rootRecord());
+        byte[] b = Certificate.sign(CertType.TENTATIVE_CHECKPOINT, st, keys(SignatureScheme.WEAK_CRC32C).get(0).signer())
+                .encode();
+        int len = ((b[3] & 0xff) << 8) | (b[4] & 0xff);
+        java.io.ByteArrayOutputStream old = new java.io.ByteArrayOutputStream();
+        old.write(b, 0, 3);
+        old.write((len - 32) >> 8);
+        old.write((len - 32) & 0xff);
+        old.write(b, 5, len - 32); // the statement as it was encoded before: no volume root
+        old.write(b, 5 + len, b.length - 5 - len);
+        CertificateFormatException e = assertThrows(CertificateFormatException.class,
+                () -> Certificate.decode(old.toByteArray()));
+        assertTrue(e.getMessage().contains("volume root"), e.getMessage());
     }
 
     @ParameterizedTest

@@ -410,7 +410,7 @@ class PipelinedCommitTest {
         Map<Integer, VolumeClient.RegionView> views = new HashMap<>();
         for (int r = 0; r < 2; r++) {
             RegionReplica rep = replicas.get(configs.get(r).primary());
-            views.put(r, new VolumeClient.RegionView(rep.regionRoot(), rep.rootRecord(), rep.leafHashes()));
+            views.put(r, new VolumeClient.RegionView(rep.regionRoot(), rep.rootRecord(), rep.leafHashes(), null));
         }
         client.mount(0, RegionLogRecovery.emptyVolumeRoot(cfg), views);
         assertNull(client.needsRemount());
@@ -419,16 +419,13 @@ class PipelinedCommitTest {
 
     /**
      * review finding: at mount the client takes each region's last seq (the prevNum of its next PUT
-     * to the region, the seq its next GET waits for) from that region's root record as one replica
-     * reports it. Only the newest record is checked against the LCP; a faulty replica that reports
-     * an older seq for another region goes unnoticed. The client's next PUT to that region carries
-     * a stale prevNum and every honest replica drops it as stale; its GETs never verify. Nothing
-     * fails, the volume just stops (until the client's retries ask for another recovery). Not fixed:
-     * mount has no trusted per-region seq (the new generation's CHECKPOINT certificate, which binds
-     * (lastSeq, regionRoot) under three replica signatures, would be one).
+     * to the region, the seq its GETs wait for) from that region's root record as one replica
+     * reports it. Only the newest record was checked against the LCP; a faulty replica that reported
+     * an older seq for another region went unnoticed, the client's next PUT to that region carried a
+     * stale prevNum that every honest replica dropped, and the volume stopped. Now each region's
+     * view must match what its generation's CHECKPOINT certificate (three replica signatures)
+     * certifies; here the certificates are the ones the replicas would sign for their quiescent state.
      */
-    @org.junit.jupiter.api.Disabled("review finding: mount trusts one replica's root-record seq for every region but"
-            + " the newest; a stale one stalls writes and reads to that region")
     @Test
     void aStaleRootRecordSeqInOneRegionsMountViewIsRefused() {
         assertTrue(client.submit(List.of(new BlockWrite(1, data(1)))) > 0); // seq 1, region 0
@@ -438,20 +435,37 @@ class PipelinedCommitTest {
         Map<Integer, VolumeClient.RegionView> views = new HashMap<>();
         for (int r = 0; r < 2; r++) {
             RegionReplica rep = replicas.get(configs.get(r).primary());
-            views.put(r, new VolumeClient.RegionView(rep.regionRoot(), rep.rootRecord(), rep.leafHashes()));
+            List<Certificate> t = new ArrayList<>();
+            for (NodeId n : configs.get(r).replicas()) {
+                t.add(Certificate.sign(CertType.TENTATIVE_CHECKPOINT, new Statement.Checkpoint(configs.get(r).region(),
+                        0, 1, rep.rootRecord().seq(), rep.regionRoot(), rep.rootRecord().root()), signers.get(n)));
+            }
+            views.put(r, new VolumeClient.RegionView(rep.regionRoot(), rep.rootRecord(), rep.leafHashes(),
+                    Certificate.combine(t)));
         }
         RegionReplica r0 = replicas.get(configs.get(0).primary());
-        views.put(0, new VolumeClient.RegionView(r0.regionRoot(), new io.salus.core.merkle.VolumeRootRecord(
-                RegionLogRecovery.emptyVolumeRoot(cfg), 0), r0.leafHashes())); // a faulty replica's view
+        Map<Integer, VolumeClient.RegionView> faulty = new HashMap<>(views);
+        faulty.put(0, new VolumeClient.RegionView(r0.regionRoot(), new io.salus.core.merkle.VolumeRootRecord(
+                RegionLogRecovery.emptyVolumeRoot(cfg), 0), r0.leafHashes(), views.get(0).checkpoint()));
         io.salus.core.merkle.Hash root = client.volumeRoot();
-        try {
-            client.mount(2, root, views);
-        } catch (IllegalStateException refused) {
-            return; // refused: the caller fetches the view from another replica
-        }
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> client.mount(2, root, faulty));
+        assertTrue(e.getMessage().contains("region 0") && e.getMessage().contains("last seq 0"), e.getMessage());
+        Map<Integer, VolumeClient.RegionView> uncertified = new HashMap<>(faulty);
+        uncertified.put(0, new VolumeClient.RegionView(r0.regionRoot(), faulty.get(0).rootRecord(), r0.leafHashes(),
+                null));
+        e = assertThrows(IllegalStateException.class, () -> client.mount(2, root, uncertified));
+        assertTrue(e.getMessage().contains("no CHECKPOINT certificate"), e.getMessage());
+        // right seq, forged volume root: the CHECKPOINT binds the whole record (review finding 3)
+        Map<Integer, VolumeClient.RegionView> forgedRoot = new HashMap<>(views);
+        forgedRoot.put(0, new VolumeClient.RegionView(r0.regionRoot(), new io.salus.core.merkle.VolumeRootRecord(
+                cfg.hash().hash(new byte[] {9}), r0.rootRecord().seq()), r0.leafHashes(), views.get(0).checkpoint()));
+        e = assertThrows(IllegalStateException.class, () -> client.mount(2, root, forgedRoot));
+        assertTrue(e.getMessage().contains("region 0") && e.getMessage().contains("CHECKPOINT certifies"), e.getMessage());
+        // the honest views (the caller fetched region 0's from another replica) mount, and writes go on
+        client.mount(2, root, views);
         assertTrue(client.submit(List.of(new BlockWrite(2, data(3)))) > 0);
         drain();
-        assertEquals(3, acked.size(), "the write to region 0 after the mount never completes");
+        assertEquals(3, acked.size(), "the write to region 0 after the mount completes");
     }
 
     /** §3.3.2 step 4: retries without progress trigger recovery, once. */
@@ -569,7 +583,7 @@ class PipelinedCommitTest {
         assertEquals(1, held.size(), "one reply lost");
         held.clear();
         assertEquals(lost + 2, acked.size());
-        assertEquals(lost - 1, coord.latestCheckpoint(configs.get(0).region()).orElseThrow()
+        assertEquals(lost - 1, coord.latestCheckpoint(configs.get(0).region(), c -> true).orElseThrow()
                 .statement(Statement.Checkpoint.class).throughIndex(), "the checkpoint covering the batch formed");
         hold = e -> false;
         for (int i = 1; i <= 3 && acked.size() < lost + 3; i++) {

@@ -264,14 +264,14 @@ class RecoveryTest {
         List<Certificate> byHolders = new ArrayList<>();
         for (NodeKeys h : holders.subList(0, 3)) {
             byHolders.add(Certificate.sign(CertType.TENTATIVE_CHECKPOINT,
-                    new Statement.Checkpoint(old.region(), 0, 3, 5, root), h.signer()));
+                    new Statement.Checkpoint(old.region(), 0, 3, 5, root, base.rootRecord().root()), h.signer()));
         }
         assertRejected(new RegionLogRecovery.RecoveredLog(old, base, Certificate.combine(byHolders), List.of(), end),
                 "CHECKPOINT not signed by the replicas");
         List<Certificate> otherGen = new ArrayList<>();
         for (NodeKeys r : rs) {
             otherGen.add(Certificate.sign(CertType.TENTATIVE_CHECKPOINT,
-                    new Statement.Checkpoint(old.region(), 3, 3, 5, root), r.signer()));
+                    new Statement.Checkpoint(old.region(), 3, 3, 5, root, base.rootRecord().root()), r.signer()));
         }
         assertRejected(new RegionLogRecovery.RecoveredLog(old, base, Certificate.combine(otherGen), List.of(), end),
                 "CHECKPOINT of another generation");
@@ -367,7 +367,8 @@ class RecoveryTest {
         Hash root = base.regionRoot(cfg.hash(), cfg.blockSize(), cfg.layout());
         List<Certificate> t = new ArrayList<>();
         for (NodeKeys r : rs) {
-            t.add(Certificate.sign(CertType.TENTATIVE_CHECKPOINT, new Statement.Checkpoint(old.region(), 0, 2, 5, root),
+            t.add(Certificate.sign(CertType.TENTATIVE_CHECKPOINT, new Statement.Checkpoint(old.region(), 0, 2, 5, root,
+                    base.rootRecord().root()),
                     r.signer()));
         }
         Certificate cp = Certificate.combine(t);
@@ -392,12 +393,10 @@ class RecoveryTest {
      * recovery takes the first that matches. When the LCP is the checkpoint's last seq, lcpRoot takes
      * the forged root, putLcp stores it for the epoch (first writer wins), and rebuildVolume fails its
      * root check: recovery fails whenever that DataNode is asked first, and the rebuilt region carries
-     * the forged record (the mount's newest-record check then fails). Not fixed: the checkpoint
-     * statement would have to bind the volume-root record (a certificate format change), or recovery
-     * would have to keep every candidate record and take the one the rebuilt root confirms.
+     * the forged record (the mount's newest-record check then fails). Fixed: the CHECKPOINT statement
+     * binds the volume-root record (its volumeRoot with its lastSeq), and recovery takes only a
+     * snapshot whose record is the certified one.
      */
-    @org.junit.jupiter.api.Disabled("review finding: a forged volume root in a checkpoint snapshot's record (right seq)"
-            + " is taken as the LCP root; recovery fails whenever that DataNode answers first")
     @Test
     void aForgedRootAtTheRightSeqInTheBaseSnapshotIsNotAdopted() throws Exception {
         RegionLogRecovery.RecoveredLog log = honestLog();
@@ -406,7 +405,8 @@ class RecoveryTest {
         Hash root = base.regionRoot(cfg.hash(), cfg.blockSize(), cfg.layout());
         List<Certificate> t = new ArrayList<>();
         for (NodeKeys r : rs) {
-            t.add(Certificate.sign(CertType.TENTATIVE_CHECKPOINT, new Statement.Checkpoint(old.region(), 0, 2, 5, root),
+            t.add(Certificate.sign(CertType.TENTATIVE_CHECKPOINT, new Statement.Checkpoint(old.region(), 0, 2, 5, root,
+                    base.rootRecord().root()),
                     r.signer()));
         }
         RegionSnapshot forged = new RegionSnapshot(0, 2, 5, base.blocks(),
@@ -427,12 +427,9 @@ class RecoveryTest {
      * later checkpoints are refused from then on, and recovery, which reads only the latest one,
      * throws "the latest checkpoint certificate is not usable" on every attempt. The honest replicas
      * have already garbage-collected their log through their last real checkpoint, so the volume can
-     * never be recovered. Not fixed: the fix is a design change (keep checkpoint certificates with the
-     * witnesses, or per (generation, index) with the reader taking the newest that verifies against
-     * the generation's replicas; a writer that can overwrite can also roll back to an older one).
+     * never be recovered. Fixed: coordination keeps every filed checkpoint (never replaced, so no
+     * rollback either) and the reader takes the newest that verifies against its generation's replicas.
      */
-    @org.junit.jupiter.api.Disabled("review finding: an unverified CHECKPOINT filed by one faulty replica blocks"
-            + " every later checkpoint and makes recovery fail for good (Coordination trusts the statement)")
     @Test
     void aForgedCheckpointFiledByOneFaultyReplicaDoesNotBlockRecovery() throws Exception {
         RegionLogRecovery.RecoveredLog log = honestLog();
@@ -442,13 +439,15 @@ class RecoveryTest {
         disks.forEach(d -> d.writeSnapshot(base));
         List<Certificate> t = new ArrayList<>();
         for (NodeKeys r : rs) {
-            t.add(Certificate.sign(CertType.TENTATIVE_CHECKPOINT, new Statement.Checkpoint(old.region(), 0, 2, 5, root),
+            t.add(Certificate.sign(CertType.TENTATIVE_CHECKPOINT, new Statement.Checkpoint(old.region(), 0, 2, 5, root,
+                    base.rootRecord().root()),
                     r.signer()));
         }
         Certificate honestCp = Certificate.combine(t);
         InMemoryCoordination coord = new InMemoryCoordination();
         // rs0 is faulty: its own signature is genuine, the other two are made up
-        Statement.Checkpoint lie = new Statement.Checkpoint(old.region(), 0, 1_000_003, 5, root);
+        Statement.Checkpoint lie = new Statement.Checkpoint(old.region(), 0, 1_000_003, 5, root,
+                base.rootRecord().root());
         Certificate mine = Certificate.sign(CertType.TENTATIVE_CHECKPOINT, lie, rs.get(0).signer());
         List<Certificate.Sig> sigs = new ArrayList<>(mine.signatures());
         sigs.add(new Certificate.Sig(rs.get(1).id(), new byte[4]));
@@ -459,7 +458,7 @@ class RecoveryTest {
         coord.putCheckpoint(forged);
         coord.putCheckpoint(honestCp); // the honest replicas' checkpoint comes next
         RegionLogRecovery.RecoveredLog got = RegionLogRecovery.recover(cfg, dir, client.id(), membership, old,
-                coord.latestCheckpoint(old.region()), List.of(honest(0), honest(1), honest(2)), List.of(dn(0)));
+                coord.latestCheckpoint(old.region(), Coordination.signedByItsGeneration(dir, membership)), List.of(honest(0), honest(1), honest(2)), List.of(dn(0)));
         assertEquals(5, got.base().lastSeq());
     }
 
@@ -492,7 +491,7 @@ class RecoveryTest {
         List<Certificate> cp = new ArrayList<>();
         for (NodeKeys r : rs) {
             cp.add(Certificate.sign(CertType.TENTATIVE_CHECKPOINT, new Statement.Checkpoint(old.region(), 1, -1, 0,
-                    base.regionRoot(cfg.hash(), cfg.blockSize(), cfg.layout())), r.signer()));
+                    base.regionRoot(cfg.hash(), cfg.blockSize(), cfg.layout()), base.rootRecord().root()), r.signer()));
         }
         disks.forEach(d -> d.writeSnapshot(base));
         // generation 1: the restarted client's batch 1 (seq 1 again) is logged and committed
@@ -566,7 +565,8 @@ class RecoveryTest {
                 if (lie[0] && replica.equals(f.replicas().get(2))) {
                     Statement.Checkpoint st = t.statement(Statement.Checkpoint.class);
                     return Certificate.sign(CertType.TENTATIVE_CHECKPOINT, new Statement.Checkpoint(st.region(),
-                            st.generation(), st.throughIndex(), st.lastSeq(), one.hash().hash(new byte[1])), k.signer());
+                            st.generation(), st.throughIndex(), st.lastSeq(), one.hash().hash(new byte[1]), st.volumeRoot()),
+                            k.signer());
                 }
                 return t;
             }
@@ -598,7 +598,7 @@ class RecoveryTest {
             configs = master.adopt(rb, cluster);
         }
         assertEquals(1, started.size());
-        assertEquals(CertType.CHECKPOINT, coord.latestCheckpoint(old.region()).orElseThrow().type());
+        assertEquals(CertType.CHECKPOINT, coord.latestCheckpoint(old.region(), Coordination.signedByItsGeneration(dir, membership)).orElseThrow().type());
         return new RecoveryOrchestrator.Outcome(rb, configs, master.retries());
     }
 

@@ -21,6 +21,7 @@ import io.salus.core.protocol.client.ClientListener;
 import io.salus.core.protocol.client.VolumeClient;
 import io.salus.core.protocol.message.Message;
 import io.salus.core.protocol.message.SubBatch;
+import io.salus.core.protocol.recovery.Coordination;
 import io.salus.core.protocol.recovery.InMemoryCoordination;
 import io.salus.core.protocol.recovery.RecoveryException;
 import io.salus.core.protocol.recovery.RecoveryOrchestrator;
@@ -634,7 +635,7 @@ final class SalusSimulation {
         if (m.hosting != null && !m.rsCrashed) {
             RrsConfig h = m.hosting;
             RegionSnapshot base = null;
-            Optional<Certificate> cp = coord.latestCheckpoint(h.region());
+            Optional<Certificate> cp = coord.latestCheckpoint(h.region(), Coordination.signedByItsGeneration(dir, membership));
             if (cp.isPresent() && cp.get().statement(Statement.Checkpoint.class).generation() == h.generation()) {
                 base = m.disk.readSnapshot(h.generation(), cp.get().statement(Statement.Checkpoint.class)
                         .throughIndex());
@@ -948,7 +949,9 @@ final class SalusSimulation {
             if (tmp == null) {
                 tmp = newReplica(byNode.get(membership.current(r).primary()), s);
             }
-            views.put(r, new VolumeClient.RegionView(tmp.regionRoot(), tmp.rootRecord(), tmp.leafHashes()));
+            views.put(r, new VolumeClient.RegionView(tmp.regionRoot(), tmp.rootRecord(), tmp.leafHashes(),
+                    coord.latestCheckpoint(membership.current(r).region(),
+                            Coordination.signedByItsGeneration(dir, membership)).orElse(null)));
         }
         try {
             client.mount(lcp, rb.lcp().root(), views);
@@ -1048,7 +1051,7 @@ final class SalusSimulation {
         for (NodeId h : log.old().stores()) {
             cpSigs.add(Certificate.sign(CertType.TENTATIVE_CHECKPOINT, new Statement.Checkpoint(log.old().region(),
                     log.old().generation(), cut, wiped.lastSeq(), wiped.regionRoot(cfg.hash(), cfg.blockSize(),
-                    cfg.layout())), signers.get(h)));
+                    cfg.layout()), wiped.rootRecord().root()), signers.get(h)));
         }
         for (NodeId h : log.old().metadataHolders()) {
             endAfter.add(byNode.get(h).witness.query(log.old().region(), log.old().generation(), cut + 1));
@@ -1097,7 +1100,7 @@ final class SalusSimulation {
         }
         int region = oracle.regionOf(b[0]);
         RrsConfig rc = membership.current(region);
-        Optional<Certificate> cp = coord.latestCheckpoint(rc.region());
+        Optional<Certificate> cp = coord.latestCheckpoint(rc.region(), Coordination.signedByItsGeneration(dir, membership));
         long fromIndex = 0;
         if (cp.isPresent()) {
             Statement.Checkpoint st = cp.get().statement(Statement.Checkpoint.class);

@@ -44,6 +44,16 @@ abstract class CoordinationContract {
             NodeKeys.deterministic(SignatureScheme.WEAK_CRC32C, NodeId.of("rs1"), 1),
             NodeKeys.deterministic(SignatureScheme.WEAK_CRC32C, NodeId.of("rs2"), 1));
 
+    static final io.salus.core.crypto.KeyDirectory DIR = new io.salus.core.crypto.KeyDirectory(SignatureScheme.WEAK_CRC32C);
+
+    static {
+        KEYS.forEach(DIR::register);
+    }
+
+    /** The reader's check: a CHECKPOINT signed by the three replicas (every generation has the same ones here). */
+    static final java.util.function.Predicate<Certificate> VALID = c -> c.type() == CertType.CHECKPOINT
+            && c.verify(DIR, KEYS.stream().map(NodeKeys::id).collect(java.util.stream.Collectors.toSet()));
+
     /** A fresh, empty store. */
     abstract Coordination newStore() throws Exception;
 
@@ -52,7 +62,7 @@ abstract class CoordinationContract {
 
     static Certificate checkpoint(RegionId r, long generation, long index) {
         Hash root = HashAlgorithm.SHA256.hash(new byte[] {(byte) generation, (byte) index});
-        Statement.Checkpoint st = new Statement.Checkpoint(r, generation, index, index * 2, root);
+        Statement.Checkpoint st = new Statement.Checkpoint(r, generation, index, index * 2, root, root);
         List<Certificate> t = new ArrayList<>();
         for (NodeKeys k : KEYS) {
             t.add(Certificate.sign(CertType.TENTATIVE_CHECKPOINT, st, k.signer()));
@@ -75,12 +85,12 @@ abstract class CoordinationContract {
     @Test
     void noCheckpointUntilOneIsStored() throws Exception {
         Coordination c = newStore();
-        assertEquals(Optional.empty(), c.latestCheckpoint(R0));
+        assertEquals(Optional.empty(), c.latestCheckpoint(R0, VALID));
         Certificate cp = checkpoint(R0, 1, 5);
         c.putCheckpoint(cp);
-        assertEquals(Optional.of(cp), c.latestCheckpoint(R0));
-        assertEquals(Optional.empty(), c.latestCheckpoint(R1), "regions are independent");
-        assertEquals(Optional.empty(), c.latestCheckpoint(new RegionId("vol2", 0)), "volumes are independent");
+        assertEquals(Optional.of(cp), c.latestCheckpoint(R0, VALID));
+        assertEquals(Optional.empty(), c.latestCheckpoint(R1, VALID), "regions are independent");
+        assertEquals(Optional.empty(), c.latestCheckpoint(new RegionId("vol2", 0), VALID), "volumes are independent");
     }
 
     @Test
@@ -88,20 +98,61 @@ abstract class CoordinationContract {
         Coordination c = newStore();
         c.putCheckpoint(checkpoint(R0, 1, 5));
         c.putCheckpoint(checkpoint(R0, 1, 3)); // stale index
-        assertEquals(5, indexOf(c.latestCheckpoint(R0)));
+        assertEquals(5, indexOf(c.latestCheckpoint(R0, VALID)));
         c.putCheckpoint(checkpoint(R0, 1, 9));
-        assertEquals(9, indexOf(c.latestCheckpoint(R0)));
+        assertEquals(9, indexOf(c.latestCheckpoint(R0, VALID)));
         c.putCheckpoint(checkpoint(R0, 2, 1)); // newer generation beats a higher index
-        assertEquals(1, indexOf(c.latestCheckpoint(R0)));
+        assertEquals(1, indexOf(c.latestCheckpoint(R0, VALID)));
         c.putCheckpoint(checkpoint(R0, 1, 100)); // stale generation
-        assertEquals(2, c.latestCheckpoint(R0).orElseThrow().statement(Statement.Checkpoint.class).generation());
-        Certificate first = c.latestCheckpoint(R0).orElseThrow();
+        assertEquals(2, c.latestCheckpoint(R0, VALID).orElseThrow().statement(Statement.Checkpoint.class).generation());
+        Certificate first = c.latestCheckpoint(R0, VALID).orElseThrow();
         Statement.Checkpoint st = first.statement(Statement.Checkpoint.class);
         Certificate sameIndexOtherRoot = Certificate.combine(KEYS.stream().map(k -> Certificate.sign(
                 CertType.TENTATIVE_CHECKPOINT, new Statement.Checkpoint(R0, st.generation(), st.throughIndex(),
-                        st.lastSeq(), HashAlgorithm.SHA256.hash(new byte[] {42})), k.signer())).toList());
+                        st.lastSeq(), HashAlgorithm.SHA256.hash(new byte[] {42}), st.volumeRoot()), k.signer())).toList());
         c.putCheckpoint(sameIndexOtherRoot);
-        assertEquals(first, c.latestCheckpoint(R0).orElseThrow(), "an equal (generation, index) keeps the first");
+        Certificate smaller = java.util.Arrays.compareUnsigned(Coordination.digest(first),
+                Coordination.digest(sameIndexOtherRoot)) < 0 ? first : sameIndexOtherRoot;
+        assertEquals(smaller, c.latestCheckpoint(R0, VALID).orElseThrow(),
+                "an equal (generation, index): the smallest digest, in every implementation");
+        c.putCheckpoint(first); // filed again: one copy, nothing changes
+        assertEquals(smaller, c.latestCheckpoint(R0, VALID).orElseThrow());
+    }
+
+    /**
+     * Hostile (review finding): one faulty replica holding the store's credentials files a checkpoint
+     * with a huge index, its own signature and two made-up ones, then one at the honest replicas' next
+     * index. Neither hides the honest checkpoints, the honest ones filed afterwards are still read,
+     * and nothing a writer files rolls the region back to an older checkpoint.
+     */
+    @Test
+    void aForgedCheckpointNeitherHidesNorRollsBackTheVerifiedOnes() throws Exception {
+        Coordination c = newStore();
+        c.putCheckpoint(checkpoint(R0, 1, 5));
+        Certificate huge = forged(R0, 1, 1_000_003);
+        Certificate squat = forged(R0, 1, 9);
+        org.junit.jupiter.api.Assertions.assertFalse(VALID.test(huge) || VALID.test(squat));
+        c.putCheckpoint(huge);
+        c.putCheckpoint(squat);
+        assertEquals(5, indexOf(c.latestCheckpoint(R0, VALID)), "the forged ones are skipped");
+        c.putCheckpoint(checkpoint(R0, 1, 9)); // the honest replicas' next checkpoint, same index as the squat
+        assertEquals(9, indexOf(c.latestCheckpoint(R0, VALID)));
+        c.putCheckpoint(checkpoint(R0, 1, 5)); // a replay of an older one
+        assertEquals(9, indexOf(c.latestCheckpoint(R0, VALID)), "no rollback");
+        assertEquals(1_000_003, indexOf(c.latestCheckpoint(R0, x -> true)),
+                "the store keeps what it was given; only the reader's check tells them apart");
+    }
+
+    /** A CHECKPOINT with rs0's genuine signature and two made-up ones. */
+    static Certificate forged(RegionId r, long generation, long index) {
+        Statement.Checkpoint st = new Statement.Checkpoint(r, generation, index, index * 2,
+                HashAlgorithm.SHA256.hash(new byte[] {7}), HashAlgorithm.SHA256.hash(new byte[] {8}));
+        Certificate mine = Certificate.sign(CertType.TENTATIVE_CHECKPOINT, st, KEYS.get(0).signer());
+        List<Certificate.Sig> sigs = new ArrayList<>(mine.signatures());
+        sigs.add(new Certificate.Sig(KEYS.get(1).id(), new byte[4]));
+        sigs.add(new Certificate.Sig(KEYS.get(2).id(), new byte[4]));
+        sigs.sort(java.util.Comparator.comparing(x -> x.signer().toString()));
+        return Certificate.of(CertType.CHECKPOINT, mine.scheme(), st, sigs);
     }
 
     @Test
@@ -110,7 +161,7 @@ abstract class CoordinationContract {
         Certificate notACheckpoint = Certificate.sign(CertType.NO_NEXT_ENTRY,
                 new Statement.NoNextEntry(R0, 1, 4), KEYS.get(0).signer());
         assertThrows(IllegalArgumentException.class, () -> c.putCheckpoint(notACheckpoint));
-        assertEquals(Optional.empty(), c.latestCheckpoint(R0));
+        assertEquals(Optional.empty(), c.latestCheckpoint(R0, VALID));
     }
 
     @Test
@@ -149,7 +200,7 @@ abstract class CoordinationContract {
         a.putCheckpoint(checkpoint(R0, 1, 5));
         a.report(1, 0, report(2, 3L));
         a.putLcp(lcp(1, 2));
-        assertEquals(5, indexOf(b.latestCheckpoint(R0)));
+        assertEquals(5, indexOf(b.latestCheckpoint(R0, VALID)));
         assertEquals(Map.of(0, report(2, 3L)), b.reports(1));
         assertEquals(Optional.of(lcp(1, 2)), b.lcp(1));
     }
@@ -176,7 +227,7 @@ abstract class CoordinationContract {
             }
             return null;
         });
-        assertEquals((writers - 1) * 5 + 4, indexOf(first.latestCheckpoint(R0)));
+        assertEquals((writers - 1) * 5 + 4, indexOf(first.latestCheckpoint(R0, VALID)));
     }
 
     interface Writer<T> {

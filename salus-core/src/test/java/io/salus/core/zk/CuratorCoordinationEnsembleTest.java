@@ -69,7 +69,7 @@ class CuratorCoordinationEnsembleTest {
             });
             a.putCheckpoint(CoordinationContract.checkpoint(CoordinationContract.R0, 1, 7));
             assertTrue(once.get());
-            assertEquals(9, a.latestCheckpoint(CoordinationContract.R0).orElseThrow()
+            assertEquals(9, a.latestCheckpoint(CoordinationContract.R0, CoordinationContract.VALID).orElseThrow()
                     .statement(Statement.Checkpoint.class).throughIndex(), "the stale write was not applied");
             assertEquals(Map.of(0, CoordinationContract.report(3, 4L)), b.reports(1), "written before the failover");
             assertEquals(CoordinationContract.lcp(2, 10), b.putLcp(CoordinationContract.lcp(2, 10)));

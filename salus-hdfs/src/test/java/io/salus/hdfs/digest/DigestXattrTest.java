@@ -61,7 +61,7 @@ class DigestXattrTest {
 
   private static Certificate checkpoint(RegionId r, long through, int... signers) {
     Statement.Checkpoint st = new Statement.Checkpoint(r, 1, through, through * 3,
-        Hash.of(new byte[32]));
+        Hash.of(new byte[32]), Hash.of(new byte[32]));
     List<Certificate> t = new ArrayList<>();
     for (int s : signers) {
       t.add(Certificate.sign(CertType.TENTATIVE_CHECKPOINT, st, RS.get(s).signer()));

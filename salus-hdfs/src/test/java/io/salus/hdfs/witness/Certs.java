@@ -58,7 +58,7 @@ final class Certs {
 
   Certificate checkpoint(RegionId r, long gen, long through) {
     Statement.Checkpoint st = new Statement.Checkpoint(r, gen, through, through * 10,
-        Hash.of(new byte[32]));
+        Hash.of(new byte[32]), Hash.of(new byte[32]));
     List<Certificate> t = new ArrayList<>();
     for (NodeKeys k : replicas) {
       t.add(Certificate.sign(CertType.TENTATIVE_CHECKPOINT, st, k.signer()));

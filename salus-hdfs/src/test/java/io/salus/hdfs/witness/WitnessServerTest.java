@@ -124,7 +124,7 @@ class WitnessServerTest {
       assertEquals(CertType.LOG_ENTRY, c.query(R, 0, 7).type());
       // A checkpoint with only a tentative signature is not enough.
       Statement.Checkpoint cp = new Statement.Checkpoint(R, 0, 9, 0,
-          io.salus.core.merkle.Hash.of(new byte[32]));
+          io.salus.core.merkle.Hash.of(new byte[32]), io.salus.core.merkle.Hash.of(new byte[32]));
       Certificate weak = Certificate.sign(CertType.TENTATIVE_CHECKPOINT, cp,
           certs.replicas.get(0).signer());
       assertThrows(WitnessClient.WitnessException.class, () -> c.truncate(weak));

@@ -418,15 +418,26 @@ public final class VolumeClient {
                 && p.ancestor(cfg.hash()).equals(expectedRegionRoot);
     }
 
-    /** What the client fetches from one replica of a region at mount time. */
-    public record RegionView(Hash regionRoot, VolumeRootRecord rootRecord, Map<Long, Hash> leafHashes) {
+    /**
+     * What the client fetches at mount time for one region: from one replica, the region root, its
+     * volume-root record and the leaf hashes; and the region's newest CHECKPOINT certificate (from
+     * coordination or the replica; the client verifies it). The certificate may be null only when the
+     * volume is mounted at seq 0.
+     */
+    public record RegionView(Hash regionRoot, VolumeRootRecord rootRecord, Map<Long, Hash> leafHashes,
+                             Certificate checkpoint) {
     }
 
     /**
-     * Mount protocol (§3.3.3): rebuilds the volume tree from each region's leaf hashes, checks each
-     * region subtree against its region root, the rebuilt volume root against {@code trustedRoot}
-     * (the LCP root from coordination) and the newest region root record. Resets seqs to continue
-     * after {@code trustedSeq}; outstanding work is dropped (the caller re-issues what it needs).
+     * Mount protocol (§3.3.3), after recovery: rebuilds the volume tree from each region's leaf hashes,
+     * checks each region subtree against its region root, the rebuilt volume root against {@code
+     * trustedRoot} (the LCP root from coordination) and the newest region root record. Each region's
+     * last seq (the prevNum of the next PUT to it, the seq its GETs wait for) is one replica's word, so
+     * it must be what the region's current generation's CHECKPOINT certifies (three replica
+     * signatures, at least one correct): the view's seq and region root equal the certificate's last
+     * seq and region root (after recovery, the new generation's first checkpoint is exactly the
+     * region's state). Resets seqs to continue after {@code trustedSeq}; outstanding work is dropped
+     * (the caller re-issues what it needs).
      *
      * @throws IllegalStateException if any check fails (the caller fetches from another replica)
      */
@@ -448,6 +459,10 @@ public final class VolumeClient {
             long first = layout.firstBlock(r);
             v.leafHashes().forEach((k, h) -> fresh.setLeaf(first + k, h));
             roots.put((long) r, v.regionRoot());
+            String stale = regionSeqProblem(r, trustedSeq, v);
+            if (stale != null) {
+                throw new IllegalStateException("mount: region " + r + ": " + stale);
+            }
             newest = newest == null ? v.rootRecord() : newest.newer(v.rootRecord());
         }
         Hash rebuilt = fresh.root();
@@ -478,6 +493,35 @@ public final class VolumeClient {
         gets.clear();
         needsRemount = null;
         recoveryRequested = false;
+    }
+
+    /** Why region {@code r}'s view cannot give the client the region's last seq, or null if it can. */
+    private String regionSeqProblem(int r, long trustedSeq, RegionView v) {
+        long seq = v.rootRecord().seq();
+        if (trustedSeq == 0) {
+            return seq == 0 ? null : "its root record names seq " + seq + " but the volume is mounted at seq 0";
+        }
+        Certificate cp = v.checkpoint();
+        if (cp == null) {
+            return "no CHECKPOINT certificate to trust its last seq " + seq + " (pass the region's newest "
+                    + "CHECKPOINT from coordination; mount after recovery)";
+        }
+        io.salus.core.protocol.RrsConfig current = membership.current(r);
+        if (cp.type() != CertType.CHECKPOINT) {
+            return "a " + cp.type() + " is not a CHECKPOINT certificate";
+        }
+        Statement.Checkpoint st = cp.statement(Statement.Checkpoint.class);
+        if (!st.region().equals(current.region()) || st.generation() != current.generation()
+                || !cp.verify(verifier, current.replicaSet())) {
+            return "its CHECKPOINT " + st + " is not signed by the replicas of " + current.region() + " generation "
+                    + current.generation() + " " + current.replicas();
+        }
+        if (!st.rootRecord().equals(v.rootRecord()) || !st.regionRoot().equals(v.regionRoot())) {
+            return "the view (last seq " + seq + ", record " + v.rootRecord() + ", region root " + v.regionRoot()
+                    + ") is not the state its CHECKPOINT certifies (last seq " + st.lastSeq() + ", record "
+                    + st.rootRecord() + ", region root " + st.regionRoot() + "); fetch the view from another replica";
+        }
+        return null;
     }
 
     /** Ids of outstanding batches (for the driver's retry/recovery logic). */

@@ -1,10 +1,16 @@
 package io.salus.core.protocol.recovery;
 
+import io.salus.core.cert.CertType;
 import io.salus.core.cert.Certificate;
 import io.salus.core.cert.RegionId;
+import io.salus.core.cert.Statement;
+import io.salus.core.crypto.Verifier;
 import io.salus.core.merkle.Hash;
+import io.salus.core.protocol.Membership;
+import io.salus.core.protocol.RrsConfig;
 import java.util.Map;
 import java.util.Optional;
+import java.util.function.Predicate;
 
 /**
  * The trusted coordination service of §3.3.4 (ZooKeeper for LCP coordination, NameNode xattrs for
@@ -20,10 +26,60 @@ public interface Coordination {
     record Lcp(long epoch, long seq, Hash root) {
     }
 
-    /** Stores a CHECKPOINT certificate if it is newer (generation, then index) than the stored one. */
+    /**
+     * Files a CHECKPOINT certificate as one more candidate of its region. The store does not check
+     * signatures (whoever holds the store's credentials can file anything, a faulty replica included),
+     * so it never replaces or removes a filed certificate: a forged one with a huge index cannot hide
+     * the honest ones, and nobody can roll the region back to an older checkpoint. Filing the same
+     * certificate twice keeps one copy.
+     *
+     * @throws IllegalArgumentException if {@code checkpoint} does not carry a checkpoint statement
+     */
     void putCheckpoint(Certificate checkpoint);
 
-    Optional<Certificate> latestCheckpoint(RegionId region);
+    /**
+     * The newest (generation, then index) filed checkpoint of {@code region} that {@code valid}
+     * accepts, or empty. Candidates that {@code valid} refuses (forged, wrong signers) are skipped.
+     * Among several accepted ones of one (generation, index), the one whose encoding has the smallest
+     * SHA-256 (the same answer from every implementation).
+     *
+     * @param valid the reader's check, normally {@link #signedByItsGeneration}
+     */
+    Optional<Certificate> latestCheckpoint(RegionId region, Predicate<Certificate> valid);
+
+    /**
+     * The check a reader applies to a filed checkpoint: a CHECKPOINT certificate whose region and
+     * generation are known to {@code membership} and that carries the signatures of all three
+     * replicas of that generation.
+     */
+    static Predicate<Certificate> signedByItsGeneration(Verifier verifier, Membership membership) {
+        return c -> {
+            if (c.type() != CertType.CHECKPOINT) {
+                return false;
+            }
+            Statement.Checkpoint st = c.statement(Statement.Checkpoint.class);
+            RrsConfig rc = membership.config(st.region(), st.generation());
+            return rc != null && c.verify(verifier, rc.replicaSet());
+        };
+    }
+
+    /** SHA-256 of the certificate's canonical encoding: the identity of a filed checkpoint. */
+    static byte[] digest(Certificate c) {
+        try {
+            return java.security.MessageDigest.getInstance("SHA-256").digest(c.encode());
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException("the JDK has no SHA-256", e);
+        }
+    }
+
+    /** Orders filed checkpoints newest first: generation, then index, then SHA-256 of the encoding. */
+    static int newestFirst(Statement.Checkpoint a, byte[] aDigest, Statement.Checkpoint b, byte[] bDigest) {
+        int c = Long.compare(b.generation(), a.generation());
+        if (c == 0) {
+            c = Long.compare(b.throughIndex(), a.throughIndex());
+        }
+        return c != 0 ? c : java.util.Arrays.compareUnsigned(aDigest, bDigest);
+    }
 
     /** An RRS writes its report for recovery {@code epoch}. */
     void report(long epoch, int region, RegionReport report);

@@ -3,34 +3,47 @@ package io.salus.core.protocol.recovery;
 import io.salus.core.cert.Certificate;
 import io.salus.core.cert.RegionId;
 import io.salus.core.cert.Statement;
+import java.security.MessageDigest;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
+import java.util.function.Predicate;
 
 /** {@link Coordination} in memory. Thread-safe (synchronized). */
 public final class InMemoryCoordination implements Coordination {
-    private final Map<RegionId, Certificate> checkpoints = new HashMap<>();
+    /** Every filed checkpoint of a region, newest first (see {@link Coordination#newestFirst}). */
+    private final Map<RegionId, List<Filed>> checkpoints = new HashMap<>();
     private final Map<Long, Map<Integer, RegionReport>> reports = new HashMap<>();
     private final Map<Long, Lcp> lcps = new HashMap<>();
+
+    private record Filed(Certificate cert, Statement.Checkpoint st, byte[] digest) {
+    }
 
     @Override
     public synchronized void putCheckpoint(Certificate c) {
         Statement.Checkpoint st = c.statement(Statement.Checkpoint.class);
-        Certificate old = checkpoints.get(st.region());
-        if (old != null) {
-            Statement.Checkpoint o = old.statement(Statement.Checkpoint.class);
-            if (o.generation() > st.generation()
-                    || (o.generation() == st.generation() && o.throughIndex() >= st.throughIndex())) {
-                return;
+        Filed f = new Filed(c, st, Coordination.digest(c));
+        List<Filed> all = checkpoints.computeIfAbsent(st.region(), r -> new ArrayList<>());
+        for (Filed o : all) {
+            if (MessageDigest.isEqual(o.digest(), f.digest())) {
+                return; // filed already
             }
         }
-        checkpoints.put(st.region(), c);
+        all.add(f);
+        all.sort((x, y) -> Coordination.newestFirst(x.st(), x.digest(), y.st(), y.digest()));
     }
 
     @Override
-    public synchronized Optional<Certificate> latestCheckpoint(RegionId region) {
-        return Optional.ofNullable(checkpoints.get(region));
+    public synchronized Optional<Certificate> latestCheckpoint(RegionId region, Predicate<Certificate> valid) {
+        for (Filed f : checkpoints.getOrDefault(region, List.of())) {
+            if (valid.test(f.cert())) {
+                return Optional.of(f.cert());
+            }
+        }
+        return Optional.empty();
     }
 
     @Override

@@ -97,7 +97,8 @@ public final class RecoveryOrchestrator {
             for (int attempt = 1; ; attempt++) {
                 try {
                     logs.put(r, RegionLogRecovery.recover(cfg, verifier, clientId, membership, old,
-                            coordination.latestCheckpoint(old.region()), holders, dataNodes));
+                            coordination.latestCheckpoint(old.region(),
+                                    Coordination.signedByItsGeneration(verifier, membership)), holders, dataNodes));
                     break;
                 } catch (RecoveryException e) {
                     if (attempt >= maxAttempts) {
@@ -120,7 +121,8 @@ public final class RecoveryOrchestrator {
      */
     private RrsConfig adopted(int r) {
         RrsConfig current = membership.current(r);
-        long cpGeneration = coordination.latestCheckpoint(current.region())
+        long cpGeneration = coordination.latestCheckpoint(current.region(),
+                        Coordination.signedByItsGeneration(verifier, membership))
                 .map(c -> c.statement(io.salus.core.cert.Statement.Checkpoint.class).generation()).orElse(0L);
         if (current.generation() > cpGeneration) {
             RrsConfig adopted = membership.config(current.region(), cpGeneration);

@@ -125,11 +125,9 @@ public final class RegionLogRecovery {
             base = null;
             for (DataSource d : dataNodes) {
                 RegionSnapshot s = d.readSnapshot(gen, cp.throughIndex());
-                // the certificate does not cover the snapshot's volume-root record; its seq must at
-                // least be the checkpoint's last seq (a forged later seq would make the new replicas
-                // wait for a write the client never issues)
-                if (s != null && s.lastSeq() == cp.lastSeq() && s.rootRecord() != null
-                        && s.rootRecord().seq() == cp.lastSeq()
+                // the certificate binds the snapshot's volume-root record (seq and root): one DataNode
+                // cannot make recovery adopt a forged LCP root or the new replicas wait for a later seq
+                if (s != null && s.lastSeq() == cp.lastSeq() && cp.rootRecord().equals(s.rootRecord())
                         && s.regionRoot(cfg.hash(), cfg.blockSize(), cfg.layout()).equals(cp.regionRoot())) {
                     base = s;
                     break;
@@ -381,7 +379,7 @@ public final class RegionLogRecovery {
             }
             Statement.Checkpoint cp = log.baseCertificate().statement(Statement.Checkpoint.class);
             if (cp.throughIndex() != base.throughIndex() || cp.lastSeq() != base.lastSeq()
-                    || base.rootRecord() == null || base.rootRecord().seq() != cp.lastSeq()
+                    || !cp.rootRecord().equals(base.rootRecord())
                     || base.generation() != old.generation()
                     || !base.regionRoot(cfg.hash(), cfg.blockSize(), cfg.layout()).equals(cp.regionRoot())) {
                 throw new RecoveryException(old.region() + ": base snapshot does not match its checkpoint");

@@ -173,7 +173,7 @@ public final class VolumeRecovery {
         RegionLogRecovery.verify(cfg, verifier, clientId, membership, log);
         RegionSnapshot s = rebuildRegion(cfg, log, lcp.seq(), newConfig.generation());
         return Certificate.sign(CertType.TENTATIVE_CHECKPOINT, new Statement.Checkpoint(newConfig.region(),
-                newConfig.generation(), -1, s.lastSeq(), s.regionRoot(cfg.hash(), cfg.blockSize(), cfg.layout())),
-                signer);
+                newConfig.generation(), -1, s.lastSeq(), s.regionRoot(cfg.hash(), cfg.blockSize(), cfg.layout()),
+                s.rootRecord().root()), signer);
     }
 }

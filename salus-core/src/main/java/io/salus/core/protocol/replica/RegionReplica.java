@@ -94,7 +94,8 @@ public final class RegionReplica {
     // GETs and checkpoints
     private final List<PendingGet> pendingGets = new ArrayList<>();
     private final Map<Long, Hash> snapshotRoots = new HashMap<>();
-    private final Map<Long, Long> snapshotSeqs = new HashMap<>();
+    /** The volume-root record at each snapshot index (its seq is the snapshot's last seq). */
+    private final Map<Long, VolumeRootRecord> snapshotRecords = new HashMap<>();
     private final Set<Long> proposals = new HashSet<>();
     private final Tentatives<Long> checkpointVotes = new Tentatives<>();
     private long checkpointedIndex;
@@ -163,7 +164,7 @@ public final class RegionReplica {
         this.nextIndex = base.throughIndex() + 1;
         rootHistory.put(appliedSeq, store.root());
         snapshotRoots.put(base.throughIndex(), store.root());
-        snapshotSeqs.put(base.throughIndex(), base.lastSeq());
+        snapshotRecords.put(base.throughIndex(), base.rootRecord());
         // restart: entries on disk after the base are prepared; decisions are re-learned from leaders
         for (long i = nextIndex; i <= disk.lastIndex(rrs.generation()); i++) {
             byte[] b = disk.read(rrs.generation(), i);
@@ -749,7 +750,7 @@ public final class RegionReplica {
         disk.writeCheckpoint(rrs.generation(), index, appliedSeq, store.dirty(), rootRecord);
         store.markDurable();
         snapshotRoots.put(index, store.root());
-        snapshotSeqs.put(index, appliedSeq);
+        snapshotRecords.put(index, rootRecord);
         if (me.equals(rrs.primary())) {
             for (NodeId r : rrs.replicas()) {
                 net.send(r, new Message.CheckpointPropose(regionId.index(), rrs.generation(), index));
@@ -795,7 +796,7 @@ public final class RegionReplica {
                 && (myDecisions.containsKey(e.getKey()) || e.getValue().info == null));
         rootHistory.headMap(lastSeq, false).clear();
         snapshotRoots.keySet().removeIf(k -> k < index);
-        snapshotSeqs.keySet().removeIf(k -> k < index);
+        snapshotRecords.keySet().removeIf(k -> k < index);
     }
 
     private void onCheckpointPropose(NodeId from, Message.CheckpointPropose p) {
@@ -811,8 +812,9 @@ public final class RegionReplica {
     }
 
     private void signCheckpoint(long index) {
+        VolumeRootRecord rec = snapshotRecords.get(index);
         Statement.Checkpoint st = new Statement.Checkpoint(regionId, rrs.generation(), index,
-                snapshotSeqs.get(index), snapshotRoots.get(index));
+                rec.seq(), snapshotRoots.get(index), rec.root());
         Certificate t = Certificate.sign(CertType.TENTATIVE_CHECKPOINT, st, signer);
         for (NodeId r : rrs.replicas()) {
             net.send(r, new Message.CheckpointVote(t));

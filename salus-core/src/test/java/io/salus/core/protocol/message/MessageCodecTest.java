@@ -107,7 +107,7 @@ class MessageCodecTest {
 
         Certificate checkpoint() {
             return cert(CertType.TENTATIVE_CHECKPOINT, new Statement.Checkpoint(region(), rnd.nextInt(9),
-                    rnd.nextInt(1000), rnd.nextInt(1000), hash()));
+                    rnd.nextInt(1000), rnd.nextInt(1000), hash(), hash()));
         }
 
         SubBatch subBatch() {
