@@ -23,7 +23,8 @@ else
   OUT=${OUT:-docs/benchmarks}
   # Fig. 4.3 sizes: 32 MB files in 16 MB blocks (the paper: 192 MB / 128 MB) so that every client closes >= 5
   # files per point within the time this shared machine allows; NameNode operations per byte are 6x the paper's.
-  DNS=10,50,100,200; DNS_BIG=20; FILE=32m; BLOCK=16m; DUR=20; WARM=10; MINF=5; MAXD=600; SMALLDUR=30; GROWDUR=120
+  DNS=${DNS:-10,50,100,200}; DNS_BIG=20; FILE=32m; BLOCK=16m; DUR=20; WARM=10; MINF=5; MAXD=${MAXD:-600}; SMALLDUR=30
+  GROWDUR=120
   STEPS_SCAN=1000,2000,4000,8000; PREFILL=100000; HANDLERS=1,2,5,10,50,256; DISK=--measure-disk
   RS=1,2,4; RPS=1,2,4,8; VALS=1k,10k,100k,500k; HDUR=30; HWARM=10; HMEM=512
 fi
@@ -42,7 +43,7 @@ for s in $STEPS; do
       $X hdfs --datanodes $DNS --handlers 10 --nn-log disk --file-size $FILE --block-size $BLOCK --duration $DUR \
         --warmup $WARM --min-files-per-client $MINF --max-duration $MAXD $DISK --out "$OUT" \
         --name exalt-hdfs-datanodes-before ;;
-    fig43-after)   # both of the paper's fixes: 256 handlers, NameNode log on tmpfs
+    fig43-after)   # both of the paper's fixes: 256 handlers, NameNode log on tmpfs (JFR profile: EXALT_JAVA_OPTS)
       $X hdfs --datanodes $DNS --handlers 256 --nn-log tmpfs --file-size $FILE --block-size $BLOCK --duration $DUR \
         --warmup $WARM --min-files-per-client $MINF --max-duration $MAXD $DISK --out "$OUT" \
         --name exalt-hdfs-datanodes ;;

@@ -26,17 +26,40 @@ final class EmulatedHdfs implements AutoCloseable {
 
     /** Checks that the agent emulates {@code dataDir} and compresses the DataNode ports; explains the fix if not. */
     static void checkAgent(File dataDir, int portBase, int datanodes) {
+        if (dataDir.getAbsolutePath().matches(".*\\s.*")) {
+            throw new IllegalArgumentException("cluster directory '" + dataDir.getParentFile() + "' contains whitespace: HDFS"
+                    + " DataNodes cannot use such a storage directory (they never register with the NameNode); choose"
+                    + " --base-dir without spaces");
+        }
         if (!ExaltRuntime.underPrefix(new File(dataDir, "x").getAbsolutePath())) {
             throw new IllegalStateException("DataNode directory " + dataDir + " is not under an Exalt agent prefix (agent prefixes: "
                     + ExaltRuntime.prefixes() + "). Start the runner with exalt-agent/exalt, or add"
                     + " -javaagent:exalt-agent-*-agent.jar=prefix=" + dataDir.getAbsolutePath() + ",ports=" + portBase + "-"
                     + (portBase + datanodes - 1));
         }
+        int[] eph = ephemeralPorts();
+        if (portBase <= eph[1] && portBase + datanodes - 1 >= eph[0]) {
+            throw new IllegalStateException("DataNode ports " + portBase + "-" + (portBase + datanodes - 1) + " overlap this machine's"
+                    + " ephemeral port range " + eph[0] + "-" + eph[1] + " (/proc/sys/net/ipv4/ip_local_port_range): outgoing RPC"
+                    + " connections could get a compressed local port and hang. Choose --port-base below " + eph[0]
+                    + ", e.g. 30000");
+        }
         for (int i = 0; i < datanodes; i++) {
             if (!ExaltRuntime.portCompressed(portBase + i)) {
                 throw new IllegalStateException("DataNode port " + (portBase + i) + " is not in the agent's ports= set; use"
                         + " ports=" + portBase + "-" + (portBase + datanodes - 1) + " or a smaller --datanodes");
             }
+        }
+    }
+
+    /** The kernel's ephemeral (outgoing) port range; Linux default 32768-60999. */
+    static int[] ephemeralPorts() {
+        try {
+            String[] f = java.nio.file.Files.readString(java.nio.file.Paths.get("/proc/sys/net/ipv4/ip_local_port_range")).trim()
+                    .split("\\s+");
+            return new int[] {Integer.parseInt(f[0]), Integer.parseInt(f[1])};
+        } catch (IOException | RuntimeException e) {
+            return new int[] {32768, 60999};
         }
     }
 

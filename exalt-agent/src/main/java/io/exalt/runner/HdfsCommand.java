@@ -159,6 +159,14 @@ public final class HdfsCommand implements Callable<Integer> {
                 .setUpdateIntervalMillis(500).build()) {
             hdfs = EmulatedHdfs.start(base, dn, ports, h, bs, bytesPerChecksum, replication, pb::stepTo);
         }
+        for (int i = 0; hdfs.liveDataNodes() < dn; i++) { // a DataNode that failed to register would make every write fail
+            if (i == 120) {
+                hdfs.close();
+                throw new IllegalStateException("only " + hdfs.liveDataNodes() + " of " + dn + " DataNodes registered with the"
+                        + " NameNode within 2 minutes of start-up (machine overloaded? see the DataNode warnings above)");
+            }
+            Thread.sleep(1000);
+        }
         System.out.printf("   cluster up in %.1f s%n", (System.nanoTime() - tStart) / 1e9);
         List<String> series = new ArrayList<>();
         String result;
