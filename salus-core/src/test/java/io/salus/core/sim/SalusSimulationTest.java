@@ -9,7 +9,7 @@ import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /**
- * Runs many seeded scenarios of the whole protocol (default 10,000; {@code -Dsalus.sim.scenarios=N},
+ * Runs many seeded scenarios of the whole protocol (default 10,000; {@code -Dsalus.sim.seeds=N} or {@code -Dsalus.sim.scenarios=N},
  * {@code -Dsalus.sim.firstSeed=S}). A failing seed prints a one-line reproduction command;
  * {@code -Dsalus.sim.seed=N} runs exactly that seed; {@code -Dsalus.sim.mutation=M} switches a
  * {@link Mutation} on, with the fault profile {@link MutationTest} uses for it.
@@ -36,7 +36,7 @@ class SalusSimulationTest {
         String mut = System.getProperty("salus.sim.mutation");
         Mutation mutation = mut == null || mut.isEmpty() ? null : Mutation.valueOf(mut);
         long first = one != null ? Long.parseLong(one) : Long.getLong("salus.sim.firstSeed", 1);
-        int n = one != null ? 1 : Integer.getInteger("salus.sim.scenarios", 10_000);
+        int n = one != null ? 1 : Integer.getInteger("salus.sim.seeds", Integer.getInteger("salus.sim.scenarios", 10_000));
         long start = System.nanoTime();
         List<String> failures = new ArrayList<>();
         long recoveries = 0;
