@@ -2,18 +2,15 @@ package io.salus.it.launcher;
 
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
 import io.salus.blockdriver.volume.HBaseVolume;
 import io.salus.blockdriver.volume.VolumeCatalog;
 import io.salus.blockdriver.volume.VolumeException;
 import io.salus.blockdriver.volume.VolumeInfo;
-import io.salus.blockdriver.volume.VolumeLease;
 import io.salus.it.volume.MiniHBase;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.hbase.TableName;
 import org.apache.hadoop.hbase.client.Admin;
@@ -60,7 +57,7 @@ class HBaseVolumeFencingTest {
       byte[] data = new byte[4096];
       data[0] = 42;
       CompletableFuture<Void> inFlight = v.write(1, data, false); // sent with the lease held
-      expire(ZKConfig.getZKQuorumServersString(hbase.conf()), v.lease());
+      LeaseSessions.expire(ZKConfig.getZKQuorumServersString(hbase.conf()), v.lease());
       assertTrue(v.lease().isLost());
       for (RegionInfo r : regions) {
         admin.assign(r.getRegionName());
@@ -71,27 +68,6 @@ class HBaseVolumeFencingTest {
           "a write that completed after the lease was lost was acknowledged");
       assertTrue(e.getCause() instanceof VolumeException.Closed
           && e.getCause().getMessage().contains("fenced"), String.valueOf(e.getCause()));
-    }
-  }
-
-  /** Ends the lease's session on the server: a second client attaches to it and closes it. */
-  private static void expire(String quorum, VolumeLease lease) throws Exception {
-    for (int attempt = 0; attempt < 10 && !lease.isLost(); attempt++) {
-      CountDownLatch connected = new CountDownLatch(1);
-      ZooKeeper dup = new ZooKeeper(quorum, 20_000, event -> {
-        if (event.getState() == org.apache.zookeeper.Watcher.Event.KeeperState.SyncConnected) {
-          connected.countDown();
-        }
-      }, lease.sessionId(), lease.sessionPassword());
-      connected.await(10, TimeUnit.SECONDS);
-      dup.close();
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-      while (!lease.isLost() && System.nanoTime() < deadline) {
-        Thread.sleep(50);
-      }
-    }
-    if (!lease.isLost()) {
-      fail("could not end the lease holder's ZooKeeper session");
     }
   }
 }

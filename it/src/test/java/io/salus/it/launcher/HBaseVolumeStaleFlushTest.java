@@ -4,17 +4,14 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
 import io.salus.blockdriver.volume.HBaseVolume;
 import io.salus.blockdriver.volume.VolumeCatalog;
 import io.salus.blockdriver.volume.VolumeInfo;
-import io.salus.blockdriver.volume.VolumeLease;
 import io.salus.it.volume.MiniHBase;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.hbase.TableName;
@@ -24,7 +21,6 @@ import org.apache.hadoop.hbase.client.RegionInfo;
 import org.apache.hadoop.hbase.client.Table;
 import org.apache.hadoop.hbase.util.Bytes;
 import org.apache.hadoop.hbase.zookeeper.ZKConfig;
-import org.apache.zookeeper.ZooKeeper;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -72,7 +68,7 @@ class HBaseVolumeStaleFlushTest {
       synchronized (a) { // A's flush syncs the WALs, then pauses before recording its root
         staleFlush = a.flush();
         Thread.sleep(3000);
-        expire(ZKConfig.getZKQuorumServersString(hbase.conf()), a.lease());
+        LeaseSessions.expire(ZKConfig.getZKQuorumServersString(hbase.conf()), a.lease());
         b = HBaseVolume.open(hbase.connection(), "stale", true); // the operator takes over
         b.write(20, block(0x55), false).join();
         b.flush().join();
@@ -120,7 +116,7 @@ class HBaseVolumeStaleFlushTest {
       CompletableFuture<Void> second = v.write(1, block(3), false); // queued behind it
       Thread.sleep(1000);
       assertFalse(first.isDone(), "the first write is held by the offline region");
-      expire(ZKConfig.getZKQuorumServersString(hbase.conf()), v.lease());
+      LeaseSessions.expire(ZKConfig.getZKQuorumServersString(hbase.conf()), v.lease());
       for (RegionInfo r : regions) {
         admin.assign(r.getRegionName());
       }
@@ -134,27 +130,6 @@ class HBaseVolumeStaleFlushTest {
       }
     } finally {
       v.close();
-    }
-  }
-
-  /** Ends the lease's session on the server: a second client attaches to it and closes it. */
-  private static void expire(String quorum, VolumeLease lease) throws Exception {
-    for (int attempt = 0; attempt < 10 && !lease.isLost(); attempt++) {
-      CountDownLatch connected = new CountDownLatch(1);
-      ZooKeeper dup = new ZooKeeper(quorum, 20_000, event -> {
-        if (event.getState() == org.apache.zookeeper.Watcher.Event.KeeperState.SyncConnected) {
-          connected.countDown();
-        }
-      }, lease.sessionId(), lease.sessionPassword());
-      connected.await(10, TimeUnit.SECONDS);
-      dup.close();
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-      while (!lease.isLost() && System.nanoTime() < deadline) {
-        Thread.sleep(50);
-      }
-    }
-    if (!lease.isLost()) {
-      fail("could not end the lease holder's ZooKeeper session");
     }
   }
 }
