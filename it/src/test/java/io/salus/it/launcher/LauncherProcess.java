@@ -39,6 +39,27 @@ final class LauncherProcess implements AutoCloseable {
   }
 
   static LauncherProcess start(String heap, String... args) throws IOException {
+    String cp = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
+    return start(cp, heap, args);
+  }
+
+  /**
+   * Runs {@code salus ...} on the client's class path only, as {@code ./salus volume|nbd} does with
+   * the client distribution: salus-blockdriver's classes plus its runtime dependencies as the
+   * reactor resolved them ({@code salus-blockdriver/target/runtime-classpath.txt}), without the
+   * launcher artifact, HBase/HDFS server jars or test-jars.
+   */
+  static LauncherProcess startClient(String heap, String... args) throws IOException {
+    Path root = Path.of(System.getProperty("salus.repo.root", "..")).toAbsolutePath().normalize();
+    Path mod = root.resolve("salus-blockdriver");
+    String deps = java.nio.file.Files.readString(mod.resolve("target/runtime-classpath.txt")).strip();
+    if (deps.contains("hbase-server") || deps.contains("salus-launcher")) {
+      throw new IllegalStateException("the client class path carries server jars: " + deps);
+    }
+    return start(mod.resolve("target/classes") + java.io.File.pathSeparator + deps, heap, args);
+  }
+
+  private static LauncherProcess start(String cp, String heap, String... args) throws IOException {
     List<String> cmd = new ArrayList<>();
     cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     cmd.add("-Xmx" + heap);
@@ -52,7 +73,6 @@ final class LauncherProcess implements AutoCloseable {
     cmd.add("-XX:TieredStopAtLevel=1");
     cmd.add("-Djava.net.preferIPv4Stack=true");
     cmd.add("-cp");
-    String cp = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
     cmd.add(cp);
     cmd.add("io.salus.blockdriver.cli.SalusCli");
     cmd.addAll(List.of(args));

@@ -129,12 +129,20 @@ class SalusUpRestartTest {
       }
 
       // The readiness line's salus command works as printed: the client configuration that
-      // 'salus up' wrote reaches the cluster and lists the demo volume.
+      // 'salus up' wrote reaches the cluster and lists the demo volume, on the client class path
+      // alone (the HBase client, no launcher artifact), as ./salus runs 'salus volume'.
       assertTrue(ready.contains("./salus volume list --hbase-conf " + data + "/conf"), ready);
-      try (LauncherProcess list = LauncherProcess.start("512m", "volume", "list", "--hbase-conf",
+      try (LauncherProcess list = LauncherProcess.startClient("512m", "volume", "list", "--hbase-conf",
           data.resolve("conf").toString())) {
         assertEquals(0, list.waitForExit(120, TimeUnit.SECONDS), list.output());
         assertTrue(list.output().contains("demo"), list.output());
+      }
+      // 'salus nbd' on the client class path reaches the volume through HBase and ZooKeeper (the
+      // lease): the launcher's export holds it, so a second writer is refused (exit 2, naming it).
+      try (LauncherProcess clientNbd = LauncherProcess.startClient("512m", "nbd", "--volume", "demo",
+          "--port", "0", "--hbase-conf", data.resolve("conf").toString())) {
+        assertEquals(2, clientNbd.waitForExit(120, TimeUnit.SECONDS), clientNbd.output());
+        assertTrue(clientNbd.output().contains("already open for writing"), clientNbd.output());
       }
 
       // 'salus status' reports every component healthy.

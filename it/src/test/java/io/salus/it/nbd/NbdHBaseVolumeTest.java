@@ -3,7 +3,7 @@ package io.salus.it.nbd;
 import static org.junit.jupiter.api.Assertions.*;
 
 import io.salus.blockdriver.nbd.NbdServer;
-import io.salus.blockdriver.volume.HBaseExports;
+import io.salus.blockdriver.nbd.HBaseExports;
 import io.salus.blockdriver.volume.HBaseVolume;
 import io.salus.blockdriver.volume.VolumeCatalog;
 import io.salus.it.volume.MiniHBase;

@@ -51,7 +51,7 @@ public final class ByteSizeConverter implements CommandLine.ITypeConverter<Long>
   }
 
   /** Refuses a size that is not a whole number of blocks, in the same words everywhere. */
-  static void checkMultiple(long bytes, int blockSize) {
+  public static void checkMultiple(long bytes, int blockSize) {
     if (bytes % blockSize != 0) {
       throw new IllegalArgumentException("bad size: " + bytes + " bytes is not a multiple of the"
           + " block size (" + blockSize + " bytes); use e.g. 1G or 512M");

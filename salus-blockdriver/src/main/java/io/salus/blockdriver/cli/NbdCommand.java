@@ -1,7 +1,7 @@
 package io.salus.blockdriver.cli;
 
 import io.salus.blockdriver.nbd.NbdServer;
-import io.salus.blockdriver.volume.HBaseExports;
+import io.salus.blockdriver.nbd.HBaseExports;
 import io.salus.blockdriver.volume.HBaseVolume;
 import io.salus.blockdriver.volume.VolumeCatalog;
 import io.salus.blockdriver.volume.VolumeException;

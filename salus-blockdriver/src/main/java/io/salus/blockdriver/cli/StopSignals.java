@@ -11,12 +11,12 @@ import sun.misc.SignalHandler;
  * silently keep running on {@code kill -INT}); the {@code ./salus} script therefore restores the
  * default disposition before starting Java, and this class warns if SIGINT is still ignored.
  */
-final class StopSignals {
+public final class StopSignals {
   private StopSignals() {
   }
 
   /** Runs {@code stop} on SIGTERM or SIGINT; returns false (after a warning) if INT is ignored. */
-  static boolean install(Runnable stop, PrintWriter err) {
+  public static boolean install(Runnable stop, PrintWriter err) {
     boolean intHandled = true;
     for (String sig : new String[] {"TERM", "INT"}) {
       SignalHandler old = Signal.handle(new Signal(sig), s -> stop.run());

@@ -1,11 +1,10 @@
-package io.salus.blockdriver.cli;
+package io.salus.blockdriver.launcher;
 
-import io.salus.blockdriver.launcher.HealthCheck;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Properties;
 import java.util.concurrent.Callable;
-import io.salus.blockdriver.launcher.DataDirLayout;
+
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 

@@ -1,11 +1,7 @@
-package io.salus.blockdriver.cli;
+package io.salus.blockdriver.launcher;
 
-import io.salus.blockdriver.launcher.DataDirLayout;
-import io.salus.blockdriver.launcher.EmbeddedCluster;
-import io.salus.blockdriver.launcher.LauncherException;
-import io.salus.blockdriver.launcher.LauncherLogging;
-import io.salus.blockdriver.launcher.LauncherOptions;
-import io.salus.blockdriver.launcher.ReadinessLine;
+import io.salus.blockdriver.cli.ByteSizeConverter;
+import io.salus.blockdriver.cli.StopSignals;
 import io.salus.blockdriver.volume.VolumeCatalog;
 import java.io.PrintStream;
 import java.nio.file.Path;

@@ -1,6 +1,10 @@
-package io.salus.blockdriver.volume;
+package io.salus.blockdriver.nbd;
 
-import io.salus.blockdriver.nbd.NbdExports;
+import io.salus.blockdriver.volume.HBaseVolume;
+import io.salus.blockdriver.volume.Volume;
+import io.salus.blockdriver.volume.VolumeCatalog;
+import io.salus.blockdriver.volume.VolumeException;
+import io.salus.blockdriver.volume.VolumeInfo;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Collection;

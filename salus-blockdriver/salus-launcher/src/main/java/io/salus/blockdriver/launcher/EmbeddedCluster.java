@@ -20,7 +20,7 @@ import org.apache.hadoop.hbase.client.RegionInfo;
 import org.apache.hadoop.hbase.client.TableState;
 import org.apache.hadoop.hbase.master.RegionState;
 import io.salus.blockdriver.nbd.NbdServer;
-import io.salus.blockdriver.volume.HBaseExports;
+import io.salus.blockdriver.nbd.HBaseExports;
 import io.salus.blockdriver.volume.VolumeCatalog;
 import io.salus.blockdriver.volume.VolumeInfo;
 import io.salus.hdfs.witness.WitnessDaemon;

@@ -1,4 +1,4 @@
-package io.salus.blockdriver.cli;
+package io.salus.blockdriver.launcher;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -11,6 +11,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
+import io.salus.blockdriver.cli.SalusCli;
 import picocli.CommandLine;
 
 /**
@@ -106,7 +107,7 @@ class DocumentedCommandsTest {
       for (String[] c : commands(md)) {
         String[] args = c[1].split("\\s+");
         try {
-          CommandLine.ParseResult r = new CommandLine(new SalusCli()).parseArgs(args);
+          CommandLine.ParseResult r = SalusCli.commandLine().parseArgs(args);
           if (r.subcommand() == null) {
             bad.add(c[0] + ": `salus " + c[1] + "`: no subcommand");
           }

@@ -4,7 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.salus.blockdriver.nbd.NbdExports;
 import io.salus.blockdriver.nbd.NbdServer;
-import io.salus.blockdriver.volume.HBaseExports;
+import io.salus.blockdriver.nbd.HBaseExports;
 import io.salus.blockdriver.volume.MemoryVolume;
 import io.salus.blockdriver.volume.VolumeCatalog;
 import java.io.File;
