@@ -121,4 +121,85 @@ class DocumentedCommandsTest {
     assertTrue(bad.isEmpty(), bad.size() + " documented command(s) do not parse:\n"
         + String.join("\n", bad));
   }
+
+  private static final Pattern JAVA_MAIN = Pattern.compile(
+      "\\bjava\\s.*?-cp\\s+'?([^'\\s]+)'?\\s.*?\\b(io\\.(?:salus|exalt)\\.[a-z0-9_.]+\\.[A-Z]\\w*)");
+  private static final Pattern MODULE_TARGET = Pattern.compile("([\\w.-]+(?:/[\\w.-]+)*)/target/");
+  private static final Pattern SALUS_DEP = Pattern.compile(
+      "<groupId>io\\.salus</groupId>\\s*<artifactId>([\\w.-]+)</artifactId>");
+
+  /** Module directory (relative to the root) → artifactId, from every pom.xml two levels deep. */
+  private static java.util.Map<String, String> modules(Path root) throws IOException {
+    java.util.Map<String, String> out = new java.util.HashMap<>();
+    try (Stream<Path> s = Files.walk(root, 3)) {
+      for (Path pom : s.filter(p -> p.getFileName().toString().equals("pom.xml"))
+          .filter(p -> !p.getParent().equals(root) && !p.toString().contains("/target/")).toList()) {
+        Matcher m = Pattern.compile("</parent>\\s*<artifactId>([\\w.-]+)</artifactId>")
+            .matcher(Files.readString(pom));
+        if (m.find()) {
+          out.put(root.relativize(pom.getParent()).toString(), m.group(1));
+        }
+      }
+    }
+    return out;
+  }
+
+  /**
+   * A documented {@code java -cp '<module>/target/…' io.salus.…Main} runs as written: the main
+   * class's source exists, in that module or in a salus module it depends on directly. (After the
+   * benchmarks moved into the launcher artifact, the old {@code -cp salus-blockdriver/target/…}
+   * would no longer find them.)
+   */
+  @Test
+  void everyDocumentedJavaMainClassIsOnTheClassPathItNames() throws Exception {
+    Path root = repoRoot();
+    java.util.Map<String, String> modules = modules(root);
+    List<String> bad = new ArrayList<>();
+    int checked = 0;
+    for (Path md : documents()) {
+      List<String> lines = Files.readAllLines(md);
+      for (int i = 0; i < lines.size(); i++) {
+        String line = lines.get(i);
+        int lineNo = i + 1;
+        while (line.endsWith("\\") && i + 1 < lines.size()) {
+          line = line.substring(0, line.length() - 1) + " " + lines.get(++i).strip();
+        }
+        Matcher m = JAVA_MAIN.matcher(line);
+        if (!m.find()) {
+          continue;
+        }
+        String cls = m.group(2);
+        String rel = cls.replace('.', '/') + ".java";
+        List<String> holders = new ArrayList<>();
+        for (String mod : modules.keySet()) {
+          for (String src : List.of("src/main/java/", "src/test/java/")) {
+            if (Files.exists(root.resolve(mod).resolve(src + rel))) {
+              holders.add(mod);
+            }
+          }
+        }
+        String where = md.getFileName() + ":" + lineNo + ": " + cls;
+        checked++;
+        if (holders.isEmpty()) {
+          bad.add(where + ": no such class in any module");
+          continue;
+        }
+        Matcher t = MODULE_TARGET.matcher(m.group(1));
+        if (!t.find() || !modules.containsKey(t.group(1))) {
+          continue; // a class path relative to a module directory: only existence is checked
+        }
+        String named = t.group(1);
+        java.util.Set<String> visible = new java.util.HashSet<>(List.of(modules.get(named)));
+        Matcher d = SALUS_DEP.matcher(Files.readString(root.resolve(named).resolve("pom.xml")));
+        while (d.find()) {
+          visible.add(d.group(1));
+        }
+        if (holders.stream().noneMatch(h -> visible.contains(modules.get(h)))) {
+          bad.add(where + ": lives in " + holders + ", not on the class path of " + named);
+        }
+      }
+    }
+    assertTrue(checked >= 3, "found only " + checked + " documented java main classes");
+    assertTrue(bad.isEmpty(), String.join("\n", bad));
+  }
 }
