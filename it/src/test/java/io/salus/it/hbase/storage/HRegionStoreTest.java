@@ -15,6 +15,15 @@ import io.salus.core.hbase.VolumeGeometry;
 import io.salus.core.hbase.storage.HRegionStore;
 import io.salus.core.hbase.storage.HdfsReplicaDisk;
 import io.salus.core.hbase.storage.ReplicaRecovery;
+import io.salus.core.hbase.storage.SalusFavoredNodes;
+import io.salus.hdfs.placement.LocationHintMetrics;
+import io.salus.hdfs.placement.LocationHintPlacementPolicy;
+import java.net.InetSocketAddress;
+import org.apache.hadoop.fs.BlockLocation;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.hbase.client.TableDescriptorBuilder;
+import org.apache.hadoop.hbase.regionserver.HStoreFile;
+import org.apache.hadoop.hdfs.server.datanode.DataNode;
 import io.salus.core.merkle.Hash;
 import io.salus.core.merkle.HashAlgorithm;
 import io.salus.core.merkle.RegionLayout;
@@ -74,6 +83,8 @@ class HRegionStoreTest {
         conf.set("hbase.wal.provider", "filesystem");
         conf.setInt("hbase.regionserver.handler.count", 8);
         conf.setInt("hbase.client.retries.number", 10);
+        // salus-hdfs's placement policy on the NameNode: follows favored nodes and counts followed/refused
+        conf.set("dfs.block.replicator.classname", LocationHintPlacementPolicy.class.getName());
         util.startMiniCluster(StartMiniClusterOption.builder().numMasters(1).numRegionServers(2).numDataNodes(3).build());
         admin = util.getConnection().getAdmin();
         VolumeGeometry g = new VolumeGeometry("st1", 4 * PER_REGION * BLOCK, BLOCK, PER_REGION);
@@ -182,6 +193,60 @@ class HRegionStoreTest {
         IllegalArgumentException wrong = assertThrows(IllegalArgumentException.class, () -> HRegionStore.open(again, cfg, 2));
         assertTrue(wrong.getMessage().contains("not at block 128"), wrong.getMessage());
         assertThrows(IndexOutOfBoundsException.class, () -> reopened.apply(PER_REGION, block(1)));
+    }
+
+    // ------------------------------------------------------------------ favored nodes (item 2)
+
+    @Test
+    @Order(2)
+    void replicaRegionsHFilesLandOnTheirRegionServersFavoredDataNode() throws Exception {
+        MiniHBaseCluster mc = util.getMiniHBaseCluster();
+        List<DataNode> dns = util.getDFSCluster().getDataNodes();
+        // all region servers and DataNodes run on 127.0.0.1: tell each region server which DataNode is "its own"
+        Map<String, InetSocketAddress> favoredByServer = new HashMap<>();
+        for (int i = 0; i < mc.getNumLiveRegionServers(); i++) {
+            HRegionServer rs = mc.getRegionServer(i);
+            InetSocketAddress dn = dns.get(1 + i % (dns.size() - 1)).getXferAddress(); // DataNode 0 is nobody's
+            rs.getConfiguration().set(SalusFavoredNodes.DATANODE_KEY, "127.0.0.1:" + dn.getPort());
+            favoredByServer.put(rs.getServerName().getServerName(), dn);
+        }
+        TableName t = table(2);
+        admin.modifyTable(TableDescriptorBuilder.newBuilder(admin.getDescriptor(t))
+                .setCoprocessor(SalusFavoredNodes.class.getName()).build()); // reopens the regions
+        LocationHintMetrics hints = ((LocationHintPlacementPolicy) util.getDFSCluster().getNamesystem()
+                .getBlockManager().getBlockPlacementPolicy()).getMetrics();
+        long followedBefore = hints.followed();
+        DistributedFileSystem dfs = util.getDFSCluster().getFileSystem();
+        for (int idx = 0; idx < 4; idx++) {
+            int fi = idx;
+            HRegion r = await("region " + idx + " of r2 with its favored node", () -> {
+                HRegion x = region(t, fi);
+                return x != null && x.getCoprocessorHost().findCoprocessor(SalusFavoredNodes.class) != null ? x : null;
+            });
+            HRegionServer rs = mc.getRegionServer(mc.getServerWith(r.getRegionInfo().getRegionName()));
+            InetSocketAddress want = favoredByServer.get(rs.getServerName().getServerName());
+            InetSocketAddress[] fav = rs.getFavoredNodesForRegion(r.getRegionInfo().getEncodedName());
+            assertNotNull(fav, "no favored nodes for region " + idx);
+            assertEquals(want.getPort(), fav[0].getPort());
+            HRegionStore store = HRegionStore.open(r, cfg, idx);
+            for (long b = 0; b < 8; b++) {
+                store.apply(b, block(idx * 100 + b));
+            }
+            store.markDurable(); // flush: HBase writes the HFile with the favored node
+            int files = 0;
+            for (HStoreFile f : r.getStore(SalusTableLayout.FAMILY).getStorefiles()) {
+                FileStatus st = dfs.getFileStatus(f.getPath());
+                assertEquals(1, st.getReplication(), f.getPath() + " replication");
+                for (BlockLocation b : dfs.getFileBlockLocations(st, 0, st.getLen())) {
+                    assertEquals(List.of("127.0.0.1:" + want.getPort()), List.of(b.getNames()),
+                            f.getPath() + " (region " + idx + " on " + rs.getServerName() + ") not on its favored DataNode");
+                }
+                files++;
+            }
+            assertTrue(files > 0, "no HFile after the flush of region " + idx);
+        }
+        assertTrue(hints.followed() > followedBefore, "the NameNode's placement policy counted no followed hint");
+        assertEquals(0, hints.fallbacks(), "hints refused: " + hints.fallbacks());
     }
 
     // ------------------------------------------------------------------ restart replay (item 5)
