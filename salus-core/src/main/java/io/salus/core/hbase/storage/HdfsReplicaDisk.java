@@ -528,7 +528,9 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
                 throw new UncheckedIOException("cannot append index " + idx + " to " + ldir, e);
             }
             synchronized (this) {
-                index.put(idx, new Loc(s.path, off, entry.length));
+                if (idx > prefixThrough) { // a concurrent truncateLogPrefix may have passed it already
+                    index.put(idx, new Loc(s.path, off, entry.length));
+                }
             }
             appends.incrementAndGet();
         }

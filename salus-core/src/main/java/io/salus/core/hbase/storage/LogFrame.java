@@ -8,14 +8,15 @@ import java.util.zip.CRC32C;
 
 /**
  * The canonical frame of every record a replica writes to HDFS (log entries, decisions, checkpoint
- * files): {@code magic(4) | length(4) | index(8) | crc32c(4) | payload(length)}, big-endian, the
- * CRC32C (JDK) over length, index and payload. The index is the record's logical position (log index,
- * decision number, or a checkpoint's through-index), so a frame read back at the wrong place is
- * recognised.
+ * files): {@code magic(4) | length(4) | index(8) | headerCrc(4) | crc(4) | payload(length)}, big-endian;
+ * {@code headerCrc} is the CRC32C (JDK) of magic, length and index, so a damaged length is never taken for
+ * a torn tail; {@code crc} the CRC32C over length, index and payload. The index is the record's logical
+ * position (log index, decision number, or a checkpoint's through-index), so a frame read back at the
+ * wrong place is recognised.
  */
 public final class LogFrame {
     public static final int MAGIC = 0x534c4631; // "SLF1"
-    public static final int HEADER = 20;
+    public static final int HEADER = 24;
     /** Largest payload accepted (a sub-batch is at most a few MiB; a checkpoint file is one frame). */
     public static final int MAX_PAYLOAD = 1 << 30;
 
@@ -24,8 +25,15 @@ public final class LogFrame {
 
     public static byte[] encode(long index, byte[] payload) {
         ByteBuffer b = ByteBuffer.allocate(HEADER + payload.length);
-        b.putInt(MAGIC).putInt(payload.length).putLong(index).putInt(crc(payload.length, index, payload)).put(payload);
+        b.putInt(MAGIC).putInt(payload.length).putLong(index).putInt(headerCrc(payload.length, index))
+                .putInt(crc(payload.length, index, payload)).put(payload);
         return b.array();
+    }
+
+    static int headerCrc(int length, long index) {
+        CRC32C c = new CRC32C();
+        c.update(ByteBuffer.allocate(16).putInt(MAGIC).putInt(length).putLong(index).flip());
+        return (int) c.getValue();
     }
 
     static int crc(int length, long index, byte[] payload) {
@@ -63,8 +71,9 @@ public final class LogFrame {
         int magic = hb.getInt();
         int len = hb.getInt();
         long index = hb.getLong();
+        int hcrc = hb.getInt();
         int crc = hb.getInt();
-        if (magic != MAGIC || len < 0 || len > MAX_PAYLOAD) {
+        if (magic != MAGIC || hcrc != headerCrc(len, index) || len < 0 || len > MAX_PAYLOAD) {
             throw new CorruptReplicaLogException(file + ": damaged frame header at byte " + offset + " (magic "
                     + Integer.toHexString(magic) + ", length " + len + ") with " + (fileLength - offset)
                     + " bytes after it; not a torn tail, so nothing past it is trusted. Restore this replica's"
