@@ -1,0 +1,347 @@
+package io.salus.it.hbase.storage;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+import io.salus.core.cert.CertType;
+import io.salus.core.cert.Certificate;
+import io.salus.core.cert.RegionId;
+import io.salus.core.cert.Statement;
+import io.salus.core.crypto.KeyDirectory;
+import io.salus.core.crypto.NodeId;
+import io.salus.core.crypto.NodeKeys;
+import io.salus.core.crypto.SignatureScheme;
+import io.salus.core.hbase.SalusTableLayout;
+import io.salus.core.hbase.VolumeGeometry;
+import io.salus.core.hbase.storage.HRegionStore;
+import io.salus.core.hbase.storage.HdfsReplicaDisk;
+import io.salus.core.hbase.storage.ReplicaRecovery;
+import io.salus.core.hbase.storage.SalusFavoredNodes;
+import io.salus.hdfs.placement.LocationHintMetrics;
+import io.salus.hdfs.placement.LocationHintPlacementPolicy;
+import java.net.InetSocketAddress;
+import org.apache.hadoop.fs.BlockLocation;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.hbase.client.TableDescriptorBuilder;
+import org.apache.hadoop.hbase.regionserver.HStoreFile;
+import org.apache.hadoop.hdfs.server.datanode.DataNode;
+import io.salus.core.merkle.Hash;
+import io.salus.core.merkle.HashAlgorithm;
+import io.salus.core.merkle.RegionLayout;
+import io.salus.core.protocol.ProtocolConfig;
+import io.salus.core.protocol.message.Put;
+import io.salus.core.protocol.message.SubBatch;
+import io.salus.core.protocol.replica.InMemoryRegionStore;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import java.util.function.Supplier;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.hbase.HBaseTestingUtility;
+import org.apache.hadoop.hbase.MiniHBaseCluster;
+import org.apache.hadoop.hbase.StartMiniClusterOption;
+import org.apache.hadoop.hbase.TableName;
+import org.apache.hadoop.hbase.client.Admin;
+import org.apache.hadoop.hbase.regionserver.HRegion;
+import org.apache.hadoop.hbase.regionserver.HRegionServer;
+import org.apache.hadoop.hbase.util.Bytes;
+import org.apache.hadoop.hdfs.DistributedFileSystem;
+import org.apache.log4j.Level;
+import org.apache.log4j.LogManager;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
+
+/**
+ * {@link HRegionStore} over real regions of a Salus volume's replica table, and restart replay
+ * ({@link ReplicaRecovery}) from an {@link HdfsReplicaDisk} after a region server is aborted: one HBase mini
+ * cluster on a MiniDFSCluster (2 region servers, 3 DataNodes) for the class; the abort test runs last.
+ */
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class HRegionStoreTest {
+    private static final long SETTLE_MS = 240_000;
+    private static final int BLOCK = 4096;
+    private static final long PER_REGION = 64;
+    private static HBaseTestingUtility util;
+    private static Admin admin;
+    private static ProtocolConfig cfg;
+
+    @BeforeAll
+    static void start() throws Exception {
+        LogManager.getRootLogger().setLevel(Level.WARN);
+        util = new HBaseTestingUtility();
+        Configuration conf = util.getConfiguration();
+        conf.setInt("hbase.master.info.port", -1);
+        conf.setInt("hbase.regionserver.info.port", -1);
+        conf.setBoolean("hbase.unsafe.stream.capability.enforce", false);
+        conf.set("hbase.wal.provider", "filesystem");
+        conf.setInt("hbase.regionserver.handler.count", 8);
+        conf.setInt("hbase.client.retries.number", 10);
+        // salus-hdfs's placement policy on the NameNode: follows favored nodes and counts followed/refused
+        conf.set("dfs.block.replicator.classname", LocationHintPlacementPolicy.class.getName());
+        util.startMiniCluster(StartMiniClusterOption.builder().numMasters(1).numRegionServers(2).numDataNodes(3).build());
+        admin = util.getConnection().getAdmin();
+        VolumeGeometry g = new VolumeGeometry("st1", 4 * PER_REGION * BLOCK, BLOCK, PER_REGION);
+        SalusTableLayout.create(admin, g);
+        cfg = ProtocolConfig.of("st1", BLOCK, HashAlgorithm.SHA256, RegionLayout.ofRegionSize(4 * PER_REGION, PER_REGION));
+    }
+
+    @AfterAll
+    static void stop() throws Exception {
+        if (admin != null) {
+            admin.close();
+        }
+        if (util != null) {
+            util.shutdownMiniCluster();
+        }
+    }
+
+    private static TableName table(int replica) {
+        return TableName.valueOf("salus", "st1_r" + replica);
+    }
+
+    /** The region of {@code table} holding region index {@code idx}, as open on its region server now. */
+    private static HRegion region(TableName table, int idx) {
+        byte[] start = idx == 0 ? new byte[0] : Bytes.toBytes(idx * PER_REGION);
+        for (HRegion r : util.getMiniHBaseCluster().getRegions(table)) {
+            if (Bytes.equals(r.getRegionInfo().getStartKey(), start) && r.isAvailable()) {
+                return r;
+            }
+        }
+        return null;
+    }
+
+    private static <T> T await(String what, Supplier<T> s) throws InterruptedException {
+        long deadline = System.currentTimeMillis() + SETTLE_MS;
+        while (true) {
+            T v = s.get();
+            if (v != null) {
+                return v;
+            }
+            if (System.currentTimeMillis() > deadline) {
+                fail("gave up waiting for " + what);
+            }
+            Thread.sleep(250);
+        }
+    }
+
+    private static byte[] block(long seed) {
+        byte[] b = new byte[BLOCK];
+        new Random(seed).nextBytes(b);
+        return b;
+    }
+
+    @Test
+    @Order(1)
+    void storeMatchesTheInMemoryStoreAndReopensWithoutRehashingBlocks() throws Exception {
+        HRegion r = region(table(0), 1);
+        HRegionStore store = HRegionStore.open(r, cfg, 1);
+        InMemoryRegionStore ref = new InMemoryRegionStore(cfg, Map.of());
+        Random rnd = new Random(3);
+        Set<Long> written = new java.util.TreeSet<>();
+        for (int i = 0; i < 30; i++) {
+            long local = rnd.nextInt((int) PER_REGION);
+            byte[] data = block(i);
+            store.apply(local, data);
+            ref.apply(local, data.clone());
+            written.add(local);
+        }
+        store.apply(7, new byte[BLOCK]); // a zero block (the tree may drop its subtree: never a delete)
+        ref.apply(7, new byte[BLOCK]);
+        written.add(7L);
+        assertEquals(ref.root(), store.root());
+        assertEquals(ref.leafHashes(), store.leafHashes());
+        for (long b : written) {
+            assertArrayEquals(ref.read(b), store.read(b), "block " + b);
+            assertEquals(ref.proof(b), store.proof(b), "proof of " + b);
+        }
+        long unwritten = java.util.stream.LongStream.range(0, PER_REGION).filter(b -> !written.contains(b)).findFirst().orElseThrow();
+        assertArrayEquals(new byte[BLOCK], store.read(unwritten), "never written reads as zeros");
+        assertEquals(written, store.dirty().keySet());
+
+        store.markDurable();
+        assertTrue(store.dirty().isEmpty());
+        assertEquals(0, r.getMemStoreDataSize(), "markDurable flushed the region (its puts skip the WAL)");
+        store.apply(1, block(100));
+        ref.apply(1, block(100));
+        written.add(1L);
+        assertEquals(Set.of(1L), store.dirty().keySet(), "only what changed since markDurable");
+        store.markDurable();
+
+        // the region closes and opens again (a new HRegion object); the new store rehashes nothing
+        admin.disableTable(table(0));
+        admin.enableTable(table(0));
+        HRegion again = await("region 1 of r0 to reopen", () -> region(table(0), 1));
+        assertNotSame(r, again);
+        HRegionStore reopened = HRegionStore.open(again, cfg, 1);
+        assertEquals(ref.root(), reopened.root());
+        assertEquals(ref.proof(5), reopened.proof(5));
+        assertEquals(ref.leafHashes(), reopened.leafHashes());
+        assertEquals(0, reopened.blockReads(), "opening the region tree read block cells");
+        for (long b : written) {
+            assertArrayEquals(ref.read(b), reopened.read(b), "block " + b);
+        }
+        assertEquals(written.size(), reopened.blockReads());
+        assertTrue(reopened.dirty().isEmpty());
+
+        IllegalArgumentException wrong = assertThrows(IllegalArgumentException.class, () -> HRegionStore.open(again, cfg, 2));
+        assertTrue(wrong.getMessage().contains("not at block 128"), wrong.getMessage());
+        assertThrows(IndexOutOfBoundsException.class, () -> reopened.apply(PER_REGION, block(1)));
+    }
+
+    // ------------------------------------------------------------------ favored nodes (item 2)
+
+    @Test
+    @Order(2)
+    void replicaRegionsHFilesLandOnTheirRegionServersFavoredDataNode() throws Exception {
+        MiniHBaseCluster mc = util.getMiniHBaseCluster();
+        List<DataNode> dns = util.getDFSCluster().getDataNodes();
+        // all region servers and DataNodes run on 127.0.0.1: tell each region server which DataNode is "its own"
+        Map<String, InetSocketAddress> favoredByServer = new HashMap<>();
+        for (int i = 0; i < mc.getNumLiveRegionServers(); i++) {
+            HRegionServer rs = mc.getRegionServer(i);
+            InetSocketAddress dn = dns.get(1 + i % (dns.size() - 1)).getXferAddress(); // DataNode 0 is nobody's
+            rs.getConfiguration().set(SalusFavoredNodes.DATANODE_KEY, "127.0.0.1:" + dn.getPort());
+            favoredByServer.put(rs.getServerName().getServerName(), dn);
+        }
+        TableName t = table(2);
+        admin.modifyTable(TableDescriptorBuilder.newBuilder(admin.getDescriptor(t))
+                .setCoprocessor(SalusFavoredNodes.class.getName()).build()); // reopens the regions
+        LocationHintMetrics hints = ((LocationHintPlacementPolicy) util.getDFSCluster().getNamesystem()
+                .getBlockManager().getBlockPlacementPolicy()).getMetrics();
+        long followedBefore = hints.followed();
+        DistributedFileSystem dfs = util.getDFSCluster().getFileSystem();
+        for (int idx = 0; idx < 4; idx++) {
+            int fi = idx;
+            HRegion r = await("region " + idx + " of r2 with its favored node", () -> {
+                HRegion x = region(t, fi);
+                return x != null && x.getCoprocessorHost().findCoprocessor(SalusFavoredNodes.class) != null ? x : null;
+            });
+            HRegionServer rs = mc.getRegionServer(mc.getServerWith(r.getRegionInfo().getRegionName()));
+            InetSocketAddress want = favoredByServer.get(rs.getServerName().getServerName());
+            InetSocketAddress[] fav = rs.getFavoredNodesForRegion(r.getRegionInfo().getEncodedName());
+            assertNotNull(fav, "no favored nodes for region " + idx);
+            assertEquals(want.getPort(), fav[0].getPort());
+            HRegionStore store = HRegionStore.open(r, cfg, idx);
+            for (long b = 0; b < 8; b++) {
+                store.apply(b, block(idx * 100 + b));
+            }
+            store.markDurable(); // flush: HBase writes the HFile with the favored node
+            int files = 0;
+            for (HStoreFile f : r.getStore(SalusTableLayout.FAMILY).getStorefiles()) {
+                FileStatus st = dfs.getFileStatus(f.getPath());
+                assertEquals(1, st.getReplication(), f.getPath() + " replication");
+                for (BlockLocation b : dfs.getFileBlockLocations(st, 0, st.getLen())) {
+                    assertEquals(List.of("127.0.0.1:" + want.getPort()), List.of(b.getNames()),
+                            f.getPath() + " (region " + idx + " on " + rs.getServerName() + ") not on its favored DataNode");
+                }
+                files++;
+            }
+            assertTrue(files > 0, "no HFile after the flush of region " + idx);
+        }
+        assertTrue(hints.followed() > followedBefore, "the NameNode's placement policy counted no followed hint");
+        assertEquals(0, hints.fallbacks(), "hints refused: " + hints.fallbacks());
+    }
+
+    // ------------------------------------------------------------------ restart replay (item 5)
+
+    private static final List<NodeKeys> LEADERS = List.of(
+            NodeKeys.deterministic(SignatureScheme.HMAC_SHA256, NodeId.of("rs-a"), 1),
+            NodeKeys.deterministic(SignatureScheme.HMAC_SHA256, NodeId.of("rs-b"), 2),
+            NodeKeys.deterministic(SignatureScheme.HMAC_SHA256, NodeId.of("rs-c"), 3));
+
+    private static Certificate commit(SubBatch sb, long gen) {
+        Statement.Decision st = new Statement.Decision(true, cfg.volume(), sb.batchId(), sb.firstSeq(), sb.lastSeq(),
+                new RegionId(cfg.volume(), sb.leaderRegion()), gen);
+        List<Certificate> t = new ArrayList<>();
+        for (NodeKeys k : LEADERS) {
+            t.add(Certificate.sign(CertType.TENTATIVE_COMMIT, st, k.signer()));
+        }
+        return Certificate.combine(t);
+    }
+
+    @Test
+    @Order(9)
+    void abortedRegionServerLosesUnflushedPutsAndReplayFromTheSalusLogRestoresThem() throws Exception {
+        int idx = 2;
+        long gen = 1;
+        TableName t = table(1);
+        HRegion r = region(t, idx);
+        String encoded = r.getRegionInfo().getEncodedName();
+        DistributedFileSystem dfs = util.getDFSCluster().getFileSystem();
+        HdfsReplicaDisk disk = HdfsReplicaDisk.forRegion(dfs, new Path("/salus/logs"), t.getNameAsString(), encoded, null);
+        HRegionStore store = HRegionStore.open(r, cfg, idx);
+        long first = cfg.layout().firstBlock(idx);
+        Map<Long, byte[]> expected = new HashMap<>();
+        long seq = 0;
+        for (long i = 0; i < 9; i++) {
+            List<Put> puts = new ArrayList<>();
+            for (int k = 0; k < 3; k++) {
+                long blk = first + (i * 5 + k * 3) % PER_REGION;
+                byte[] data = block(1000 + i * 10 + k);
+                seq++;
+                puts.add(new Put(seq, seq - 1, blk, data, cfg.hash().hash(data), Hash.of(new byte[Hash.LENGTH])));
+            }
+            SubBatch sb = new SubBatch(cfg.volume(), idx, 100 + i, idx, puts, new byte[0]);
+            disk.append(gen, i, sb.encode()); // logged (hsync) ...
+            if (i == 8) {
+                break; // ... the last one is never decided: replay must leave it to the protocol
+            }
+            disk.recordDecision(gen, commit(sb, gen)); // ... committed ...
+            for (Put p : puts) {
+                store.apply(p.block() - first, p.data()); // ... applied (SKIP_WAL)
+                expected.put(p.block() - first, p.data());
+            }
+            if (i == 3) {
+                store.markDurable(); // a checkpoint: entries 0..3 in HFiles, 4..7 only in the memstore
+            }
+        }
+        disk.close();
+
+        MiniHBaseCluster mc = util.getMiniHBaseCluster();
+        HRegionServer host = mc.getRegionServer(mc.getServerWith(r.getRegionInfo().getRegionName()));
+        host.abort("test: region server dies with unflushed SKIP_WAL puts");
+        mc.waitForRegionServerToStop(host.getServerName(), SETTLE_MS);
+        HRegion back = await("region " + encoded + " to reopen elsewhere", () -> {
+            HRegion x = region(t, idx);
+            return x != null && x != r ? x : null;
+        });
+        HRegionStore reopened = HRegionStore.open(back, cfg, idx);
+        int stale = 0;
+        for (Map.Entry<Long, byte[]> e : expected.entrySet()) {
+            if (!java.util.Arrays.equals(e.getValue(), reopened.read(e.getKey()))) {
+                stale++;
+            }
+        }
+        assertTrue(stale > 0, "the abort lost no unflushed put: the test did not create the case it is about");
+
+        KeyDirectory verifier = new KeyDirectory(SignatureScheme.HMAC_SHA256);
+        LEADERS.forEach(verifier::register);
+        Set<NodeId> leaderSet = Set.of(LEADERS.get(0).id(), LEADERS.get(1).id(), LEADERS.get(2).id());
+        HdfsReplicaDisk diskBack = HdfsReplicaDisk.forRegion(dfs, new Path("/salus/logs"), t.getNameAsString(), encoded, null);
+        ReplicaRecovery.Result res = ReplicaRecovery.replay(diskBack, gen, reopened, cfg, idx, -1,
+                c -> c.verify(verifier, leaderSet));
+        assertEquals(8, res.applied());
+        assertEquals(7, res.lastIndex());
+        assertEquals(8, res.stoppedAt(), "the undecided entry is left to the protocol");
+        for (Map.Entry<Long, byte[]> e : expected.entrySet()) {
+            assertArrayEquals(e.getValue(), reopened.read(e.getKey()), "block " + e.getKey() + " after replay");
+        }
+        InMemoryRegionStore ref = new InMemoryRegionStore(cfg, expected);
+        assertEquals(ref.root(), reopened.root(), "region tree after replay");
+        reopened.markDurable();
+
+        // a forged decision (not signed by the leaders) is not replayed
+        HRegionStore other = HRegionStore.open(back, cfg, idx);
+        ReplicaRecovery.Result none = ReplicaRecovery.replay(diskBack, gen, other, cfg, idx, -1, c -> false);
+        assertEquals(0, none.applied());
+        assertEquals(0, none.stoppedAt());
+        diskBack.close();
+    }
+}

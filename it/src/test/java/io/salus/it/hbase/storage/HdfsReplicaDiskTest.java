@@ -1,0 +1,267 @@
+package io.salus.it.hbase.storage;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+import io.salus.core.hbase.storage.CorruptReplicaLogException;
+import io.salus.core.hbase.storage.HdfsReplicaDisk;
+import io.salus.core.hbase.storage.LogFrame;
+import io.salus.core.protocol.replica.ReplicaDisk;
+import java.io.File;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.BlockLocation;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.LocatedFileStatus;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.RemoteIterator;
+import org.apache.hadoop.hdfs.DistributedFileSystem;
+import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.apache.hadoop.hdfs.server.datanode.DataNode;
+import org.apache.log4j.Level;
+import org.apache.log4j.LogManager;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link HdfsReplicaDisk} on a real MiniDFSCluster with three DataNodes (one cluster for the class): the
+ * {@link ReplicaDiskContract}, crashes between two steps (a frame written but never hsynced, a torn last
+ * frame), mid-file corruption, group commit, and the favored DataNode holding every block of a replica's
+ * files. A crash is a writer whose DFS client aborts its open streams without completing the files (the
+ * NameNode still holds its lease), as when the region server's JVM dies.
+ */
+class HdfsReplicaDiskTest extends ReplicaDiskContract {
+    private static MiniDFSCluster cluster;
+    private static DistributedFileSystem fs;
+    private static final Path ROOT = new Path("/salus/logs");
+
+    @BeforeAll
+    static void start() throws Exception {
+        LogManager.getRootLogger().setLevel(Level.WARN);
+        Configuration conf = new Configuration();
+        File base = new File("target/test-data/" + UUID.randomUUID());
+        conf.set(MiniDFSCluster.HDFS_MINIDFS_BASEDIR, base.getAbsolutePath());
+        conf.setInt("dfs.namenode.http-address.port", 0);
+        cluster = new MiniDFSCluster.Builder(conf).numDataNodes(3).build();
+        cluster.waitActive();
+        fs = cluster.getFileSystem();
+    }
+
+    @AfterAll
+    static void stop() {
+        if (cluster != null) {
+            cluster.shutdown(true);
+        }
+    }
+
+    private static HdfsReplicaDisk disk(DistributedFileSystem f, Path dir, InetSocketAddress favored) {
+        return new HdfsReplicaDisk(f, dir, favored, HdfsReplicaDisk.DEFAULT_SEGMENT_BYTES);
+    }
+
+    @Override
+    ReplicaDisk fresh() {
+        return disk(fs, new Path(ROOT, UUID.randomUUID().toString()), null);
+    }
+
+    @Override
+    ReplicaDisk reopen(ReplicaDisk d) {
+        HdfsReplicaDisk h = (HdfsReplicaDisk) d;
+        h.close();
+        return disk(fs, h.directory(), null);
+    }
+
+    /** A DFS client of its own (a region server process), so its crash is not the test's client's. */
+    private static DistributedFileSystem newClient() throws IOException {
+        return (DistributedFileSystem) FileSystem.newInstance(cluster.getConfiguration(0));
+    }
+
+    /** The process dies: open streams are aborted (nothing completed, buffered bytes lost, lease kept). */
+    private static void crash(DistributedFileSystem client) {
+        client.getClient().closeAllFilesBeingWritten(true);
+    }
+
+    @Test
+    void crashAfterAnUnsyncedFrameKeepsEveryHsyncedEntry() throws Exception {
+        Path dir = new Path(ROOT, "crash-unsynced");
+        DistributedFileSystem rs = newClient();
+        HdfsReplicaDisk d = disk(rs, dir, null);
+        for (long i = 0; i < 20; i++) {
+            d.append(1, i, entry(i, 300));
+        }
+        // step 1 of the next append done (frame reached the DataNode by hflush), step 2 (hsync) never
+        d.appendRawUnsynced(1, LogFrame.encode(20, entry(20, 300)));
+        crash(rs);
+        HdfsReplicaDisk back = disk(fs, dir, null);
+        assertTrue(back.lastIndex(1) >= 19, "lost hsynced entries: last index " + back.lastIndex(1));
+        for (long i = 0; i < 20; i++) {
+            assertArrayEquals(entry(i, 300), back.read(1, i), "index " + i);
+        }
+        if (back.lastIndex(1) == 20) { // it may survive (it was on the DataNode), but then intact
+            assertArrayEquals(entry(20, 300), back.read(1, 20));
+        }
+        back.append(1, 21, entry(21, 300));
+        back.close();
+        HdfsReplicaDisk again = disk(fs, dir, null);
+        assertArrayEquals(entry(21, 300), again.read(1, 21));
+        assertArrayEquals(entry(7, 300), again.read(1, 7));
+        again.close();
+        rs.close();
+    }
+
+    @Test
+    void tornLastFrameIsCutOffAndTheLogStaysUsableAcrossReopens() throws Exception {
+        Path dir = new Path(ROOT, "crash-torn");
+        DistributedFileSystem rs = newClient();
+        HdfsReplicaDisk d = disk(rs, dir, null);
+        for (long i = 0; i < 10; i++) {
+            d.append(1, i, entry(i, 200));
+        }
+        byte[] frame = LogFrame.encode(10, entry(10, 200));
+        byte[] torn = java.util.Arrays.copyOf(frame, frame.length / 2); // half a frame reached the DataNode
+        d.appendRawUnsynced(1, torn);
+        crash(rs);
+        HdfsReplicaDisk back = disk(fs, dir, null);
+        assertEquals(9, back.lastIndex(1));
+        for (long i = 0; i < 10; i++) {
+            assertArrayEquals(entry(i, 200), back.read(1, i), "index " + i);
+        }
+        back.append(1, 10, entry(10, 200));
+        back.append(1, 11, entry(11, 200));
+        back.close();
+        // the torn bytes were truncated, not left in the middle of the log: a second reopen still reads
+        HdfsReplicaDisk again = disk(fs, dir, null);
+        assertEquals(11, again.lastIndex(1));
+        for (long i = 0; i < 12; i++) {
+            assertArrayEquals(entry(i, 200), again.read(1, i), "index " + i);
+        }
+        again.close();
+        rs.close();
+    }
+
+    @Test
+    void corruptionInTheMiddleOfTheLogIsRefusedNamingFileAndOffset() throws Exception {
+        Path dir = new Path(ROOT, "corrupt-mid");
+        HdfsReplicaDisk d = disk(fs, dir, null);
+        for (long i = 0; i < 10; i++) {
+            d.append(1, i, entry(i, 100));
+        }
+        d.close();
+        Path seg = d.logSegments(1).get(0);
+        byte[] all;
+        try (FSDataInputStream in = fs.open(seg)) {
+            all = in.readAllBytes();
+        }
+        long frame = LogFrame.HEADER + 100;
+        int at = (int) (3 * frame + LogFrame.HEADER + 10); // a payload byte of index 3
+        all[at] ^= 0x40;
+        try (FSDataOutputStream out = fs.create(seg, true)) { // a faulty server rewrote the file
+            out.write(all);
+        }
+        CorruptReplicaLogException e = assertThrows(CorruptReplicaLogException.class, () -> disk(fs, dir, null).lastIndex(1));
+        assertTrue(e.getMessage().contains(seg.getName()) && e.getMessage().contains("index 3")
+                && e.getMessage().contains("byte " + 3 * frame), e.getMessage());
+    }
+
+    @Test
+    void concurrentAppendersShareHsyncs() throws Exception {
+        HdfsReplicaDisk d = disk(fs, new Path(ROOT, "group-commit"), null);
+        int threads = 8;
+        int each = 40;
+        ExecutorService ex = Executors.newFixedThreadPool(threads);
+        AtomicInteger next = new AtomicInteger();
+        List<Future<?>> fs1 = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            fs1.add(ex.submit(() -> {
+                for (int k = 0; k < each; k++) {
+                    long i = next.getAndIncrement();
+                    d.append(1, i, entry(i, 4096));
+                }
+                return null;
+            }));
+        }
+        for (Future<?> f : fs1) {
+            f.get();
+        }
+        ex.shutdown();
+        long appends = d.appends();
+        long hsyncs = d.hsyncs();
+        System.out.printf("group commit: %d appends, %d hsyncs, %.2f entries per hsync (%d threads)%n",
+                appends, hsyncs, (double) appends / hsyncs, threads);
+        assertEquals(threads * each, appends);
+        assertTrue(hsyncs <= appends);
+        d.close();
+        HdfsReplicaDisk back = disk(fs, d.directory(), null);
+        assertEquals(threads * each - 1, back.lastIndex(1));
+        for (long i = 0; i < threads * each; i++) {
+            assertArrayEquals(entry(i, 4096), back.read(1, i), "index " + i);
+        }
+    }
+
+    @Test
+    void garbageCollectionDeletesWholeSegmentFiles() throws Exception {
+        HdfsReplicaDisk d = disk(fs, new Path(ROOT, "gc"), null);
+        for (long i = 0; i < 5; i++) {
+            d.append(1, i, entry(i, 10));
+        }
+        List<Path> before = d.logSegments(1);
+        assertEquals(1, before.size());
+        d.truncateLogPrefix(1, 4); // everything in the first segment: the file goes
+        assertFalse(fs.exists(before.get(0)), "segment of entries 0..4 still on HDFS");
+        d.append(1, 5, entry(5, 10));
+        d.append(1, 6, entry(6, 10));
+        d.truncateLogPrefix(1, 5); // the second segment holds 6 too: it stays
+        assertEquals(1, d.logSegments(1).size());
+        d.close();
+        HdfsReplicaDisk back = disk(fs, d.directory(), null);
+        assertNull(back.read(1, 5));
+        assertArrayEquals(entry(6, 10), back.read(1, 6));
+    }
+
+    @Test
+    void everyBlockOfAReplicasFilesIsOnItsFavoredDataNode() throws Exception {
+        for (DataNode dn : cluster.getDataNodes()) {
+            InetSocketAddress favored = dn.getXferAddress();
+            for (int rep = 0; rep < 2; rep++) {
+                Path dir = new Path(ROOT, "favored-" + favored.getPort() + "-" + rep);
+                HdfsReplicaDisk d = disk(fs, dir, favored);
+                for (long i = 0; i < 4; i++) {
+                    d.append(1, i, entry(i, 64 * 1024));
+                }
+                d.recordDecision(1, decision(1, true));
+                d.writeCheckpoint(1, 3, 4, Map.of(0L, entry(0, 4096)), record(4));
+                d.close();
+                int files = 0;
+                RemoteIterator<LocatedFileStatus> it = fs.listFiles(dir, true);
+                while (it.hasNext()) {
+                    LocatedFileStatus st = it.next();
+                    assertEquals(1, st.getReplication(), st.getPath() + " replication");
+                    for (BlockLocation b : st.getBlockLocations()) {
+                        assertEquals(List.of(favored.getAddress().getHostAddress() + ":" + favored.getPort()),
+                                List.of(b.getNames()), st.getPath() + " block not on its favored DataNode");
+                    }
+                    files++;
+                }
+                assertTrue(files >= 3, "log, decisions and checkpoint files: " + files);
+            }
+        }
+    }
+
+    @Test
+    void pathIsBoundToTableAndRegion() {
+        HdfsReplicaDisk d = HdfsReplicaDisk.forRegion(fs, ROOT, "salus:vol1_r2", "0123abcd", null);
+        assertEquals(new Path(ROOT, "salus=vol1_r2/0123abcd"), d.directory());
+        assertThrows(IllegalArgumentException.class, () -> HdfsReplicaDisk.forRegion(fs, ROOT, "../x", "r", null));
+    }
+
+}

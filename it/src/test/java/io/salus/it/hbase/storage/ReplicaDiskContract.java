@@ -1,0 +1,149 @@
+package io.salus.it.hbase.storage;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+import io.salus.core.cert.CertType;
+import io.salus.core.cert.Certificate;
+import io.salus.core.cert.RegionId;
+import io.salus.core.cert.Statement;
+import io.salus.core.crypto.NodeId;
+import io.salus.core.crypto.NodeKeys;
+import io.salus.core.crypto.SignatureScheme;
+import io.salus.core.merkle.Hash;
+import io.salus.core.merkle.VolumeRootRecord;
+import io.salus.core.protocol.replica.RegionSnapshot;
+import io.salus.core.protocol.replica.ReplicaDisk;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The behaviour every {@link ReplicaDisk} keeps, as {@code InMemoryReplicaDisk} defines it (the simulator's
+ * disk): one class run against the in-memory disk and against {@code HdfsReplicaDisk} on a MiniDFSCluster.
+ * {@link #fresh()} gives an empty disk; {@link #reopen} the same files seen by a new instance (for the
+ * in-memory disk, the same object).
+ */
+abstract class ReplicaDiskContract {
+    abstract ReplicaDisk fresh() throws Exception;
+
+    abstract ReplicaDisk reopen(ReplicaDisk d) throws Exception;
+
+    static byte[] entry(long i, int len) {
+        byte[] b = new byte[len];
+        for (int k = 0; k < len; k++) {
+            b[k] = (byte) (i * 31 + k);
+        }
+        return b;
+    }
+
+    static Certificate decision(long batchId, boolean commit) {
+        NodeKeys k = NodeKeys.deterministic(SignatureScheme.HMAC_SHA256, NodeId.of("rs1"), 7);
+        Statement.Decision st = new Statement.Decision(commit, "vol", batchId, batchId, batchId, new RegionId("vol", 0), 1);
+        return Certificate.sign(commit ? CertType.TENTATIVE_COMMIT : CertType.TENTATIVE_ABORT, st, k.signer());
+    }
+
+    static VolumeRootRecord record(long seq) {
+        byte[] r = new byte[Hash.LENGTH];
+        r[0] = (byte) seq;
+        return new VolumeRootRecord(Hash.of(r), seq);
+    }
+
+    @Test
+    void appendReadLastIndexAcrossReopen() throws Exception {
+        ReplicaDisk d = fresh();
+        assertEquals(-1, d.lastIndex(1));
+        assertNull(d.read(1, 0));
+        for (long i = 0; i < 10; i++) {
+            d.append(1, i, entry(i, 100 + (int) i));
+        }
+        d.append(2, 0, entry(99, 5)); // generations are separate logs
+        d = reopen(d);
+        assertEquals(9, d.lastIndex(1));
+        assertEquals(0, d.lastIndex(2));
+        for (long i = 0; i < 10; i++) {
+            assertArrayEquals(entry(i, 100 + (int) i), d.read(1, i), "index " + i);
+        }
+        assertArrayEquals(entry(99, 5), d.read(2, 0));
+        assertNull(d.read(1, 10));
+        // appending after a reopen continues the same log
+        d.append(1, 10, entry(10, 7));
+        d = reopen(d);
+        assertEquals(10, d.lastIndex(1));
+        assertArrayEquals(entry(10, 7), d.read(1, 10));
+        assertArrayEquals(entry(3, 103), d.read(1, 3));
+    }
+
+    @Test
+    void laterAppendOfAnIndexReplacesTheEarlierOne() throws Exception {
+        ReplicaDisk d = fresh();
+        d.append(1, 0, entry(0, 10));
+        d.append(1, 1, entry(1, 10));
+        d.append(1, 1, entry(77, 12));
+        d = reopen(d);
+        assertArrayEquals(entry(77, 12), d.read(1, 1));
+        assertEquals(1, d.lastIndex(1));
+    }
+
+    @Test
+    void truncateLogPrefixForgetsEntriesThroughTheIndexAndKeepsTheRest() throws Exception {
+        ReplicaDisk d = fresh();
+        for (long i = 0; i < 8; i++) {
+            d.append(1, i, entry(i, 50));
+        }
+        d.truncateLogPrefix(1, 4);
+        for (long i = 0; i <= 4; i++) {
+            assertNull(d.read(1, i), "index " + i);
+        }
+        d.append(1, 8, entry(8, 50));
+        d = reopen(d);
+        for (long i = 0; i <= 4; i++) {
+            assertNull(d.read(1, i), "index " + i + " after reopen");
+        }
+        for (long i = 5; i <= 8; i++) {
+            assertArrayEquals(entry(i, 50), d.read(1, i), "index " + i);
+        }
+        assertEquals(8, d.lastIndex(1));
+    }
+
+    @Test
+    void decisionsComeBackInRecordingOrder() throws Exception {
+        ReplicaDisk d = fresh();
+        assertEquals(List.of(), d.decisions(1));
+        d.recordDecision(1, decision(5, true));
+        d.recordDecision(1, decision(3, false));
+        d.recordDecision(2, decision(9, true));
+        d = reopen(d);
+        d.recordDecision(1, decision(6, true));
+        List<Certificate> got = reopen(d).decisions(1);
+        assertEquals(List.of(5L, 3L, 6L), got.stream().map(c -> c.statement(Statement.Decision.class).batchId()).toList());
+        assertEquals(CertType.TENTATIVE_ABORT, got.get(1).type());
+        assertArrayEquals(decision(5, true).encode(), got.get(0).encode());
+        assertEquals(1, reopen(d).decisions(2).size());
+    }
+
+    @Test
+    void checkpointsComposeFromTheStartingSnapshotAndTheDeltas() throws Exception {
+        ReplicaDisk d = fresh();
+        d.writeSnapshot(new RegionSnapshot(1, -1, 10, Map.of(0L, entry(0, 16), 1L, entry(1, 16)), record(10)));
+        d.writeCheckpoint(1, 3, 12, Map.of(1L, entry(11, 16), 2L, entry(2, 16)), record(12));
+        d.writeCheckpoint(1, 7, 15, Map.of(3L, entry(3, 16)), record(15));
+        d = reopen(d);
+        RegionSnapshot s = d.readSnapshot(1, 7);
+        assertEquals(15, s.lastSeq());
+        assertEquals(record(15), s.rootRecord());
+        Map<Long, byte[]> want = new TreeMap<>(Map.of(0L, entry(0, 16), 1L, entry(11, 16), 2L, entry(2, 16), 3L, entry(3, 16)));
+        assertEquals(want.keySet(), s.blocks().keySet());
+        want.forEach((k, v) -> assertArrayEquals(v, s.blocks().get(k), "block " + k));
+        RegionSnapshot at3 = d.readSnapshot(1, 3);
+        assertArrayEquals(entry(11, 16), at3.blocks().get(1L));
+        assertNull(at3.blocks().get(3L));
+        assertEquals(12, at3.lastSeq());
+        assertNull(d.readSnapshot(1, 5), "no checkpoint at 5");
+        assertEquals(10, d.readSnapshot(1, -1).lastSeq());
+        assertNull(d.readSnapshot(2, -1));
+        // a whole snapshot at an index answers directly
+        d.writeSnapshot(new RegionSnapshot(1, 9, 20, Map.of(4L, entry(4, 16)), record(20)));
+        assertEquals(Map.of(4L, 0).keySet(), reopen(d).readSnapshot(1, 9).blocks().keySet());
+    }
+}

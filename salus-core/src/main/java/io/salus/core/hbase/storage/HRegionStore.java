@@ -1,0 +1,274 @@
+package io.salus.core.hbase.storage;
+
+import io.salus.core.hbase.SalusTableLayout;
+import io.salus.core.merkle.Hash;
+import io.salus.core.merkle.MerkleProof;
+import io.salus.core.merkle.MerkleTree;
+import io.salus.core.merkle.NodeStore;
+import io.salus.core.protocol.ProtocolConfig;
+import io.salus.core.protocol.replica.RegionStore;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.hadoop.hbase.Cell;
+import org.apache.hadoop.hbase.CellUtil;
+import org.apache.hadoop.hbase.client.Durability;
+import org.apache.hadoop.hbase.client.Get;
+import org.apache.hadoop.hbase.client.Mutation;
+import org.apache.hadoop.hbase.client.Put;
+import org.apache.hadoop.hbase.client.Result;
+import org.apache.hadoop.hbase.client.Scan;
+import org.apache.hadoop.hbase.regionserver.HRegion;
+import org.apache.hadoop.hbase.regionserver.OperationStatus;
+import org.apache.hadoop.hbase.regionserver.Region;
+import org.apache.hadoop.hbase.regionserver.RegionScanner;
+import org.apache.hadoop.hbase.util.Bytes;
+
+/**
+ * A replica's {@link RegionStore} over its HBase region, server side ({@code Region#batchMutate} with
+ * {@link Durability#SKIP_WAL}, {@code Region#get}): the Salus log is the write-ahead log.
+ *
+ * <p>Construction (for the endpoint, in the region coprocessor):
+ * <pre>{@code
+ * HRegionStore store = HRegionStore.open(env.getRegion(), cfg, regionIndex);  // cfg: the volume's ProtocolConfig
+ * }</pre>
+ *
+ * <p>Cells (family {@link SalusTableLayout#FAMILY} {@code b}, rows = 8-byte big-endian block numbers, so
+ * everything stays inside the region's key range):
+ * <ul>
+ * <li>{@code d}: the block's content, in the block's row;</li>
+ * <li>{@code h<level>}: the region tree's node (level, index) in the row of the first block it covers
+ * ({@code firstBlock + index·2^level}); level 0 is the block's leaf hash, next to the block. An empty
+ * value stands for an empty subtree (nodes are overwritten, never deleted: a delete could hide a later
+ * put carrying the same millisecond timestamp).</li>
+ * </ul>
+ * Opening a region therefore reads tree nodes on demand and never rehashes blocks:
+ * {@link #blockReads()} counts the block cells read.
+ *
+ * <p>{@link #markDurable()} flushes the region's memstore to HFiles (its puts skip the WAL, so that is
+ * what durable means for them), then forgets the dirty set. Thread-safe (synchronized).
+ */
+public final class HRegionStore implements RegionStore {
+    public static final byte[] DATA = Bytes.toBytes("d");
+
+    private final Region region;
+    private final ProtocolConfig cfg;
+    private final long firstBlock;
+    private final long blocks;
+    private final MerkleTree tree;
+    private final RegionNodes nodes = new RegionNodes();
+    private final LinkedHashMap<Long, byte[]> dirty = new LinkedHashMap<>();
+    private final AtomicLong blockReads = new AtomicLong();
+    private final AtomicLong nodeReads = new AtomicLong();
+
+    /** The store of region {@code regionIndex} of the volume; checks that {@code region} starts at its first block. */
+    public static HRegionStore open(Region region, ProtocolConfig cfg, int regionIndex) {
+        return new HRegionStore(region, cfg, regionIndex);
+    }
+
+    private HRegionStore(Region region, ProtocolConfig cfg, int regionIndex) {
+        this.region = region;
+        this.cfg = cfg;
+        this.firstBlock = cfg.layout().firstBlock(regionIndex);
+        this.blocks = cfg.layout().blocksPerRegion();
+        byte[] start = region.getRegionInfo().getStartKey();
+        boolean ok = start.length == 0 ? firstBlock == 0 : Arrays.equals(start, Bytes.toBytes(firstBlock));
+        if (!ok) {
+            throw new IllegalArgumentException("region " + region.getRegionInfo().getRegionNameAsString()
+                    + " starts at row " + Bytes.toStringBinary(start) + ", not at block " + firstBlock + " (region "
+                    + regionIndex + " of volume " + cfg.volume() + " with " + blocks
+                    + " blocks per region): open the store with the region's own index");
+        }
+        this.tree = cfg.layout().newRegionTree(cfg.hash(), cfg.blockSize(), nodes);
+    }
+
+    private void checkLocal(long localBlock) {
+        if (localBlock < 0 || localBlock >= blocks) {
+            throw new IndexOutOfBoundsException("local block " + localBlock + " outside the region's [0, " + blocks + ")");
+        }
+    }
+
+    private byte[] row(long localBlock) {
+        return Bytes.toBytes(firstBlock + localBlock);
+    }
+
+    private static byte[] nodeQualifier(int level) {
+        return Bytes.toBytes("h" + level);
+    }
+
+    @Override
+    public synchronized void apply(long localBlock, byte[] data) {
+        checkLocal(localBlock);
+        if (data.length != cfg.blockSize()) {
+            throw new IllegalArgumentException("block of " + data.length + " bytes; the volume's block size is " + cfg.blockSize());
+        }
+        byte[] copy = data.clone();
+        nodes.pending(localBlock).addColumn(SalusTableLayout.FAMILY, DATA, copy);
+        tree.putBlock(localBlock, copy);
+        nodes.writePending();
+        dirty.put(localBlock, copy);
+    }
+
+    @Override
+    public synchronized byte[] read(long localBlock) {
+        checkLocal(localBlock);
+        byte[] b = dirty.get(localBlock);
+        if (b != null) {
+            return b.clone();
+        }
+        blockReads.incrementAndGet();
+        byte[] v = get(row(localBlock), DATA);
+        return v == null || v.length == 0 ? new byte[cfg.blockSize()] : v;
+    }
+
+    @Override
+    public synchronized MerkleProof proof(long localBlock) {
+        checkLocal(localBlock);
+        return tree.proof(localBlock, tree.depth());
+    }
+
+    @Override
+    public synchronized Hash root() {
+        return tree.root();
+    }
+
+    @Override
+    public synchronized Map<Long, Hash> leafHashes() {
+        Map<Long, Hash> out = new TreeMap<>();
+        byte[] q = nodeQualifier(0);
+        Scan scan = new Scan().withStartRow(row(0)).withStopRow(Bytes.toBytes(firstBlock + blocks))
+                .addColumn(SalusTableLayout.FAMILY, q);
+        try (RegionScanner s = region.getScanner(scan)) {
+            List<Cell> cells = new ArrayList<>();
+            boolean more;
+            do {
+                cells.clear();
+                more = s.next(cells);
+                for (Cell c : cells) {
+                    byte[] v = CellUtil.cloneValue(c);
+                    byte[] row = CellUtil.cloneRow(c);
+                    if (row.length != Long.BYTES) {
+                        continue;
+                    }
+                    long local = Bytes.toLong(row) - firstBlock;
+                    if (v.length == Hash.LENGTH) {
+                        out.put(local, Hash.of(v));
+                    } else if (v.length == 0) {
+                        out.put(local, tree.emptyHash(0)); // written with zeros: its leaf is the empty leaf
+                    }
+                }
+            } while (more);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot scan the leaf hashes of " + region.getRegionInfo().getEncodedName(), e);
+        }
+        return out;
+    }
+
+    @Override
+    public synchronized Map<Long, byte[]> dirty() {
+        Map<Long, byte[]> m = new TreeMap<>();
+        dirty.forEach((k, v) -> m.put(k, v.clone()));
+        return m;
+    }
+
+    /** Flushes the region (its puts skip the WAL) and forgets the dirty set. */
+    @Override
+    public synchronized void markDurable() {
+        if (!(region instanceof HRegion h)) {
+            throw new IllegalStateException("markDurable needs an HRegion to flush, got " + region.getClass().getName());
+        }
+        try {
+            h.flush(true);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot flush " + region.getRegionInfo().getEncodedName()
+                    + "; its state is not durable and the dirty set is kept", e);
+        }
+        dirty.clear();
+    }
+
+    /** Block cells read from the region since this store was opened (tree nodes excluded). */
+    public long blockReads() {
+        return blockReads.get();
+    }
+
+    /** Tree nodes read from the region (cache misses) since this store was opened. */
+    public long nodeReads() {
+        return nodeReads.get();
+    }
+
+    private byte[] get(byte[] row, byte[] qualifier) {
+        try {
+            Result r = region.get(new Get(row).addColumn(SalusTableLayout.FAMILY, qualifier));
+            return r.getValue(SalusTableLayout.FAMILY, qualifier);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read " + Bytes.toStringBinary(row) + " from "
+                    + region.getRegionInfo().getEncodedName(), e);
+        }
+    }
+
+    /** The region tree's nodes: cached, read on demand from the region, written with the block's put. */
+    private final class RegionNodes implements NodeStore {
+        private static final Hash ABSENT = Hash.of(new byte[Hash.LENGTH]);
+        private final Map<Integer, Map<Long, Hash>> cache = new HashMap<>();
+        private final LinkedHashMap<Long, Put> pending = new LinkedHashMap<>();
+
+        Put pending(long localRow) {
+            return pending.computeIfAbsent(localRow, r -> new Put(row(r)).setDurability(Durability.SKIP_WAL));
+        }
+
+        private long rowOf(int level, long index) {
+            return index << level;
+        }
+
+        @Override
+        public Hash get(int level, long index) {
+            Map<Long, Hash> m = cache.computeIfAbsent(level, l -> new HashMap<>());
+            Hash h = m.get(index);
+            if (h == null) {
+                nodeReads.incrementAndGet();
+                byte[] v = HRegionStore.this.get(row(rowOf(level, index)), nodeQualifier(level));
+                h = v == null || v.length != Hash.LENGTH ? ABSENT : Hash.of(v);
+                m.put(index, h);
+            }
+            return h == ABSENT ? null : h;
+        }
+
+        @Override
+        public void put(int level, long index, Hash hash) {
+            cache.computeIfAbsent(level, l -> new HashMap<>()).put(index, hash);
+            pending(rowOf(level, index)).addColumn(SalusTableLayout.FAMILY, nodeQualifier(level), hash.bytes());
+        }
+
+        @Override
+        public void remove(int level, long index) {
+            cache.computeIfAbsent(level, l -> new HashMap<>()).put(index, ABSENT);
+            pending(rowOf(level, index)).addColumn(SalusTableLayout.FAMILY, nodeQualifier(level), new byte[0]);
+        }
+
+        void writePending() {
+            if (pending.isEmpty()) {
+                return;
+            }
+            Mutation[] ms = pending.values().toArray(new Mutation[0]);
+            pending.clear();
+            try {
+                OperationStatus[] st = region.batchMutate(ms);
+                for (OperationStatus s : st) {
+                    if (s.getOperationStatusCode() != org.apache.hadoop.hbase.HConstants.OperationStatusCode.SUCCESS) {
+                        cache.clear(); // the cache may now be ahead of the region: re-read it
+                        throw new IOException("put refused: " + s.getOperationStatusCode() + " " + s.getExceptionMsg());
+                    }
+                }
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot write to " + region.getRegionInfo().getEncodedName(), e);
+            }
+        }
+    }
+}

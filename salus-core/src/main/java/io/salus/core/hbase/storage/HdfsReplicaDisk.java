@@ -1,0 +1,644 @@
+package io.salus.core.hbase.storage;
+
+import io.salus.core.cert.Certificate;
+import io.salus.core.merkle.VolumeRootRecord;
+import io.salus.core.protocol.replica.RegionSnapshot;
+import io.salus.core.protocol.replica.ReplicaDisk;
+import java.io.ByteArrayOutputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.Options;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.permission.FsPermission;
+import org.apache.hadoop.hdfs.DistributedFileSystem;
+import org.apache.hadoop.hdfs.client.HdfsDataOutputStream;
+
+/**
+ * A replica's Salus log, decisions and checkpoint files on HDFS ({@link ReplicaDisk}), written with
+ * replication 1 and the replica's colocated DataNode as favored node, so no byte of it crosses the
+ * network (§3.2, location hints).
+ *
+ * <p>Construction (for the endpoint):
+ * <pre>{@code
+ * DistributedFileSystem dfs = (DistributedFileSystem) FileSystem.get(conf);
+ * InetSocketAddress dn = new InetSocketAddress(host, dataNodeXferPort);   // null: no hint
+ * HdfsReplicaDisk disk = HdfsReplicaDisk.forRegion(dfs, new Path("/salus/logs"), "salus:vol1_r0",
+ *         region.getRegionInfo().getEncodedName(), dn);
+ * ... new RegionReplica(..., disk, ...);   // its constructor reloads the log through this disk
+ * disk.close();                            // on region close
+ * }</pre>
+ *
+ * <p>Layout under the replica's directory {@code <root>/<table>/<encodedRegion>}:
+ * <ul>
+ * <li>{@code log/g<gen>/seg-<n>.log}: the generation's log, {@link LogFrame frames} whose index is the
+ * logical log index; a new segment is started when the disk is reopened and at each
+ * {@link #truncateLogPrefix}, so garbage collection deletes whole files. A later frame of the same index
+ * replaces an earlier one (last writer wins, as in {@code InMemoryReplicaDisk}).</li>
+ * <li>{@code log/g<gen>/prefix}: the highest index garbage-collected (entries at or below it are gone,
+ * even those still in a kept segment).</li>
+ * <li>{@code decisions/g<gen>/seg-<n>.log}: decision certificates, one frame each.</li>
+ * <li>{@code state/g<gen>/whole.<through>} and {@code delta.<through>}: snapshots and incremental
+ * checkpoints, one frame per file, written to a temporary name, hsynced and renamed.</li>
+ * </ul>
+ *
+ * <p>Durability: {@link #append} and {@link #recordDecision} return after hsync. Concurrent appenders
+ * share hsyncs (group commit): each writes its frame under the generation's lock, then one hsync covers
+ * every frame written before it ({@link #appends()} / {@link #hsyncs()} count both).
+ *
+ * <p>Reopen after a crash: the last segment of a log may still be open under the dead writer's lease;
+ * it is recovered ({@code recoverLease}), and a torn tail (the prefix of a frame, from a write that was
+ * never hsynced) is truncated away. A complete frame that does not verify, or a damaged frame with
+ * bytes after it, is refused with {@link CorruptReplicaLogException} naming file and offset.
+ */
+public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
+    private static final Pattern SEGMENT = Pattern.compile("seg-(\\d{20})\\.log");
+    private static final Pattern STATE = Pattern.compile("(whole|delta)\\.(-?\\d+)");
+    private static final Pattern SAFE = Pattern.compile("[A-Za-z0-9_.:=-]+");
+    /** A segment is rolled once it holds this many bytes (so GC can free space in whole files). */
+    public static final long DEFAULT_SEGMENT_BYTES = 64L << 20;
+    /** How long reopening waits for the NameNode to recover a dead writer's lease. */
+    private static final long LEASE_RECOVERY_MS = 300_000;
+
+    private final DistributedFileSystem fs;
+    private final Path dir;
+    private final InetSocketAddress[] favored;
+    private final long segmentBytes;
+    private final Map<Long, FramedLog> logs = new HashMap<>();
+    private final Map<Long, FramedLog> decisionLogs = new HashMap<>();
+    private final AtomicLong appends = new AtomicLong();
+    private final AtomicLong hsyncs = new AtomicLong();
+
+    /**
+     * The disk of one replica region: {@code <root>/<table>/<encodedRegion>}. {@code table} is the replica
+     * table's name (e.g. {@code salus:vol1_r0}; {@code :} becomes {@code =}), {@code favoredDataNode} the
+     * transfer address of the DataNode on the region server's host (null: no hint).
+     */
+    public static HdfsReplicaDisk forRegion(DistributedFileSystem fs, Path root, String table, String encodedRegion,
+                                            InetSocketAddress favoredDataNode) {
+        String t = table.replace(':', '=');
+        if (!SAFE.matcher(t).matches() || !SAFE.matcher(encodedRegion).matches()) {
+            throw new IllegalArgumentException("table '" + table + "' and region '" + encodedRegion
+                    + "' must be HBase names ([A-Za-z0-9_.:=-]+) to bind the log path to them");
+        }
+        return new HdfsReplicaDisk(fs, new Path(new Path(root, t), encodedRegion), favoredDataNode, DEFAULT_SEGMENT_BYTES);
+    }
+
+    public HdfsReplicaDisk(DistributedFileSystem fs, Path dir, InetSocketAddress favoredDataNode, long segmentBytes) {
+        if (segmentBytes <= LogFrame.HEADER) {
+            throw new IllegalArgumentException("segment size " + segmentBytes + " must exceed a frame header");
+        }
+        this.fs = fs;
+        this.dir = dir;
+        this.favored = favoredDataNode == null ? null : new InetSocketAddress[] {favoredDataNode};
+        this.segmentBytes = segmentBytes;
+    }
+
+    public Path directory() {
+        return dir;
+    }
+
+    /** Entries appended (log entries and decisions) since this disk was opened. */
+    public long appends() {
+        return appends.get();
+    }
+
+    /** hsync calls that made appended records durable; {@code appends()/hsyncs()} is the group-commit factor. */
+    public long hsyncs() {
+        return hsyncs.get();
+    }
+
+    /** The files of the generation's log, oldest first (for tests and GC accounting). */
+    public List<Path> logSegments(long generation) {
+        return log(generation).segmentPaths();
+    }
+
+    // ------------------------------------------------------------------ log
+
+    @Override
+    public void append(long generation, long index, byte[] entry) {
+        log(generation).append(index, entry);
+    }
+
+    @Override
+    public byte[] read(long generation, long index) {
+        return log(generation).read(index);
+    }
+
+    @Override
+    public long lastIndex(long generation) {
+        return log(generation).lastIndex();
+    }
+
+    @Override
+    public void truncateLogPrefix(long generation, long throughIndex) {
+        log(generation).truncatePrefix(throughIndex);
+    }
+
+    /**
+     * Fault injection for crash tests: writes {@code bytes} at the end of the generation's log and
+     * hflushes them to the DataNode without hsync (a torn frame, or a frame not yet durable).
+     */
+    public void appendRawUnsynced(long generation, byte[] bytes) {
+        log(generation).appendRaw(bytes);
+    }
+
+    // ------------------------------------------------------------------ decisions
+
+    @Override
+    public void recordDecision(long generation, Certificate decision) {
+        FramedLog d = decisions(generation, true);
+        d.append(d.lastIndex() + 1, decision.encode());
+    }
+
+    /** Decodes what was stored; a record that verifies (CRC) but does not decode is skipped, not trusted. */
+    @Override
+    public List<Certificate> decisions(long generation) {
+        FramedLog d = decisions(generation, true);
+        List<Certificate> out = new ArrayList<>();
+        for (long i = 0; i <= d.lastIndex(); i++) {
+            byte[] b = d.read(i);
+            if (b == null) {
+                continue;
+            }
+            try {
+                out.add(Certificate.decode(b));
+            } catch (RuntimeException e) {
+                // proves nothing; the replica re-learns the decision from its peers
+            }
+        }
+        return out;
+    }
+
+    // ------------------------------------------------------------------ snapshots and checkpoints
+
+    @Override
+    public void writeSnapshot(RegionSnapshot s) {
+        writeState(s.generation(), "whole." + s.throughIndex(), s);
+    }
+
+    @Override
+    public void writeCheckpoint(long generation, long throughIndex, long lastSeq, Map<Long, byte[]> changed,
+                                VolumeRootRecord rootRecord) {
+        writeState(generation, "delta." + throughIndex,
+                new RegionSnapshot(generation, throughIndex, lastSeq, changed, rootRecord));
+    }
+
+    @Override
+    public RegionSnapshot readSnapshot(long generation, long throughIndex) {
+        Path sd = stateDir(generation);
+        RegionSnapshot whole = readState(new Path(sd, "whole." + throughIndex));
+        if (whole != null) {
+            return whole;
+        }
+        TreeMap<Long, Path> deltas = new TreeMap<>();
+        for (FileStatus st : list(sd)) {
+            Matcher m = STATE.matcher(st.getPath().getName());
+            if (m.matches() && m.group(1).equals("delta")) {
+                deltas.put(Long.parseLong(m.group(2)), st.getPath());
+            }
+        }
+        if (!deltas.containsKey(throughIndex)) {
+            return null;
+        }
+        RegionSnapshot start = readState(new Path(sd, "whole.-1"));
+        Map<Long, byte[]> blocks = new TreeMap<>(start == null ? Map.of() : start.blocks());
+        RegionSnapshot last = null;
+        for (Path p : deltas.headMap(throughIndex, true).values()) {
+            last = readState(p);
+            blocks.putAll(last.blocks());
+        }
+        return new RegionSnapshot(generation, throughIndex, last.lastSeq(), blocks, last.rootRecord());
+    }
+
+    /** The highest through-index of a checkpoint (delta) file of the generation, or -1. */
+    public long latestCheckpoint(long generation) {
+        long best = -1;
+        for (FileStatus st : list(stateDir(generation))) {
+            Matcher m = STATE.matcher(st.getPath().getName());
+            if (m.matches() && m.group(1).equals("delta")) {
+                best = Math.max(best, Long.parseLong(m.group(2)));
+            }
+        }
+        return best;
+    }
+
+    private Path stateDir(long generation) {
+        return new Path(dir, "state/g" + generation);
+    }
+
+    private void writeState(long generation, String name, RegionSnapshot s) {
+        Path sd = stateDir(generation);
+        Path tmp = new Path(sd, "." + name + ".tmp");
+        Path dst = new Path(sd, name);
+        try {
+            try (FSDataOutputStream out = create(tmp, true)) {
+                out.write(LogFrame.encode(s.throughIndex(), encodeSnapshot(s)));
+                hsync(out);
+            }
+            fs.rename(tmp, dst, Options.Rename.OVERWRITE);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write " + dst, e);
+        }
+    }
+
+    private RegionSnapshot readState(Path p) {
+        try {
+            if (!fs.exists(p)) {
+                return null;
+            }
+            long len = fs.getFileStatus(p).getLen();
+            try (FSDataInputStream in = fs.open(p)) {
+                LogFrame.Frame f = LogFrame.read(in, 0, len, p.toString());
+                if (f == null || f.end() != len) {
+                    throw new CorruptReplicaLogException(p + ": checkpoint file of " + len
+                            + " bytes is not exactly one complete frame (files are renamed into place only after"
+                            + " hsync, so this is damage). Restore the region from a peer replica.");
+                }
+                return decodeSnapshot(f.payload(), p);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read " + p, e);
+        }
+    }
+
+    static byte[] encodeSnapshot(RegionSnapshot s) {
+        ByteArrayOutputStream bo = new ByteArrayOutputStream();
+        try (DataOutputStream o = new DataOutputStream(bo)) {
+            o.writeLong(s.generation());
+            o.writeLong(s.throughIndex());
+            o.writeLong(s.lastSeq());
+            o.write(s.rootRecord().encode());
+            o.writeInt(s.blocks().size());
+            for (Map.Entry<Long, byte[]> e : s.blocks().entrySet()) {
+                o.writeLong(e.getKey());
+                o.writeInt(e.getValue().length);
+                o.write(e.getValue());
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return bo.toByteArray();
+    }
+
+    static RegionSnapshot decodeSnapshot(byte[] b, Path p) {
+        try {
+            ByteBuffer in = ByteBuffer.wrap(b);
+            long gen = in.getLong();
+            long through = in.getLong();
+            long lastSeq = in.getLong();
+            byte[] rr = new byte[VolumeRootRecord.ENCODED_LENGTH];
+            in.get(rr);
+            int n = in.getInt();
+            Map<Long, byte[]> blocks = new TreeMap<>();
+            for (int i = 0; i < n; i++) {
+                long k = in.getLong();
+                byte[] v = new byte[in.getInt()];
+                in.get(v);
+                blocks.put(k, v);
+            }
+            return new RegionSnapshot(gen, through, lastSeq, blocks, VolumeRootRecord.decode(rr));
+        } catch (RuntimeException e) {
+            throw new CorruptReplicaLogException(p + ": checkpoint frame verifies but does not decode (" + e
+                    + "); written by an incompatible version? Restore the region from a peer replica.");
+        }
+    }
+
+    // ------------------------------------------------------------------ plumbing
+
+    private synchronized FramedLog log(long generation) {
+        return logs.computeIfAbsent(generation, g -> new FramedLog(new Path(dir, "log/g" + g), true));
+    }
+
+    private synchronized FramedLog decisions(long generation, boolean create) {
+        return decisionLogs.computeIfAbsent(generation, g -> new FramedLog(new Path(dir, "decisions/g" + g), false));
+    }
+
+    private FileStatus[] list(Path d) {
+        try {
+            return fs.exists(d) ? fs.listStatus(d) : new FileStatus[0];
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot list " + d, e);
+        }
+    }
+
+    private FSDataOutputStream create(Path p, boolean overwrite) throws IOException {
+        return fs.create(p, FsPermission.getFileDefault(), overwrite, 64 * 1024, (short) 1,
+                fs.getDefaultBlockSize(p), null, favored);
+    }
+
+    private void hsync(FSDataOutputStream out) throws IOException {
+        if (out instanceof HdfsDataOutputStream h) {
+            h.hsync(EnumSet.of(HdfsDataOutputStream.SyncFlag.UPDATE_LENGTH));
+        } else {
+            out.hsync();
+        }
+        hsyncs.incrementAndGet();
+    }
+
+    /** Waits until the NameNode has recovered the lease of a file a dead writer left open. */
+    private void recoverLease(Path p) throws IOException {
+        long deadline = System.currentTimeMillis() + LEASE_RECOVERY_MS;
+        while (!fs.isFileClosed(p)) {
+            if (fs.recoverLease(p)) {
+                return;
+            }
+            if (System.currentTimeMillis() > deadline) {
+                throw new IOException(p + ": the NameNode did not recover the previous writer's lease within "
+                        + LEASE_RECOVERY_MS + " ms; is the DataNode holding its last block down?");
+            }
+            try {
+                Thread.sleep(200);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new InterruptedIOException("interrupted while recovering the lease of " + p);
+            }
+        }
+    }
+
+    @Override
+    public synchronized void close() {
+        for (FramedLog l : logs.values()) {
+            l.closeActive();
+        }
+        for (FramedLog l : decisionLogs.values()) {
+            l.closeActive();
+        }
+    }
+
+    private record Loc(Path path, long offset, int length) {
+    }
+
+    /** An open segment: frames written, and how far hsync has made them durable. */
+    private final class Segment {
+        final Path path;
+        final FSDataOutputStream out;
+        final Object syncLock = new Object();
+        volatile long written; // updated under the owning FramedLog's lock, after the bytes are in the stream
+        long maxIndex = -1;
+        volatile long synced;
+        boolean closed;
+
+        Segment(Path path, FSDataOutputStream out) {
+            this.path = path;
+            this.out = out;
+        }
+    }
+
+    /** A sequence of segment files of frames (a generation's log, or its decisions). */
+    private final class FramedLog {
+        final Path ldir;
+        final boolean gcable;
+        final TreeMap<Long, Loc> index = new TreeMap<>();
+        /** Segment path to the highest index in it, for GC. */
+        final TreeMap<Long, Path> segments = new TreeMap<>();
+        final Map<Path, Long> segmentMax = new HashMap<>();
+        long nextSegment;
+        long prefixThrough = -1;
+        Segment active;
+
+        FramedLog(Path ldir, boolean gcable) {
+            this.ldir = ldir;
+            this.gcable = gcable;
+            try {
+                load();
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot open the replica log " + ldir, e);
+            }
+        }
+
+        private void load() throws IOException {
+            if (!fs.exists(ldir)) {
+                return;
+            }
+            Path prefix = new Path(ldir, "prefix");
+            if (fs.exists(prefix)) {
+                try (FSDataInputStream in = fs.open(prefix)) {
+                    LogFrame.Frame f = LogFrame.read(in, 0, fs.getFileStatus(prefix).getLen(), prefix.toString());
+                    if (f == null) {
+                        throw new CorruptReplicaLogException(prefix + ": truncated GC marker (it is renamed into"
+                                + " place after hsync, so this is damage). Restore the region from a peer replica.");
+                    }
+                    prefixThrough = f.index();
+                }
+            }
+            for (FileStatus st : fs.listStatus(ldir)) {
+                Matcher m = SEGMENT.matcher(st.getPath().getName());
+                if (m.matches()) {
+                    segments.put(Long.parseLong(m.group(1)), st.getPath());
+                }
+            }
+            if (!segments.isEmpty()) {
+                nextSegment = segments.lastKey() + 1;
+            }
+            for (Map.Entry<Long, Path> s : segments.entrySet()) {
+                boolean last = s.getKey().equals(segments.lastKey());
+                scan(s.getValue(), last);
+            }
+        }
+
+        /** Scans one segment into the index; the last one may end in a torn tail, which is cut off. */
+        private void scan(Path p, boolean last) throws IOException {
+            if (last) {
+                recoverLease(p);
+            }
+            long len = fs.getFileStatus(p).getLen();
+            long off = 0;
+            long max = -1;
+            try (FSDataInputStream in = fs.open(p)) {
+                while (off < len) {
+                    LogFrame.Frame f = LogFrame.read(in, off, len, p.toString());
+                    if (f == null) {
+                        if (!last) {
+                            throw new CorruptReplicaLogException(p + ": incomplete frame at byte " + off + " of " + len
+                                    + " in a segment that is not the last one (a later segment was started, so this"
+                                    + " file was complete once). Restore the region from a peer replica.");
+                        }
+                        break;
+                    }
+                    if (f.index() > prefixThrough) {
+                        index.put(f.index(), new Loc(p, off, f.payload().length));
+                    }
+                    max = Math.max(max, f.index());
+                    off = f.end();
+                }
+            }
+            if (off < len) {
+                // torn tail: the prefix of a frame that was never hsynced (so never acknowledged)
+                if (!fs.truncate(p, off)) {
+                    recoverLease(p); // truncate finishes with block recovery; wait for the file to close
+                }
+            }
+            segmentMax.put(p, max);
+        }
+
+        synchronized long lastIndex() {
+            return index.isEmpty() ? -1 : index.lastKey();
+        }
+
+        synchronized List<Path> segmentPaths() {
+            return new ArrayList<>(segments.values());
+        }
+
+        private Segment activeForAppend() throws IOException {
+            if (active != null && active.written >= segmentBytes) {
+                roll();
+            }
+            if (active == null) {
+                Path p = new Path(ldir, String.format("seg-%020d.log", nextSegment));
+                segments.put(nextSegment++, p);
+                segmentMax.put(p, -1L);
+                active = new Segment(p, create(p, false));
+            }
+            return active;
+        }
+
+        void append(long idx, byte[] entry) {
+            byte[] frame = LogFrame.encode(idx, entry);
+            Segment s;
+            long off;
+            long end;
+            try {
+                synchronized (this) {
+                    s = activeForAppend();
+                    off = s.written;
+                    s.out.write(frame);
+                    s.written += frame.length;
+                    end = s.written;
+                    s.maxIndex = Math.max(s.maxIndex, idx);
+                    segmentMax.put(s.path, s.maxIndex);
+                }
+                syncTo(s, end);
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot append index " + idx + " to " + ldir, e);
+            }
+            synchronized (this) {
+                if (idx > prefixThrough) { // a concurrent truncateLogPrefix may have passed it already
+                    index.put(idx, new Loc(s.path, off, entry.length));
+                }
+            }
+            appends.incrementAndGet();
+        }
+
+        /** Group commit: one hsync makes every frame written before it durable. */
+        private void syncTo(Segment s, long end) throws IOException {
+            synchronized (s.syncLock) {
+                if (s.synced >= end || s.closed) {
+                    return;
+                }
+                long target = s.written; // bytes already in the stream; never take the log's lock here
+                hsync(s.out);
+                s.synced = target;
+            }
+        }
+
+        void appendRaw(byte[] bytes) {
+            try {
+                synchronized (this) {
+                    Segment s = activeForAppend();
+                    s.out.write(bytes);
+                    s.written += bytes.length;
+                    s.out.hflush();
+                }
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+
+        byte[] read(long idx) {
+            Loc l;
+            synchronized (this) {
+                l = index.get(idx);
+            }
+            if (l == null) {
+                return null;
+            }
+            try (FSDataInputStream in = fs.open(l.path())) {
+                in.seek(l.offset());
+                LogFrame.Frame f = LogFrame.read(in, l.offset(), l.offset() + LogFrame.HEADER + l.length(),
+                        l.path().toString());
+                if (f == null || f.index() != idx) {
+                    throw new CorruptReplicaLogException(l.path() + ": the frame at byte " + l.offset()
+                            + " is not index " + idx + " any more; the file changed under the replica.");
+                }
+                return f.payload();
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot read index " + idx + " from " + l.path(), e);
+            }
+        }
+
+        /** Rolls the active segment (hsync, close): the next append starts a new file. */
+        private void roll() throws IOException {
+            Segment s = active;
+            if (s == null) {
+                return;
+            }
+            synchronized (s.syncLock) {
+                if (s.synced < s.written) {
+                    hsync(s.out);
+                }
+                s.out.close();
+                s.synced = s.written;
+                s.closed = true;
+            }
+            active = null;
+        }
+
+        void truncatePrefix(long through) {
+            if (!gcable) {
+                throw new IllegalStateException("decisions are not garbage-collected by log index");
+            }
+            try {
+                synchronized (this) {
+                    if (through <= prefixThrough) {
+                        return;
+                    }
+                    // the marker first: a crash after it and before the deletes only leaves files to delete
+                    Path tmp = new Path(ldir, ".prefix.tmp");
+                    try (FSDataOutputStream out = create(tmp, true)) {
+                        out.write(LogFrame.encode(through, new byte[0]));
+                        hsync(out);
+                    }
+                    fs.rename(tmp, new Path(ldir, "prefix"), Options.Rename.OVERWRITE);
+                    prefixThrough = through;
+                    index.headMap(through, true).clear();
+                    roll();
+                    var it = segments.entrySet().iterator();
+                    while (it.hasNext()) {
+                        Path p = it.next().getValue();
+                        if (segmentMax.getOrDefault(p, -1L) <= through) {
+                            fs.delete(p, false);
+                            segmentMax.remove(p);
+                            it.remove();
+                        }
+                    }
+                }
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot garbage-collect " + ldir + " through " + through, e);
+            }
+        }
+
+        synchronized void closeActive() {
+            try {
+                roll();
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot close " + ldir, e);
+            }
+        }
+    }
+}
