@@ -41,6 +41,7 @@ import org.apache.hadoop.io.EnumSetWritable;
 import org.knowm.xchart.XYChart;
 import org.knowm.xchart.XYSeries;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -100,11 +101,9 @@ public final class CapacityCommand implements Callable<Integer> {
     @Option(names = "--full-fraction", defaultValue = "0.9", description = "Live share of -Xmx that counts as full (default ${DEFAULT-VALUE}).")
     double fullFraction;
 
-    @Option(names = "--base-dir", description = "Directory for the NameNode's metadata (default: system property exalt.base or /tmp/exalt-hdfs; uses its capacity/ subdirectory).")
-    File baseDir;
-
-    @Option(names = "--out", defaultValue = "docs/benchmarks", description = "Directory for CSV and PNG (default ${DEFAULT-VALUE}).")
-    Path out;
+    /** --base-dir (the NameNode's metadata goes to its capacity/ subdirectory) and --out. */
+    @Mixin
+    RunnerOptions options;
 
     @Option(names = "--name", defaultValue = "exalt-capacity", description = "File name stem of the outputs (default ${DEFAULT-VALUE}).")
     String name;
@@ -144,7 +143,7 @@ public final class CapacityCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         validate();
         long bs = HdfsCommand.size(blockSize);
-        File base = baseDir != null ? baseDir : new File(System.getProperty("exalt.base", "/tmp/exalt-hdfs"));
+        File base = options.base();
         List<Point> points = new ArrayList<>();
         Map<Integer, NameNodeCapacityModel.Fit> fits = new LinkedHashMap<>(); // on the histogram's live bytes
         Map<Integer, NameNodeCapacityModel.Fit> usedFits = new LinkedHashMap<>(); // on MemoryMXBean used after System.gc()
@@ -160,7 +159,7 @@ public final class CapacityCommand implements Callable<Integer> {
                         p.blocks, p.replicas, p.lowRedundancy, p.pending, p.corrupt, p.heapUsed, p.liveBytes, heapMax, p.fillSeconds, p.gcSeconds,
                         p.load, replication, bs, datanodes, filesPerDir, p.phase));
             }
-            Plots.csv(out.resolve(name + ".csv"), header, rows);
+            Plots.csv(options.out.resolve(name + ".csv"), header, rows);
             List<double[]> xy = new ArrayList<>();
             List<double[]> xyUsed = new ArrayList<>();
             points.stream().filter(p -> p.blocksPerFile == k && p.phase.equals("steps")).forEach(p -> {
@@ -182,10 +181,10 @@ public final class CapacityCommand implements Callable<Integer> {
                         (h - f.intercept()) / f.slope(), p.files / (h / f.slope()), p.files / ((h - f.intercept()) / f.slope()));
             });
         }
-        Plots.csv(out.resolve(name + "-classes.csv"), "blocks_per_file,class,instances_per_file,bytes_per_file", classRows);
+        Plots.csv(options.out.resolve(name + "-classes.csv"), "blocks_per_file,class,instances_per_file,bytes_per_file", classRows);
         writeTable(fits, usedFits, bs);
         plot(points, fits);
-        System.out.println("wrote " + out.resolve(name + ".csv") + ", " + name + "-table41.csv, " + name + "-classes.csv and PNGs");
+        System.out.println("wrote " + options.out.resolve(name + ".csv") + ", " + name + "-table41.csv, " + name + "-classes.csv and PNGs");
         return 0;
     }
 
@@ -516,7 +515,7 @@ public final class CapacityCommand implements Callable<Integer> {
         out2.add(String.format(Locale.ROOT, "# hadoop=%s java=%s heap_max_bytes=%d gc=%s", org.apache.hadoop.util.VersionInfo.getVersion(),
                 System.getProperty("java.version"), Runtime.getRuntime().maxMemory(),
                 ManagementFactory.getGarbageCollectorMXBeans().stream().map(b -> b.getName()).toList()));
-        Plots.csv(out.resolve(name + "-table41.csv"), "heap_GiB,PB_raw_one_block_files,PB_raw_one_block_files_minus_fixed,"
+        Plots.csv(options.out.resolve(name + "-table41.csv"), "heap_GiB,PB_raw_one_block_files,PB_raw_one_block_files_minus_fixed,"
                 + "PB_raw_paper_workload_files,paper_PB", out2);
         XYChart ch = Plots.xy("Table 4.1: HDFS raw capacity (" + blockSize + " blocks, r=" + replication + ") vs NameNode heap, Hadoop 3.4.2",
                 "NameNode heap (GiB)", "raw capacity (PB)", false);
@@ -536,7 +535,7 @@ public final class CapacityCommand implements Callable<Integer> {
             ch.addSeries("paper (dissertation Table 4.1)", pp.stream().mapToDouble(p -> p[0]).toArray(),
                     pp.stream().mapToDouble(p -> p[1]).toArray());
         }
-        Plots.png(ch, out.resolve(name + "-table41.png"));
+        Plots.png(ch, options.out.resolve(name + "-table41.png"));
     }
 
     private void plot(List<Point> points, Map<Integer, NameNodeCapacityModel.Fit> fits) throws Exception {
@@ -554,6 +553,6 @@ public final class CapacityCommand implements Callable<Integer> {
             }
             ch.addSeries(String.format(Locale.ROOT, "fit: %.0f B/file", f.slope()), x, fy);
         }
-        Plots.png(ch, out.resolve(name + ".png"));
+        Plots.png(ch, options.out.resolve(name + ".png"));
     }
 }
