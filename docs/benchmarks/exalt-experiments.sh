@@ -7,6 +7,7 @@
 #   SMOKE=1 bash docs/benchmarks/exalt-experiments.sh      # tiny sizes into /tmp/exalt-smoke: proves every step runs
 #
 # Steps: codec fig43-before fig43-after fig43-plot hbase-fig47 hbase-fig48 hbase-fig49 handlers samedir growing blockscan
+#        capacity capacity-full
 # Needs: mvn -B -pl exalt-agent package -DskipTests (the launcher uses exalt-agent/target).
 # The machine is a shared 2-core box: check `uptime` first; each CSV records the load average at its start.
 set -e
@@ -19,6 +20,7 @@ if [ -n "$SMOKE" ]; then
   DNS=3,5; DNS_BIG=5; FILE=1m; BLOCK=1m; DUR=3; WARM=1; MINF=1; MAXD=60; SMALLDUR=3; GROWDUR=5; STEPS_SCAN=100,200
   PREFILL=200; HANDLERS=1,10; DISK=
   RS=1,2; RPS=1,2; VALS=10k,100k; HDUR=3; HWARM=2; HMEM=64
+  CAP_STEPS=1000,3000,5000; CAP_FULL_HEAP=160m; CAP_CHUNK=20000
 else
   OUT=${OUT:-docs/benchmarks}
   # Fig. 4.3 sizes: 32 MB files in 16 MB blocks (the paper: 192 MB / 128 MB) so that every client closes >= 5
@@ -27,9 +29,10 @@ else
   GROWDUR=120
   STEPS_SCAN=1000,2000,4000,8000; PREFILL=100000; HANDLERS=1,2,5,10,50,256; DISK=--measure-disk
   RS=1,2,4; RPS=1,2,4,8; VALS=1k,10k,100k,500k; HDUR=30; HWARM=10; HMEM=512
+  CAP_STEPS=20000,100000,200000,300000,400000; CAP_FULL_HEAP=512m; CAP_CHUNK=100000
 fi
 mkdir -p "$OUT"
-ALL="codec fig43-before fig43-after fig43-plot hbase-fig47 hbase-fig48 hbase-fig49 handlers samedir growing blockscan"
+ALL="codec fig43-before fig43-after fig43-plot hbase-fig47 hbase-fig48 hbase-fig49 handlers samedir growing blockscan capacity capacity-full"
 STEPS=${*:-$ALL}
 n=$(echo $STEPS | wc -w)
 i=0
@@ -84,6 +87,12 @@ for s in $STEPS; do
         --out "$OUT" --name exalt-hdfs-growing ;;
     blockscan)     # DataNode block scan vs blocks per DataNode
       $X blockscan --steps $STEPS_SCAN --out "$OUT" ;;
+    capacity)      # Table 4.1: NameNode heap after full GC per file/block (real NameNode, protocol-level DataNodes,
+                   # 128 MiB blocks recorded at full length, r=3), capacity per 1/2/4/8 GiB of NameNode heap
+      $X capacity --steps $CAP_STEPS --blocks-per-file 1,4 --datanodes 6 --replication 3 --block-size 128m --out "$OUT" ;;
+    capacity-full) # validation of the extrapolation: a NameNode JVM with a real -Xmx filled with one-block files until full
+      EXALT_HEAP=$CAP_FULL_HEAP $X capacity --steps $CAP_STEPS --blocks-per-file 1 --datanodes 6 --replication 3 --block-size 128m \
+        --until-full --full-chunk $CAP_CHUNK --base-dir /tmp/exalt-capacity-full --out "$OUT" --name exalt-capacity-xmx$CAP_FULL_HEAP ;;
     *) echo "unknown step '$s'; steps: $ALL" >&2; exit 2 ;;
   esac
 done

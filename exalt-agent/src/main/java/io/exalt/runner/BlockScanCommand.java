@@ -19,6 +19,7 @@ import org.apache.hadoop.hdfs.server.datanode.DirectoryScanner;
 import org.knowm.xchart.XYChart;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 
 /**
  * {@code exalt blockscan}: one emulated DataNode accumulates blocks (1 MiB Tardis blocks, replication 1); at each
@@ -30,19 +31,16 @@ public final class BlockScanCommand implements Callable<Integer> {
     @Option(names = "--steps", split = ",", defaultValue = "1000,5000,10000,20000", description = "Block counts at which to time the scan.")
     List<Integer> steps;
 
-    @Option(names = "--base-dir", description = "Cluster directory (default: system property exalt.base or /tmp/exalt-hdfs).")
-    File baseDir;
+    @Mixin
+    RunnerOptions options;
 
-    @Option(names = "--port-base", description = "DataNode transfer port (default: exalt.portBase or 30000).")
-    Integer portBase;
-
-    @Option(names = "--out", defaultValue = "docs/benchmarks")
-    Path out;
+    @Mixin
+    RunnerOptions.Ports ports;
 
     @Override
     public Integer call() throws Exception {
-        File base = baseDir != null ? baseDir : new File(System.getProperty("exalt.base", "/tmp/exalt-hdfs"));
-        int ports = portBase != null ? portBase : Integer.getInteger("exalt.portBase", 30000);
+        File base = options.base();
+        int ports = this.ports.portBase();
         EmulatedHdfs.checkAgent(new File(base, "data"), ports, 1);
         List<String> rows = new ArrayList<>();
         try (EmulatedHdfs hdfs = EmulatedHdfs.start(base, 1, ports, 10, 1L << 20, 512, 1, null)) {
@@ -132,7 +130,7 @@ public final class BlockScanCommand implements Callable<Integer> {
                 System.out.printf(Locale.ROOT, "%d blocks: scan %.1f ms; probe writes during scan: %d, avg %.1f ms, max %.1f ms%n", have,
                         scanMs, lat.size(), avg / 1e6, max / 1e6);
                 rows.add(String.format(Locale.ROOT, "%d,%.1f,%d,%.2f,%.2f", have, scanMs, lat.size(), avg / 1e6, max / 1e6));
-                Plots.csv(out.resolve("exalt-blockscan.csv"), "blocks_per_datanode,scan_ms,probe_writes,probe_avg_ms,probe_max_ms", rows);
+                Plots.csv(options.out.resolve("exalt-blockscan.csv"), "blocks_per_datanode,scan_ms,probe_writes,probe_avg_ms,probe_max_ms", rows);
             }
             writer.close();
         }
@@ -141,7 +139,7 @@ public final class BlockScanCommand implements Callable<Integer> {
         double[] x = rows.stream().mapToDouble(r -> Double.parseDouble(r.split(",")[0])).toArray();
         double[] y = rows.stream().mapToDouble(r -> Double.parseDouble(r.split(",")[1])).toArray();
         ch.addSeries("DirectoryScanner.reconcile()", x, y);
-        Plots.png(ch, out.resolve("exalt-blockscan.png"));
+        Plots.png(ch, options.out.resolve("exalt-blockscan.png"));
         return 0;
     }
 

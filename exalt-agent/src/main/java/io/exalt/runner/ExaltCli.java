@@ -9,7 +9,7 @@ import picocli.CommandLine.Command;
  */
 @Command(name = "exalt", mixinStandardHelpOptions = true, version = "exalt 0.1.0",
         description = "Emulate large HDFS clusters on one machine with Tardis data (see docs/exalt.md).",
-        subcommands = {HdfsCommand.class, HBaseCommand.class, BlockScanCommand.class, PlotCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {HdfsCommand.class, HBaseCommand.class, CapacityCommand.class, BlockScanCommand.class, PlotCommand.class, CommandLine.HelpCommand.class})
 public final class ExaltCli implements Runnable {
     @Override
     public void run() {

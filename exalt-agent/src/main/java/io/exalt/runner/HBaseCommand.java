@@ -25,6 +25,7 @@ import org.apache.hadoop.hbase.client.TableDescriptorBuilder;
 import org.apache.hadoop.hbase.util.Bytes;
 import org.apache.hadoop.hbase.zookeeper.MiniZooKeeperCluster;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -63,31 +64,28 @@ public final class HBaseCommand implements Callable<Integer> {
     @Option(names = "--duration", defaultValue = "30", description = "Measured seconds per point (default ${DEFAULT-VALUE}).")
     int duration;
 
-    @Option(names = "--warmup", defaultValue = "10", description = "Seconds of load before measuring (default ${DEFAULT-VALUE}).")
-    int warmup;
+    @Mixin
+    RunnerOptions.Warmup warmup;
 
-    @Option(names = "--base-dir", description = "Cluster directory; its data/ subdirectory must be an agent prefix (default: system property exalt.base or /tmp/exalt-hdfs).")
-    File baseDir;
+    @Mixin
+    RunnerOptions options;
 
-    @Option(names = "--port-base", description = "DataNode i uses data-transfer port port-base+i (default: system property exalt.portBase or 30000).")
-    Integer portBase;
-
-    @Option(names = "--out", defaultValue = "docs/benchmarks", description = "Directory for CSV and PNG (default ${DEFAULT-VALUE}).")
-    Path out;
+    @Mixin
+    RunnerOptions.Ports ports;
 
     @Option(names = "--name", defaultValue = "exalt-hbase", description = "File name stem of the outputs (default ${DEFAULT-VALUE}).")
     String name;
 
     @Override
     public Integer call() throws Exception {
-        File base = baseDir != null ? baseDir : new File(System.getProperty("exalt.base", "/tmp/exalt-hdfs"));
-        int ports = portBase != null ? portBase : Integer.getInteger("exalt.portBase", 30000);
+        File base = options.base();
+        int ports = this.ports.portBase();
         EmulatedHdfs.checkAgent(new File(base, "data"), ports, datanodes);
         List<String> rows = new ArrayList<>();
         String header = "regionservers,datanodes,regions_per_server,value_bytes,memstore_MB_per_server,regions_per_GB_memstore,"
                 + "clients,duration_s,puts,put_MBps,flushed_MB,hdfs_files_created,store_files,dn_logical_bytes,dn_physical_bytes,colocation_ratio,"
                 + "cpu_cores,MBps_per_core,heap_MB,errors,load_avg_start";
-        Path csv = out.resolve(name + ".csv");
+        Path csv = options.out.resolve(name + ".csv");
         for (int rs : regionServers) {
             runCluster(base, ports, rs, rows);
             Plots.csv(csv, header, rows);
@@ -203,7 +201,7 @@ public final class HBaseCommand implements Callable<Integer> {
             ts[i].setDaemon(true);
             ts[i].start();
         }
-        Thread.sleep(warmup * 1000L);
+        Thread.sleep(warmup.warmup * 1000L);
         Sampler s = new Sampler(hdfs.nnRpcPort);
         double load0 = HdfsCommand.loadAverage();
         long p0 = puts.sum();

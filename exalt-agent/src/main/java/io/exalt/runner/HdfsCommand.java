@@ -17,6 +17,7 @@ import me.tongfei.progressbar.ProgressBarStyle;
 import org.apache.hadoop.fs.FileSystem;
 import org.knowm.xchart.XYChart;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -55,8 +56,8 @@ public final class HdfsCommand implements Callable<Integer> {
     @Option(names = "--duration", defaultValue = "60", description = "Measured seconds per experiment (default ${DEFAULT-VALUE}).")
     int duration;
 
-    @Option(names = "--warmup", defaultValue = "10", description = "Seconds of load before measuring (default ${DEFAULT-VALUE}).")
-    int warmup;
+    @Mixin
+    RunnerOptions.Warmup warmup;
 
     @Option(names = "--min-files-per-client", defaultValue = "5", description = "Keep measuring after --duration until every"
             + " client has completed (written and closed) at least this many files in the measured window, up to --max-duration;"
@@ -78,14 +79,11 @@ public final class HdfsCommand implements Callable<Integer> {
     @Option(names = "--prefill", defaultValue = "0", description = "Empty files created in the target directory before measuring (same-dir/own-dir studies).")
     int prefill;
 
-    @Option(names = "--base-dir", description = "Cluster directory; its data/ subdirectory must be an agent prefix (default: system property exalt.base or /tmp/exalt-hdfs).")
-    File baseDir;
+    @Mixin
+    RunnerOptions options;
 
-    @Option(names = "--port-base", description = "DataNode i uses data-transfer port port-base+i; must be in the agent's ports= (default: system property exalt.portBase or 30000).")
-    Integer portBase;
-
-    @Option(names = "--out", defaultValue = "docs/benchmarks", description = "Directory for CSV and PNG (default ${DEFAULT-VALUE}).")
-    Path out;
+    @Mixin
+    RunnerOptions.Ports ports;
 
     @Option(names = "--name", defaultValue = "exalt-hdfs", description = "File name stem of the outputs (default ${DEFAULT-VALUE}).")
     String name;
@@ -112,8 +110,8 @@ public final class HdfsCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        File base = baseDir != null ? baseDir : new File(System.getProperty("exalt.base", "/tmp/exalt-hdfs"));
-        int ports = portBase != null ? portBase : Integer.getInteger("exalt.portBase", 30000);
+        File base = options.base();
+        int ports = this.ports.portBase();
         Workload.Kind kind = switch (workload) {
             case "own-dir" -> Workload.Kind.OWN_DIR;
             case "same-dir" -> Workload.Kind.SAME_DIR;
@@ -126,7 +124,7 @@ public final class HdfsCommand implements Callable<Integer> {
         int maxDn = datanodes.stream().mapToInt(Integer::intValue).max().orElse(1);
         EmulatedHdfs.checkAgent(new File(base, "data"), ports, maxDn);
         double diskMBps = measureDisk ? measureDisk(base) : Double.NaN;
-        Path summary = out.resolve(name + ".csv");
+        Path summary = options.out.resolve(name + ".csv");
         List<String> rows = new ArrayList<>();
         String header = "workload,datanodes,clients,handlers,file_size,block_size,replication,bytes_per_checksum,duration_s,"
                 + "throughput_MBps,files,create_ms,close_ms,rpc_queue_ms,rpc_processing_ms,call_queue_len,live_datanodes_min,"
@@ -178,7 +176,7 @@ public final class HdfsCommand implements Callable<Integer> {
             }
             Workload w = new Workload(kind, fs, c, kind == Workload.Kind.GROWING_FILE ? Long.MAX_VALUE : fs0, bs, replication);
             w.start();
-            Thread.sleep(warmup * 1000L);
+            Thread.sleep(warmup.warmup * 1000L);
             long b0 = w.bytes.sum();
             long f0 = w.files.sum();
             double cpuSum = 0;
@@ -294,7 +292,7 @@ public final class HdfsCommand implements Callable<Integer> {
         } finally {
             hdfs.close();
         }
-        Path ts = out.resolve(tag + "-timeseries.csv");
+        Path ts = options.out.resolve(tag + "-timeseries.csv");
         Plots.csv(ts, "t_s,throughput_MBps,files_completed,files_in_dir_or_blocks_per_file,create_ms,close_ms,rpc_queue_ms,"
                 + "rpc_processing_ms,call_queue_len,live_datanodes,cpu_cores,heap_MB", series);
         plotSeries(ts, series, tag);
