@@ -11,6 +11,7 @@ import io.salus.core.hbase.SalusTableLayout;
 import io.salus.core.hbase.VolumeGeometry;
 import io.salus.core.hbase.endpoint.EndpointKeyring;
 import io.salus.core.hbase.endpoint.HBaseVolumeClientRunner;
+import io.salus.core.hbase.endpoint.ReplicaFaultInjector;
 import io.salus.core.hbase.endpoint.ReplicaHost;
 import io.salus.core.hbase.endpoint.SalusReplicaEndpoint;
 import io.salus.core.hbase.endpoint.VolumeAddressing;
@@ -95,6 +96,7 @@ class SalusReplicaEndpointTest {
         conf.set("hbase.coprocessor.master.classes", SalusPlacementObserver.class.getName());
         conf.setLong(SalusPlacementObserver.PERIOD_KEY, 1000);
         conf.setLong(EndpointKeyring.TEST_SEED_KEY, SEED);
+        conf.set(ReplicaFaultInjector.CLASS_KEY, GetFaults.class.getName()); // inert until a test switches a fault on
         util.startMiniZKCluster();
         util.startMiniHBaseCluster(StartMiniClusterOption.builder().numMasters(1).numRegionServers(3).build());
         VolumeGeometry g = new VolumeGeometry("ev", REGIONS * BLOCKS_PER_REGION * BLOCK, BLOCK, BLOCKS_PER_REGION);
@@ -334,5 +336,40 @@ class SalusReplicaEndpointTest {
             assertArrayEquals(before, inspect(0, k, rep -> rep.block(block)), "replica " + k + " applied the forgery");
             assertArrayEquals(good, inspect(0, k, rep -> rep.block(block + 1)));
         }
+    }
+
+    /**
+     * Item 4: a GET is served by one replica with a Merkle proof; a reply that fails the client's end-to-end check
+     * (a replica returning a flipped bit) or no reply at all (a silent replica) makes the client retry at another
+     * replica, and the bad replica is counted. (The client asks replica {@code tries % 3} first: replica 0.)
+     */
+    @Test
+    @Order(3)
+    void getRetriesAnotherReplicaOnBadProofOrTimeoutAndCountsTheBadOne() throws Exception {
+        long b1 = BLOCKS_PER_REGION + 5; // RRS 1
+        long b2 = 2 * BLOCKS_PER_REGION + 6; // RRS 2
+        byte[] d1 = data(new Random(11));
+        byte[] d2 = data(new Random(12));
+        long id = submit(List.of(new BlockWrite(b1, d1), new BlockWrite(b2, d2)));
+        awaitTrue("the batch is acknowledged", () -> acked.contains(id) || !failed.isEmpty());
+        var liar = addressing.replica(1, 0);
+        var mute = addressing.replica(2, 0);
+        try {
+            GetFaults.corrupt.add(liar);
+            GetFaults.silent.add(mute);
+            long r1 = runner.call(c -> c.get(b1)).get();
+            long r2 = runner.call(c -> c.get(b2)).get();
+            awaitTrue("both GETs answered by an honest replica", () -> got.containsKey(r1) && got.containsKey(r2));
+            assertArrayEquals(d1, got.get(r1), "the corrupted reply was not accepted");
+            assertArrayEquals(d2, got.get(r2));
+        } finally {
+            GetFaults.corrupt.clear();
+            GetFaults.silent.clear();
+        }
+        Map<io.salus.core.crypto.NodeId, Long> bad = runner.getRetriesByReplica();
+        assertTrue(bad.getOrDefault(liar, 0L) >= 1, "the lying replica is counted: " + bad);
+        assertTrue(bad.getOrDefault(mute, 0L) >= 1, "the silent replica is counted: " + bad);
+        // (no assertion that honest replicas have no count: on a loaded machine an honest replica can miss the
+        // retransmission period, and a timeout is counted as such)
     }
 }

@@ -1,5 +1,6 @@
 package io.salus.core.hbase.endpoint;
 
+import io.salus.core.cert.Certificate;
 import io.salus.core.crypto.NodeId;
 import io.salus.core.crypto.Signer;
 import io.salus.core.crypto.Verifier;
@@ -41,6 +42,7 @@ public final class HBaseVolumeClientRunner implements Closeable {
     private final Map<VolumeAddressing.Address, Boolean> polling = new ConcurrentHashMap<>();
     private final AtomicLong polls = new AtomicLong();
     private final AtomicLong badReplies = new AtomicLong();
+    private final Map<NodeId, AtomicLong> getRetries = new ConcurrentHashMap<>();
 
     /**
      * @param retransmitMillis the client retransmits unacknowledged batches and retries GETs at another replica
@@ -62,8 +64,37 @@ public final class HBaseVolumeClientRunner implements Closeable {
         loop.setRemoveOnCancelPolicy(true);
         this.link = new ReplicaLink(CompletableFuture.completedFuture(conn), addressing, "client-"
                 + addressing.geometry().volume(), me.name(), e -> loop.execute(() -> onReply(e)));
+        ClientListener counting = new ClientListener() {
+            @Override
+            public void putSucceeded(long batchId, long firstSeq, long lastSeq, List<Certificate> putSuccess) {
+                listener.putSucceeded(batchId, firstSeq, lastSeq, putSuccess);
+            }
+
+            @Override
+            public void putFailed(long batchId) {
+                listener.putFailed(batchId);
+            }
+
+            @Override
+            public void recoveryNeeded(String reason) {
+                listener.recoveryNeeded(reason);
+            }
+
+            @Override
+            public void getSucceeded(long requestId, long block, byte[] data) {
+                listener.getSucceeded(requestId, block, data);
+            }
+
+            @Override
+            public void getRetried(long requestId, long block, NodeId replica, String reason) {
+                long n = getRetries.computeIfAbsent(replica, k -> new AtomicLong()).incrementAndGet();
+                LOG.warn("GET {} of block {}: replica {} {} ({} time(s) so far); retrying at another replica",
+                        requestId, block, replica, reason, n);
+                listener.getRetried(requestId, block, replica, reason);
+            }
+        };
         this.client = new VolumeClient(addressing.protocolConfig(), me, signer, verifier, addressing.membership(),
-                (to, m) -> link.send(me, to, m), listener, maxOutstandingBatches, retransmitMillis);
+                (to, m) -> link.send(me, to, m), counting, maxOutstandingBatches, retransmitMillis);
         loop.scheduleWithFixedDelay(this::tick, TICK_MILLIS, TICK_MILLIS, TimeUnit.MILLISECONDS);
         loop.scheduleWithFixedDelay(this::pollAll, POLL_MILLIS, POLL_MILLIS, TimeUnit.MILLISECONDS);
     }
@@ -109,6 +140,13 @@ public final class HBaseVolumeClientRunner implements Closeable {
     /** Sends one raw message as the client (tests of hostile input: forged sub-batches). */
     public void sendRaw(NodeId to, Message m) {
         link.send(me, to, m);
+    }
+
+    /** Per replica: GETs retried elsewhere because of it (a reply that failed verification, or no answer). */
+    public Map<NodeId, Long> getRetriesByReplica() {
+        Map<NodeId, Long> m = new java.util.TreeMap<>();
+        getRetries.forEach((k, v) -> m.put(k, v.get()));
+        return m;
     }
 
     /** Counters: polls issued, undecodable replies, and the link's. */

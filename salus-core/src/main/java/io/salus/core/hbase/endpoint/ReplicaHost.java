@@ -16,7 +16,6 @@ import io.salus.core.protocol.recovery.RegionLogRecovery;
 import io.salus.core.protocol.replica.RegionReplica;
 import io.salus.core.protocol.replica.RegionSnapshot;
 import io.salus.core.protocol.replica.ReplicaDisk;
-import io.salus.core.protocol.replica.ReplicaHooks;
 import io.salus.core.protocol.witness.CertificateStore;
 import io.salus.core.protocol.witness.WitnessLog;
 import java.util.ArrayList;
@@ -54,6 +53,7 @@ public final class ReplicaHost {
     private final int replicaIndex;
     private final ScheduledExecutorService loop;
     private final ReplicaLink link;
+    private final ReplicaFaultInjector faults;
     private final RegionReplica replica;
     private final Map<NodeId, WitnessLog> witnesses = new LinkedHashMap<>();
     private final Map<NodeId, Signer> holderSigners = new LinkedHashMap<>();
@@ -68,12 +68,13 @@ public final class ReplicaHost {
      */
     public ReplicaHost(VolumeAddressing addressing, int region, int replicaIndex, EndpointKeyring keys,
                        ReplicaLink link, ReplicaDisk disk, Function<NodeId, CertificateStore> stores,
-                       Coordination coordination) {
+                       Coordination coordination, ReplicaFaultInjector faults) {
         this.addressing = addressing;
         this.client = addressing.client();
         this.region = region;
         this.replicaIndex = replicaIndex;
         this.link = link;
+        this.faults = faults;
         ProtocolConfig cfg = addressing.protocolConfig();
         RrsConfig rrs = addressing.membership().current(region);
         NodeId me = rrs.replicas().get(replicaIndex);
@@ -86,7 +87,7 @@ public final class ReplicaHost {
         ex.setExecuteExistingDelayedTasksAfterShutdownPolicy(false);
         this.loop = ex;
         this.replica = new RegionReplica(cfg, rrs, me, client, keys.signer(me), keys.verifier(),
-                addressing.membership(), transport(me), disk, coordination, ReplicaHooks.NONE,
+                addressing.membership(), transport(me), disk, coordination, faults.hooks(me),
                 RegionSnapshot.empty(rrs.generation(), RegionLogRecovery.emptyVolumeRoot(cfg)));
         for (NodeId h : addressing.hostedBy(region, replicaIndex)) {
             if (!h.equals(me)) {
@@ -162,6 +163,9 @@ public final class ReplicaHost {
 
     private void send(NodeId from, NodeId to, Message m) {
         if (to.equals(client)) {
+            if (faults.dropToClient(from, m)) {
+                return;
+            }
             if (outboxSize.incrementAndGet() > MAX_OUTBOX) {
                 outbox.poll();
                 outboxSize.decrementAndGet();

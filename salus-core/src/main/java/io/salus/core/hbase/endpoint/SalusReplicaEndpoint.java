@@ -85,10 +85,17 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
         Configuration conf = renv.getConfiguration();
         EndpointKeyring keys;
         ReplicaStorageFactory storage;
+        ReplicaFaultInjector faults;
         try {
             keys = EndpointKeyring.fromConfiguration(conf, addressing);
             storage = conf.getClass(ReplicaStorageFactory.CLASS_KEY, ReplicaStorageFactory.InMemory.class,
                     ReplicaStorageFactory.class).getDeclaredConstructor().newInstance();
+            Class<? extends ReplicaFaultInjector> fc = conf.getClass(ReplicaFaultInjector.CLASS_KEY, null,
+                    ReplicaFaultInjector.class);
+            faults = fc == null ? ReplicaFaultInjector.NONE : fc.getDeclaredConstructor().newInstance();
+            if (fc != null) {
+                LOG.warn("{}={}: test fault injection is ON for this region", ReplicaFaultInjector.CLASS_KEY, fc.getName());
+            }
         } catch (ReflectiveOperationException | RuntimeException e) {
             // not thrown: a table coprocessor that fails to start aborts the region server by default
             // (hbase.coprocessor.abortonerror); the region opens, and every call says why Salus is not serving it
@@ -99,7 +106,7 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
         }
         link = new ReplicaLink(acquireConnection(conf), addressing, g.volume() + "-" + region + "-r" + k, null, null);
         host = new ReplicaHost(addressing, region, k, keys, link, storage.disk(renv, addressing.replica(region, k)),
-                h -> storage.certificateStore(renv, h), new InMemoryCoordination());
+                h -> storage.certificateStore(renv, h), new InMemoryCoordination(), faults);
         LOG.info("Salus replica {} started on region {}", host.replicaId(), renv.getRegionInfo().getRegionNameAsString());
     }
 
