@@ -13,6 +13,7 @@ import org.apache.hadoop.hbase.client.Durability;
 import org.apache.hadoop.hbase.client.TableDescriptor;
 import org.apache.hadoop.hbase.client.TableDescriptorBuilder;
 import org.apache.hadoop.hbase.regionserver.DisabledRegionSplitPolicy;
+import io.salus.core.hbase.endpoint.SalusReplicaEndpoint;
 import org.apache.hadoop.hbase.util.Bytes;
 
 /**
@@ -43,9 +44,18 @@ public final class SalusTableLayout {
         return TableName.valueOf(NAMESPACE, volume + "_r" + replica);
     }
 
-    /** The descriptor of replica table {@code replica} of a volume (what {@link #create} creates). */
+    /**
+     * The descriptor of replica table {@code replica} of a volume (what {@link #create} creates), with the replica
+     * endpoint ({@link SalusReplicaEndpoint}) as a table coprocessor: nothing cluster-wide for it.
+     */
     public static TableDescriptor descriptor(VolumeGeometry g, int replica) {
-        return TableDescriptorBuilder.newBuilder(tableName(g.volume(), replica))
+        TableDescriptorBuilder b = TableDescriptorBuilder.newBuilder(tableName(g.volume(), replica));
+        try {
+            b.setCoprocessor(SalusReplicaEndpoint.class.getName());
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e); // only for a malformed class name: a constant here
+        }
+        return b
                 .setColumnFamily(ColumnFamilyDescriptorBuilder.newBuilder(FAMILY)
                         .setDFSReplication((short) 1)
                         .setMaxVersions(1)

@@ -1,6 +1,7 @@
 package io.salus.core.protocol.client;
 
 import io.salus.core.cert.Certificate;
+import io.salus.core.crypto.NodeId;
 import java.util.List;
 
 /** Completion callbacks of a {@link VolumeClient}. */
@@ -28,4 +29,12 @@ public interface ClientListener {
 
     /** A GET reply passed the end-to-end check. */
     void getSucceeded(long requestId, long block, byte[] data);
+
+    /**
+     * A GET is being retried at another replica because {@code replica} sent a reply that failed the end-to-end
+     * check, or did not answer within the retransmission period ({@code reason} says which). The block driver logs
+     * and counts it per replica (a suspect for recovery). Default: nothing.
+     */
+    default void getRetried(long requestId, long block, NodeId replica, String reason) {
+    }
 }

@@ -255,8 +255,12 @@ public final class VolumeClient {
         }
         for (Map.Entry<Long, OutGet> e : gets.entrySet()) {
             if (now - e.getValue().sentAt >= retransmitEvery) {
-                e.getValue().tries++;
-                sendGet(e.getKey(), e.getValue());
+                OutGet g = e.getValue();
+                List<NodeId> reps = membership.current((int) layout.regionOf(g.block)).replicas();
+                listener.getRetried(e.getKey(), g.block, reps.get(g.tries % reps.size()),
+                        "did not answer within " + retransmitEvery);
+                g.tries++;
+                sendGet(e.getKey(), g);
             }
         }
     }
@@ -374,6 +378,8 @@ public final class VolumeClient {
             return;
         }
         if (!cfg.mutated(Mutation.SKIP_GET_VERIFICATION) && !verifyGet(g, r)) {
+            listener.getRetried(r.requestId(), g.block, from, "sent a reply that failed the end-to-end check"
+                    + " (data, applied seq or Merkle proof against the expected region root)");
             g.tries++; // end-to-end check failed: retry at another replica
             sendGet(r.requestId(), g);
             return;

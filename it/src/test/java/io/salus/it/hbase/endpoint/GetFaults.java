@@ -1,0 +1,38 @@
+package io.salus.it.hbase.endpoint;
+
+import io.salus.core.crypto.NodeId;
+import io.salus.core.hbase.endpoint.ReplicaFaultInjector;
+import io.salus.core.protocol.message.Message;
+import io.salus.core.protocol.replica.ReplicaHooks;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * Test fault injection for the mini cluster (its region servers run in the test JVM, so the test switches faults
+ * on and off through these sets): replicas in {@link #corrupt} return GET data with one bit flipped (the proof stays
+ * the honest one, so the client's end-to-end check fails); replicas in {@link #silent} never send a GET reply.
+ */
+public final class GetFaults implements ReplicaFaultInjector {
+    static final Set<NodeId> corrupt = ConcurrentHashMap.newKeySet();
+    static final Set<NodeId> silent = ConcurrentHashMap.newKeySet();
+
+    @Override
+    public ReplicaHooks hooks(NodeId replica) {
+        return new ReplicaHooks() {
+            @Override
+            public byte[] onGetReply(byte[] data) {
+                if (!corrupt.contains(replica)) {
+                    return data;
+                }
+                byte[] d = data.clone();
+                d[0] ^= 1;
+                return d;
+            }
+        };
+    }
+
+    @Override
+    public boolean dropToClient(NodeId from, Message m) {
+        return m instanceof Message.GetReply && silent.contains(from);
+    }
+}

@@ -1,0 +1,28 @@
+package io.salus.core.hbase.endpoint;
+
+import io.salus.core.crypto.NodeId;
+import io.salus.core.protocol.message.Message;
+import io.salus.core.protocol.replica.ReplicaHooks;
+
+/**
+ * <b>Tests only</b>: makes hosted replicas faulty on a real cluster (the simulator's {@link ReplicaHooks}, plus
+ * withholding replies to the client). Named by class in {@link #CLASS_KEY}; unset (production) means
+ * {@link #NONE}, and nothing else in the endpoint changes behaviour.
+ */
+public interface ReplicaFaultInjector {
+    /** Configuration key (tests only): a class implementing this interface with a public no-argument constructor. */
+    String CLASS_KEY = "salus.endpoint.test.fault-injector";
+
+    ReplicaFaultInjector NONE = new ReplicaFaultInjector() {
+    };
+
+    /** The hooks of a hosted replica. */
+    default ReplicaHooks hooks(NodeId replica) {
+        return ReplicaHooks.NONE;
+    }
+
+    /** True to drop a message a hosted node sends to the client. */
+    default boolean dropToClient(NodeId from, Message m) {
+        return false;
+    }
+}

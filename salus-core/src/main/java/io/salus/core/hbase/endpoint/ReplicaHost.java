@@ -1,0 +1,218 @@
+package io.salus.core.hbase.endpoint;
+
+import io.salus.core.cert.CertType;
+import io.salus.core.cert.Certificate;
+import io.salus.core.cert.Statement;
+import io.salus.core.crypto.NodeId;
+import io.salus.core.crypto.Signer;
+import io.salus.core.hbase.endpoint.generated.SalusReplicaProtos.Envelope;
+import io.salus.core.merkle.Hash;
+import io.salus.core.protocol.ProtocolConfig;
+import io.salus.core.protocol.RrsConfig;
+import io.salus.core.protocol.Transport;
+import io.salus.core.protocol.message.Message;
+import io.salus.core.protocol.recovery.Coordination;
+import io.salus.core.protocol.recovery.RegionLogRecovery;
+import io.salus.core.protocol.replica.RegionReplica;
+import io.salus.core.protocol.replica.RegionSnapshot;
+import io.salus.core.protocol.replica.ReplicaDisk;
+import io.salus.core.protocol.witness.CertificateStore;
+import io.salus.core.protocol.witness.WitnessLog;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The protocol nodes one replica region hosts (its {@link RegionReplica}, its colocated metadata store, maybe an
+ * interim standalone witness), run by <b>one single-threaded event loop</b>: {@link #enqueue} only queues, so
+ * the RPC handler that calls it returns at once. The loop ticks the replica every {@link #TICK_MILLIS}.
+ * Outbound messages: to a node of this region, back into the loop; to the client, into its outbox (collected by
+ * {@code poll} and {@code deliver} responses); to any other node, to the {@link ReplicaLink} (async client).
+ */
+public final class ReplicaHost {
+    private static final Logger LOG = LoggerFactory.getLogger(ReplicaHost.class);
+    /** Period of {@link RegionReplica#tick} (it retransmits every {@link RegionReplica#RETRANSMIT_TICKS}). */
+    public static final long TICK_MILLIS = 50;
+    /** Replies kept per client; beyond it the oldest are dropped (the client retransmits and gets them again). */
+    public static final int MAX_OUTBOX = 8192;
+
+    private final VolumeAddressing addressing;
+    private final NodeId client;
+    private final int region;
+    private final int replicaIndex;
+    private final ScheduledExecutorService loop;
+    private final ReplicaLink link;
+    private final ReplicaFaultInjector faults;
+    private final RegionReplica replica;
+    private final Map<NodeId, WitnessLog> witnesses = new LinkedHashMap<>();
+    private final Map<NodeId, Signer> holderSigners = new LinkedHashMap<>();
+    private final ConcurrentLinkedQueue<Envelope> outbox = new ConcurrentLinkedQueue<>();
+    private final AtomicInteger outboxSize = new AtomicInteger();
+    private final AtomicLong received = new AtomicLong();
+    private final AtomicLong outboxDropped = new AtomicLong();
+
+    /**
+     * @param disks  the Salus log of the replica
+     * @param stores the certificate store of each hosted metadata holder
+     */
+    public ReplicaHost(VolumeAddressing addressing, int region, int replicaIndex, EndpointKeyring keys,
+                       ReplicaLink link, ReplicaDisk disk, Function<NodeId, CertificateStore> stores,
+                       Coordination coordination, ReplicaFaultInjector faults) {
+        this.addressing = addressing;
+        this.client = addressing.client();
+        this.region = region;
+        this.replicaIndex = replicaIndex;
+        this.link = link;
+        this.faults = faults;
+        ProtocolConfig cfg = addressing.protocolConfig();
+        RrsConfig rrs = addressing.membership().current(region);
+        NodeId me = rrs.replicas().get(replicaIndex);
+        ScheduledThreadPoolExecutor ex = new ScheduledThreadPoolExecutor(1, r -> {
+            Thread t = new Thread(r, "salus-replica-" + me.name());
+            t.setDaemon(true);
+            return t;
+        });
+        ex.setRemoveOnCancelPolicy(true);
+        ex.setExecuteExistingDelayedTasksAfterShutdownPolicy(false);
+        this.loop = ex;
+        this.replica = new RegionReplica(cfg, rrs, me, client, keys.signer(me), keys.verifier(),
+                addressing.membership(), transport(me), disk, coordination, faults.hooks(me),
+                RegionSnapshot.empty(rrs.generation(), RegionLogRecovery.emptyVolumeRoot(cfg)));
+        for (NodeId h : addressing.hostedBy(region, replicaIndex)) {
+            if (!h.equals(me)) {
+                witnesses.put(h, new WitnessLog(keys.signer(h), keys.verifier(), stores.apply(h),
+                        (r, g) -> {
+                            RrsConfig c = addressing.membership().config(r, g);
+                            return c == null ? null : c.replicaSet();
+                        }));
+                holderSigners.put(h, keys.signer(h));
+            }
+        }
+        loop.scheduleWithFixedDelay(this::tick, TICK_MILLIS, TICK_MILLIS, TimeUnit.MILLISECONDS);
+    }
+
+    public NodeId replicaId() {
+        return replica.id();
+    }
+
+    /** True if {@code id} is a node of this region. */
+    public boolean hosts(NodeId id) {
+        return id.equals(replica.id()) || witnesses.containsKey(id);
+    }
+
+    /** Queues a decoded message for the event loop; returns at once. */
+    public void enqueue(NodeId from, NodeId to, Message m) {
+        received.incrementAndGet();
+        loop.execute(() -> dispatch(from, to, m));
+    }
+
+    private void dispatch(NodeId from, NodeId to, Message m) {
+        try {
+            if (to.equals(replica.id())) {
+                replica.receive(from, m);
+            } else if (m instanceof Message.LogCertMsg l) {
+                onLogCert(to, l.tentative());
+            }
+        } catch (RuntimeException e) {
+            // one bad message (e.g. a malformed certificate) must not stop the loop: log and drop it
+            LOG.warn("{} dropped a {} from {}: {}", to, m.getClass().getSimpleName(), from, e.toString());
+        }
+    }
+
+    private void onLogCert(NodeId holder, Certificate t) {
+        WitnessLog w = witnesses.get(holder);
+        if (w == null || w.offer(t) != WitnessLog.Offer.STORED) {
+            return;
+        }
+        Statement.LogEntry st = t.statement(Statement.LogEntry.class);
+        Certificate stored = w.query(st.region(), st.generation(), st.index());
+        if (stored.type() != CertType.LOG_ENTRY) {
+            return;
+        }
+        Hash digest = stored.statement(Statement.LogEntry.class).digest();
+        byte[] sig = holderSigners.get(holder).sign(
+                Message.StoreAck.signedBytes(st.region().index(), st.generation(), st.index(), digest));
+        Message ack = new Message.StoreAck(st.region().index(), st.generation(), st.index(), digest, sig);
+        for (NodeId r : addressing.membership().current(region).replicas()) {
+            send(holder, r, ack);
+        }
+    }
+
+    private void tick() {
+        try {
+            replica.tick();
+        } catch (RuntimeException e) {
+            LOG.warn("{} tick failed: {}", replica.id(), e.toString());
+        }
+    }
+
+    private Transport transport(NodeId from) {
+        return (to, m) -> send(from, to, m);
+    }
+
+    private void send(NodeId from, NodeId to, Message m) {
+        if (to.equals(client)) {
+            if (faults.dropToClient(from, m)) {
+                return;
+            }
+            if (outboxSize.incrementAndGet() > MAX_OUTBOX) {
+                outbox.poll();
+                outboxSize.decrementAndGet();
+                outboxDropped.incrementAndGet();
+            }
+            outbox.add(ReplicaLink.envelope(from, to, m));
+        } else if (hosts(to)) {
+            loop.execute(() -> dispatch(from, to, m));
+        } else {
+            link.send(from, to, m);
+        }
+    }
+
+    /** Takes the replies waiting for {@code clientName} (never waits). */
+    public List<Envelope> takeReplies(String clientName) {
+        List<Envelope> l = new ArrayList<>();
+        if (!client.name().equals(clientName)) {
+            return l;
+        }
+        Envelope e;
+        while (l.size() < 4 * ReplicaLink.MAX_PER_CALL && (e = outbox.poll()) != null) {
+            outboxSize.decrementAndGet();
+            l.add(e);
+        }
+        return l;
+    }
+
+    /** Runs {@code f} on the event loop (inspection by tests and metrics); completes with its result. */
+    public <T> CompletableFuture<T> inspect(Function<RegionReplica, T> f) {
+        return CompletableFuture.supplyAsync(() -> f.apply(replica), loop);
+    }
+
+    /** Counters: messages received by RPC, replies dropped on a full outbox. */
+    public Map<String, Long> counters() {
+        return Map.of("received", received.get(), "outboxDropped", outboxDropped.get());
+    }
+
+    public int region() {
+        return region;
+    }
+
+    public int replicaIndex() {
+        return replicaIndex;
+    }
+
+    public void close() {
+        loop.shutdownNow();
+    }
+
+}

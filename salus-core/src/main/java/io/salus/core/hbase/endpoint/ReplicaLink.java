@@ -1,0 +1,208 @@
+package io.salus.core.hbase.endpoint;
+
+import com.google.protobuf.ByteString;
+import io.salus.core.crypto.NodeId;
+import io.salus.core.hbase.endpoint.generated.SalusReplicaProtos.DeliverRequest;
+import io.salus.core.hbase.endpoint.generated.SalusReplicaProtos.DeliverResponse;
+import io.salus.core.hbase.endpoint.generated.SalusReplicaProtos.Envelope;
+import io.salus.core.hbase.endpoint.generated.SalusReplicaProtos.PollRequest;
+import io.salus.core.hbase.endpoint.generated.SalusReplicaProtos.SalusReplicaService;
+import io.salus.core.protocol.message.Message;
+import io.salus.core.protocol.message.MessageCodec;
+import java.io.Closeable;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+import org.apache.hadoop.hbase.client.AsyncConnection;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Sends envelopes to replica regions through HBase's <b>async</b> client ({@link AsyncConnection}, the
+ * coprocessor service on the region's first row), from its own executor: nothing that calls {@link #send} waits,
+ * and no RPC handler is ever held for a peer. Per destination region one {@code deliver} is in flight at a time;
+ * what queues behind it goes in the next call (coalescing). A full queue drops (the protocol retransmits:
+ * delivery is unreliable by contract), and so does a failed call, with a log line and a counter.
+ *
+ * <p>Replies piggy-backed on {@code deliver} responses and returned by {@code poll} go to {@code replies}.
+ */
+public final class ReplicaLink implements Closeable {
+    private static final Logger LOG = LoggerFactory.getLogger(ReplicaLink.class);
+    /** Envelopes per destination waiting for the call in flight; beyond it new ones are dropped. */
+    public static final int MAX_QUEUED = 4096;
+    /** Envelopes per deliver call. */
+    public static final int MAX_PER_CALL = 256;
+
+    private final CompletableFuture<AsyncConnection> conn;
+    private final VolumeAddressing addressing;
+    private final String replyTo;
+    private final Consumer<Envelope> replies;
+    private final ExecutorService sender;
+    private final Map<VolumeAddressing.Address, Dest> dests = new ConcurrentHashMap<>();
+    private final AtomicLong dropped = new AtomicLong();
+    private final AtomicLong failedCalls = new AtomicLong();
+    private final AtomicLong calls = new AtomicLong();
+
+    private static final class Dest {
+        final VolumeAddressing.Address address;
+        final ConcurrentLinkedQueue<Envelope> queue = new ConcurrentLinkedQueue<>();
+        final AtomicInteger size = new AtomicInteger();
+        final AtomicBoolean inFlight = new AtomicBoolean();
+
+        Dest(VolumeAddressing.Address address) {
+            this.address = address;
+        }
+    }
+
+    /**
+     * @param replyTo the client whose replies ride back on deliver responses, or null (region servers)
+     * @param replies receives those replies and what {@link #poll} returns (never null when replyTo is set)
+     */
+    public ReplicaLink(CompletableFuture<AsyncConnection> conn, VolumeAddressing addressing, String name, String replyTo,
+                       Consumer<Envelope> replies) {
+        this.conn = conn;
+        this.addressing = addressing;
+        this.replyTo = replyTo;
+        this.replies = replies;
+        this.sender = Executors.newSingleThreadExecutor(r -> {
+            Thread t = new Thread(r, "salus-link-" + name);
+            t.setDaemon(true);
+            return t;
+        });
+    }
+
+    public static Envelope envelope(NodeId from, NodeId to, Message m) {
+        return Envelope.newBuilder().setFrom(from.name()).setTo(to.name())
+                .setMessage(ByteString.copyFrom(MessageCodec.encode(m))).build();
+    }
+
+    /** Queues a message for the region hosting {@code to}; never blocks. */
+    public void send(NodeId from, NodeId to, Message m) {
+        send(addressing.route(to), envelope(from, to, m));
+    }
+
+    public void send(VolumeAddressing.Address a, Envelope e) {
+        Dest d = dests.computeIfAbsent(a, Dest::new);
+        if (d.size.incrementAndGet() > MAX_QUEUED) {
+            d.size.decrementAndGet();
+            dropped.incrementAndGet();
+            return;
+        }
+        d.queue.add(e);
+        kick(d);
+    }
+
+    private void kick(Dest d) {
+        if (!d.queue.isEmpty() && d.inFlight.compareAndSet(false, true)) {
+            try {
+                sender.execute(() -> flush(d));
+            } catch (java.util.concurrent.RejectedExecutionException closed) {
+                d.inFlight.set(false);
+            }
+        }
+    }
+
+    private void flush(Dest d) {
+        DeliverRequest.Builder req = DeliverRequest.newBuilder();
+        Envelope e;
+        while (req.getEnvelopesCount() < MAX_PER_CALL && (e = d.queue.poll()) != null) {
+            d.size.decrementAndGet();
+            req.addEnvelopes(e);
+        }
+        if (req.getEnvelopesCount() == 0) {
+            d.inFlight.set(false);
+            kick(d);
+            return;
+        }
+        if (replyTo != null) {
+            req.setReplyTo(replyTo);
+        }
+        DeliverRequest built = req.build();
+        calls.incrementAndGet();
+        CompletableFuture<DeliverResponse> f;
+        try {
+            f = conn.thenCompose(c -> c.getTable(d.address.table())
+                    .<SalusReplicaService.Stub, DeliverResponse>coprocessorService(SalusReplicaService::newStub,
+                            (stub, ctl, done) -> stub.deliver(ctl, built, done), d.address.row()));
+        } catch (RuntimeException ex) {
+            f = CompletableFuture.failedFuture(ex);
+        }
+        f.whenComplete((resp, err) -> {
+            if (err != null) {
+                failed(d.address, built.getEnvelopesCount(), err);
+            } else {
+                handle(d.address, resp);
+            }
+            d.inFlight.set(false);
+            kick(d);
+        });
+    }
+
+    private void failed(VolumeAddressing.Address a, int n, Throwable err) {
+        long k = failedCalls.incrementAndGet();
+        if (k <= 10 || k % 1000 == 0) {
+            LOG.warn("deliver of {} message(s) to {} failed ({} failed calls so far; the protocol retransmits): {}",
+                    n, a, k, err.toString());
+        }
+    }
+
+    private void handle(VolumeAddressing.Address a, DeliverResponse resp) {
+        if (resp == null) {
+            return;
+        }
+        if (resp.getRefusedCount() > 0) {
+            LOG.warn("{} refused {} envelope(s): {}", a, resp.getRefusedCount(), resp.getRefusedList());
+        }
+        if (replies != null) {
+            resp.getRepliesList().forEach(replies);
+        }
+    }
+
+    /** Asks a region for the replies queued for this link's client; the future completes with how many came. */
+    public CompletableFuture<Integer> poll(VolumeAddressing.Address a) {
+        if (replyTo == null) {
+            throw new IllegalStateException("poll needs a client link (replyTo set)");
+        }
+        PollRequest req = PollRequest.newBuilder().setClient(replyTo).build();
+        return conn.thenCompose(c -> c.getTable(a.table())
+                .<SalusReplicaService.Stub, DeliverResponse>coprocessorService(SalusReplicaService::newStub,
+                        (stub, ctl, done) -> stub.poll(ctl, req, done), a.row()))
+                .thenApply(resp -> {
+                    handle(a, resp);
+                    return resp.getRepliesCount();
+                });
+    }
+
+    /** Counters: calls made, failed, envelopes dropped on a full queue. */
+    public Map<String, Long> counters() {
+        return Map.of("calls", calls.get(), "failedCalls", failedCalls.get(), "dropped", dropped.get());
+    }
+
+    /** Envelopes waiting, over all destinations. */
+    public int queued() {
+        int n = 0;
+        for (Dest d : dests.values()) {
+            n += d.size.get();
+        }
+        return n;
+    }
+
+    @Override
+    public void close() {
+        sender.shutdownNow();
+        try {
+            sender.awaitTermination(5, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+}

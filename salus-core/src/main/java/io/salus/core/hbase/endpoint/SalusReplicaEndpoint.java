@@ -1,0 +1,194 @@
+package io.salus.core.hbase.endpoint;
+
+import com.google.protobuf.RpcCallback;
+import com.google.protobuf.RpcController;
+import com.google.protobuf.Service;
+import io.salus.core.crypto.NodeId;
+import io.salus.core.hbase.SalusTableLayout;
+import io.salus.core.hbase.VolumeGeometry;
+import io.salus.core.hbase.endpoint.generated.SalusReplicaProtos.DeliverRequest;
+import io.salus.core.hbase.endpoint.generated.SalusReplicaProtos.DeliverResponse;
+import io.salus.core.hbase.endpoint.generated.SalusReplicaProtos.Envelope;
+import io.salus.core.hbase.endpoint.generated.SalusReplicaProtos.PollRequest;
+import io.salus.core.hbase.endpoint.generated.SalusReplicaProtos.SalusReplicaService;
+import io.salus.core.protocol.message.Message;
+import io.salus.core.protocol.message.MessageCodec;
+import io.salus.core.protocol.recovery.InMemoryCoordination;
+import java.io.IOException;
+import java.util.Collections;
+import java.util.concurrent.CompletableFuture;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.hbase.CoprocessorEnvironment;
+import org.apache.hadoop.hbase.client.AsyncConnection;
+import org.apache.hadoop.hbase.client.ConnectionFactory;
+import org.apache.hadoop.hbase.client.TableDescriptor;
+import org.apache.hadoop.hbase.coprocessor.CoprocessorException;
+import org.apache.hadoop.hbase.coprocessor.RegionCoprocessor;
+import org.apache.hadoop.hbase.coprocessor.RegionCoprocessorEnvironment;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The Salus replica endpoint (issue 13 item 3): a region coprocessor on each replica table of a Salus volume
+ * ({@link SalusTableLayout} sets it as a table attribute) hosting one {@link io.salus.core.protocol.replica.RegionReplica}
+ * per replica region, with its colocated metadata store, behind the {@code SalusReplicaService} protobuf 2.5
+ * service.
+ *
+ * <p>RULE: an RPC handler never waits for another server. {@code deliver} decodes each envelope (MessageCodec),
+ * checks it is addressed to a node this region hosts, queues it into the region's single-threaded event loop
+ * ({@link ReplicaHost}) and returns, with any replies waiting for the calling client. Messages to peer regions
+ * leave from a separate executor through the async client ({@link ReplicaLink}). {@code poll} returns the
+ * waiting replies at once.
+ */
+public final class SalusReplicaEndpoint extends SalusReplicaService implements RegionCoprocessor {
+    private static final Logger LOG = LoggerFactory.getLogger(SalusReplicaEndpoint.class);
+
+    private static final Object SHARED_LOCK = new Object();
+    private static CompletableFuture<AsyncConnection> shared;
+    private static int sharedUsers;
+
+    private volatile ReplicaHost host;
+    private volatile String startError = "the Salus replica endpoint is not running on this region (closing?)";
+    private ReplicaLink link;
+    private VolumeAddressing addressing;
+
+    @Override
+    public Iterable<Service> getServices() {
+        return Collections.singleton(this);
+    }
+
+    @Override
+    public void start(CoprocessorEnvironment env) throws IOException {
+        if (!(env instanceof RegionCoprocessorEnvironment renv)) {
+            throw new CoprocessorException(getClass().getName() + " is a region coprocessor: set it on a Salus replica"
+                    + " table (SalusTableLayout does), not as a master or region server coprocessor");
+        }
+        TableDescriptor td = renv.getRegion().getTableDescriptor();
+        String layout = td.getValue(SalusTableLayout.LAYOUT_ATTRIBUTE);
+        String replica = td.getValue(SalusTableLayout.REPLICA_ATTRIBUTE);
+        if (layout == null || replica == null) {
+            throw new CoprocessorException(getClass().getSimpleName() + " on table " + td.getTableName()
+                    + ", which is not a Salus replica table (no " + SalusTableLayout.LAYOUT_ATTRIBUTE + "/"
+                    + SalusTableLayout.REPLICA_ATTRIBUTE + " attribute); create volumes with SalusTableLayout.create");
+        }
+        VolumeGeometry g;
+        int k;
+        try {
+            g = VolumeGeometry.parse(layout, SalusTableLayout.LAYOUT_VERSION);
+            k = Integer.parseInt(replica);
+        } catch (IllegalArgumentException e) {
+            throw new CoprocessorException("table " + td.getTableName() + ": " + e.getMessage());
+        }
+        addressing = new VolumeAddressing(g);
+        byte[] start = renv.getRegionInfo().getStartKey();
+        int region = start.length == 0 ? 0 : g.regionOf(org.apache.hadoop.hbase.util.Bytes.toLong(start));
+        Configuration conf = renv.getConfiguration();
+        EndpointKeyring keys;
+        ReplicaStorageFactory storage;
+        ReplicaFaultInjector faults;
+        try {
+            keys = EndpointKeyring.fromConfiguration(conf, addressing);
+            storage = conf.getClass(ReplicaStorageFactory.CLASS_KEY, ReplicaStorageFactory.InMemory.class,
+                    ReplicaStorageFactory.class).getDeclaredConstructor().newInstance();
+            Class<? extends ReplicaFaultInjector> fc = conf.getClass(ReplicaFaultInjector.CLASS_KEY, null,
+                    ReplicaFaultInjector.class);
+            faults = fc == null ? ReplicaFaultInjector.NONE : fc.getDeclaredConstructor().newInstance();
+            if (fc != null) {
+                LOG.warn("{}={}: test fault injection is ON for this region", ReplicaFaultInjector.CLASS_KEY, fc.getName());
+            }
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            // not thrown: a table coprocessor that fails to start aborts the region server by default
+            // (hbase.coprocessor.abortonerror); the region opens, and every call says why Salus is not serving it
+            startError = "the Salus replica endpoint of " + renv.getRegionInfo().getRegionNameAsString()
+                    + " is not running: " + e.getMessage();
+            LOG.error(startError);
+            return;
+        }
+        link = new ReplicaLink(acquireConnection(conf), addressing, g.volume() + "-" + region + "-r" + k, null, null);
+        host = new ReplicaHost(addressing, region, k, keys, link, storage.disk(renv, addressing.replica(region, k)),
+                h -> storage.certificateStore(renv, h), new InMemoryCoordination(), faults);
+        LOG.info("Salus replica {} started on region {}", host.replicaId(), renv.getRegionInfo().getRegionNameAsString());
+    }
+
+    @Override
+    public void stop(CoprocessorEnvironment env) {
+        if (host != null) {
+            host.close();
+            link.close();
+            releaseConnection();
+            host = null;
+        }
+    }
+
+    private static CompletableFuture<AsyncConnection> acquireConnection(Configuration conf) {
+        synchronized (SHARED_LOCK) {
+            if (shared == null) {
+                shared = ConnectionFactory.createAsyncConnection(conf);
+            }
+            sharedUsers++;
+            return shared;
+        }
+    }
+
+    private static void releaseConnection() {
+        synchronized (SHARED_LOCK) {
+            if (--sharedUsers == 0 && shared != null) {
+                CompletableFuture<AsyncConnection> c = shared;
+                shared = null;
+                c.thenAccept(conn -> {
+                    try {
+                        conn.close();
+                    } catch (IOException e) {
+                        LOG.warn("closing the Salus endpoint connection: {}", e.toString());
+                    }
+                });
+            }
+        }
+    }
+
+    /** The hosted nodes (tests and metrics); null before start and after stop. */
+    public ReplicaHost host() {
+        return host;
+    }
+
+    @Override
+    public void deliver(RpcController controller, DeliverRequest request, RpcCallback<DeliverResponse> done) {
+        ReplicaHost h = host;
+        DeliverResponse.Builder resp = DeliverResponse.newBuilder();
+        if (h == null) {
+            controller.setFailed(startError);
+            done.run(null);
+            return;
+        }
+        for (Envelope e : request.getEnvelopesList()) {
+            try {
+                NodeId from = NodeId.of(e.getFrom());
+                NodeId to = NodeId.of(e.getTo());
+                if (!h.hosts(to)) {
+                    resp.addRefused(e.getTo() + ": not hosted by this region (it hosts "
+                            + addressing.hostedBy(h.region(), h.replicaIndex()) + "); the sender's routing is stale");
+                    continue;
+                }
+                Message m = MessageCodec.decode(e.getMessage().toByteArray());
+                h.enqueue(from, to, m);
+            } catch (RuntimeException bad) {
+                resp.addRefused(e.getTo() + ": " + bad.getMessage());
+            }
+        }
+        if (request.hasReplyTo()) {
+            resp.addAllReplies(h.takeReplies(request.getReplyTo()));
+        }
+        done.run(resp.build());
+    }
+
+    @Override
+    public void poll(RpcController controller, PollRequest request, RpcCallback<DeliverResponse> done) {
+        ReplicaHost h = host;
+        if (h == null) {
+            controller.setFailed(startError);
+            done.run(null);
+            return;
+        }
+        done.run(DeliverResponse.newBuilder().addAllReplies(h.takeReplies(request.getClient())).build());
+    }
+}
