@@ -42,17 +42,27 @@ final class BatchLeaderState {
     private final Map<Long, LeaderBatch> leading = new HashMap<>();
     private final Map<Long, Certificate> myDecisions = new HashMap<>();
     private final Map<Long, Set<NodeId>> decisionWaiters = new HashMap<>();
+    /**
+     * Batch ids below this are decided here and forgotten from memory (a CHECKPOINT certificate covers
+     * their entries): they are never decided again, and their decision is read back from the disk.
+     */
+    private long decidedFloor;
 
     BatchLeaderState(int maxUnknown) {
         this.maxUnknown = maxUnknown;
     }
 
-    /** True once this replica signed a decision for the batch. */
+    /** True once this replica signed a decision for the batch (or the batch is below the decided floor). */
     boolean decided(long batchId) {
-        return myDecisions.containsKey(batchId);
+        return batchId < decidedFloor || myDecisions.containsKey(batchId);
     }
 
-    /** The decision this replica signed for the batch, or null. */
+    /** True if the batch's decision was freed from memory (it is on the disk). */
+    boolean forgotten(long batchId) {
+        return batchId < decidedFloor && !myDecisions.containsKey(batchId);
+    }
+
+    /** The decision this replica signed for the batch if still in memory, or null. */
     Certificate decision(long batchId) {
         return myDecisions.get(batchId);
     }
@@ -132,14 +142,28 @@ final class BatchLeaderState {
         return floor;
     }
 
-    /** Frees what the batch floor covers. */
+    /**
+     * Frees what the batch floor covers: the decisions this replica signed for batches below it (they
+     * stay on the disk), the votes of batches below it that never got a BatchInfo, and their askers.
+     * Batches below the floor are never decided again.
+     */
     void freeBelow(long batchFloor) {
         leading.entrySet().removeIf(e -> e.getKey() < batchFloor
                 && (myDecisions.containsKey(e.getKey()) || e.getValue().info == null));
+        long floor = batchFloor;
+        for (LeaderBatch lb : leading.values()) {
+            if (lb.info != null) {
+                floor = Math.min(floor, lb.info.batchId()); // an open batch below the floor keeps its chance
+            }
+        }
+        decidedFloor = Math.max(decidedFloor, floor);
+        myDecisions.keySet().removeIf(b -> b < decidedFloor);
+        decisionWaiters.keySet().removeIf(b -> b < decidedFloor);
     }
 
     void sizes(Map<String, Integer> m) {
         m.put("leading", leading.size());
+        m.put("myDecisions", myDecisions.size());
         m.put("decisionWaiters", decisionWaiters.size());
     }
 }

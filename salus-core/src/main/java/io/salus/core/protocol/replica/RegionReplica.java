@@ -539,11 +539,29 @@ public final class RegionReplica {
 
     private void onDecisionRequest(NodeId from, long batchId) {
         Certificate d = batchLeader.decision(batchId);
+        if (d == null && batchLeader.forgotten(batchId)) {
+            d = decisionOnDisk(batchId);
+        }
         if (d != null) {
             net.send(from, new Message.DecisionMsg(d));
-        } else {
+        } else if (!batchLeader.decided(batchId)) {
             batchLeader.addWaiter(batchId, from);
         }
+    }
+
+    /**
+     * The decision this replica signed for a batch whose decision was freed from memory (a checkpoint
+     * covers it), read back from the disk where it was recorded before it was sent; null if none.
+     */
+    private Certificate decisionOnDisk(long batchId) {
+        for (Certificate d : disk.decisions(rrs.generation())) {
+            if ((d.type() == CertType.TENTATIVE_COMMIT || d.type() == CertType.TENTATIVE_ABORT)
+                    && d.signers().equals(Set.of(me))
+                    && d.statement(Statement.Decision.class).batchId() == batchId && d.verify(verifier, Set.of(me))) {
+                return d;
+            }
+        }
+        return null;
     }
 
     private void onDecision(Certificate t) {
