@@ -658,6 +658,34 @@ class PipelinedCommitTest {
         assertEquals(1, d.statement(Statement.Decision.class).batchId());
     }
 
+    /**
+     * Issue 11: a restarted replica serves only the on-disk checkpoint that the latest CHECKPOINT
+     * certificate of its generation vouches for. Its file silently corrupted, the restart is refused
+     * (recovery replaces the replica); before, the restart took whatever the disk held and served it.
+     */
+    @Test
+    void aRestartedReplicaRefusesACorruptedOnDiskCheckpoint() throws Exception {
+        RrsConfig c0 = configs.get(0);
+        NodeId r = c0.replicas().get(1);
+        for (int b = 1; b <= 2 * RegionReplica.CHECKPOINT_EVERY; b++) {
+            assertTrue(client.submit(List.of(new BlockWrite(b % 8, data(b)))) > 0);
+            drain();
+        }
+        long certified = 2 * RegionReplica.CHECKPOINT_EVERY - 1;
+        RegionSnapshot good = RegionReplica.verifiedBase(cfg, c0, dir, membership, disks.get(r), coord);
+        assertEquals(certified, good.throughIndex(), "restarts from the latest certified checkpoint");
+        assertArrayEquals(data(2 * RegionReplica.CHECKPOINT_EVERY), good.blocks().get(0L));
+
+        assertTrue(disks.get(r).corruptCheckpoint(0, certified));
+        io.salus.core.protocol.recovery.RecoveryException refused = assertThrows(
+                io.salus.core.protocol.recovery.RecoveryException.class,
+                () -> RegionReplica.verifiedBase(cfg, c0, dir, membership, disks.get(r), coord));
+        assertTrue(refused.getMessage().contains("region tree root"), refused.getMessage());
+        // the other replicas' disks are intact and still verify
+        assertEquals(certified, RegionReplica.verifiedBase(cfg, c0, dir, membership,
+                disks.get(c0.replicas().get(0)), coord).throughIndex());
+    }
+
     /** A checkpoint writes the blocks changed since the previous one, not the whole region. */
     @Test
     void aCheckpointWritesWhatChangedAndTheDiskComposesTheRegion() {

@@ -22,10 +22,13 @@ import io.salus.core.protocol.message.Message;
 import io.salus.core.protocol.message.Put;
 import io.salus.core.protocol.message.SubBatch;
 import io.salus.core.protocol.recovery.Coordination;
+import io.salus.core.protocol.recovery.RecoveryException;
+import io.salus.core.protocol.recovery.RegionLogRecovery;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
 
@@ -140,6 +143,43 @@ public final class RegionReplica {
             }
         }
         tryCommit(); // re-apply the entries whose decision marks survived the restart
+    }
+
+    /**
+     * The state a restarting replica of {@code rrs} may serve from: its on-disk checkpoint through the
+     * latest CHECKPOINT certificate of its generation that {@code coordination} holds (signed by the
+     * generation's three replicas), verified against that certificate (generation, index, last seq,
+     * volume-root record and region tree root) before anything is served. Generation 0 with no
+     * certificate yet starts empty. A disk whose checkpoint does not match (corrupted, lost, or a
+     * different state) is refused: the replica must be replaced through recovery, never serve it.
+     *
+     * @throws RecoveryException naming the region, the certificate and what differs
+     */
+    public static RegionSnapshot verifiedBase(ProtocolConfig cfg, RrsConfig rrs, Verifier verifier,
+                                              Membership membership, ReplicaDisk disk, Coordination coordination)
+            throws RecoveryException {
+        Optional<Certificate> latest = coordination.latestCheckpoint(rrs.region(),
+                Coordination.signedByItsGeneration(verifier, membership));
+        Statement.Checkpoint cp = latest.map(c -> c.statement(Statement.Checkpoint.class)).orElse(null);
+        if (cp != null && cp.generation() > rrs.generation()) {
+            throw new RecoveryException(rrs.region() + " generation " + rrs.generation() + " was replaced by generation "
+                    + cp.generation() + ": this replica must not restart in it");
+        }
+        if (cp == null || cp.generation() < rrs.generation()) {
+            if (rrs.generation() == 0) {
+                return RegionSnapshot.empty(0, RegionLogRecovery.emptyVolumeRoot(cfg));
+            }
+            throw new RecoveryException(rrs.region() + " generation " + rrs.generation() + " has no CHECKPOINT"
+                    + " certificate of its own generation in coordination: its starting state cannot be verified;"
+                    + " run recovery for the region");
+        }
+        RegionSnapshot s = disk.readSnapshot(rrs.generation(), cp.throughIndex());
+        String why = s == null ? "the disk has no checkpoint through index " + cp.throughIndex()
+                : s.mismatch(cp, cfg.hash(), cfg.blockSize(), cfg.layout());
+        if (why != null) {
+            throw new RecoveryException(rrs.region() + ": the on-disk checkpoint is refused, " + why + " (certificate " + cp + "); replace this replica through recovery");
+        }
+        return s;
     }
 
     // ------------------------------------------------------------------ accessors (tests, adapters)
