@@ -777,6 +777,8 @@ public final class RegionReplica {
         Certificate cp = checkpoints.offerVote(st.throughIndex(), t);
         if (cp != null) {
             coordination.putCheckpoint(cp);
+            // the store keeps the latest valid checkpoint (and anything newer), not the region's history
+            coordination.pruneCheckpoints(regionId, Coordination.signedByItsGeneration(verifier, membership));
             long[] previous = checkpoints.certified(st.throughIndex(), st.lastSeq());
             disk.truncateLogPrefix(rrs.generation(), st.throughIndex()); // GC only after the certificate
             // memory lags one certificate: the entries this certificate covers stay until the next one,
