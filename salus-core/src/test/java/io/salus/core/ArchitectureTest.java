@@ -62,4 +62,25 @@ class ArchitectureTest {
         assertEquals(List.of(), offenders(p -> !under(p, "hbase") && !under(p, "zk"), "org.apache.zookeeper",
                 "org.apache.curator"));
     }
+
+    /**
+     * Unanimous consent is written once (issue 11): every place that turns three matching tentatives
+     * into a combined certificate goes through {@code Tentatives.combineIfEnough}; no other main class
+     * calls {@code Certificate.combine} itself (the client and the recovery orchestrator did).
+     */
+    @Test
+    void threeMatchingTentativesAreCombinedOnlyInTentatives() throws IOException {
+        List<Path> sources;
+        try (Stream<Path> files = Files.walk(ROOT)) {
+            sources = files.filter(p -> p.toString().endsWith(".java")).toList();
+        }
+        List<Path> combining = sources.stream().filter(p -> {
+            try {
+                return Files.readString(p).contains("Certificate.combine(");
+            } catch (IOException e) {
+                throw new IllegalStateException(e);
+            }
+        }).map(p -> ROOT.relativize(p)).toList();
+        assertEquals(List.of(Path.of("protocol/Tentatives.java")), combining);
+    }
 }

@@ -34,7 +34,9 @@ import org.apache.zookeeper.data.Stat;
  *   <li>{@code <base>/checkpoints/<hex(volume UTF-8)>/<region index>/<generation>-<index>-<sha256>}:
  *       every CHECKPOINT certificate filed for a region, one znode per distinct certificate, created
  *       once and never replaced (no writer can hide or roll back another's). The reader lists them,
- *       newest (generation, index) first, and takes the first its check accepts.</li>
+ *       newest (generation, index) first, and takes the first its check accepts. {@link #pruneCheckpoints}
+ *       deletes only those strictly older than the newest valid one (index {@code -1} is a
+ *       generation's first checkpoint, filed by recovery).</li>
  *   <li>{@code <base>/reports/<epoch>/<region>}: an RRS's identifyLCP report (last write wins).</li>
  *   <li>{@code <base>/lcp/<epoch>}: the agreed LCP; created once, the first writer wins and every
  *       caller gets the stored value back.</li>
@@ -125,17 +127,51 @@ public final class CuratorCoordination implements Coordination {
         }
     }
 
-    private record Named(String name, long generation, long index, byte[] digest) {
+    private record Named(String name, long generation, long index, byte[] digest, Certificate cert) {
+        Named withCert(Certificate c) {
+            return new Named(name, generation, index, digest, c);
+        }
     }
 
     @Override
     public Optional<Certificate> latestCheckpoint(RegionId region, Predicate<Certificate> valid) {
         String dir = checkpointPath(region);
+        Named n = latestValid(dir, valid);
+        return n == null ? Optional.empty() : Optional.of(n.cert());
+    }
+
+    @Override
+    public int pruneCheckpoints(RegionId region, Predicate<Certificate> valid) {
+        String dir = checkpointPath(region);
+        Named keep = latestValid(dir, valid);
+        if (keep == null) {
+            return 0;
+        }
+        int removed = 0;
+        for (Named n : listNamed(dir)) {
+            if (n.generation() < keep.generation()
+                    || n.generation() == keep.generation() && n.index() < keep.index()) {
+                String path = ZKPaths.makePath(dir, n.name());
+                try {
+                    client.delete().forPath(path);
+                    removed++;
+                } catch (KeeperException.NoNodeException e) {
+                    // pruned by a peer since the listing
+                } catch (Exception e) {
+                    throw failure("prune checkpoint", path, e);
+                }
+            }
+        }
+        return removed;
+    }
+
+    /** The well-formed filed checkpoints of a region directory, newest first (unread). */
+    private List<Named> listNamed(String dir) {
         List<String> children;
         try {
             children = client.getChildren().forPath(dir);
         } catch (KeeperException.NoNodeException e) {
-            return Optional.empty();
+            return List.of();
         } catch (Exception e) {
             throw failure("list checkpoints", dir, e);
         }
@@ -150,7 +186,12 @@ public final class CuratorCoordination implements Coordination {
         }
         names.sort(Comparator.comparingLong(Named::generation).thenComparingLong(Named::index).reversed()
                 .thenComparing(Named::digest, Arrays::compareUnsigned));
-        for (Named n : names) {
+        return names;
+    }
+
+    /** The newest filed checkpoint of the directory that decodes, is what its name promises and {@code valid} accepts. */
+    private Named latestValid(String dir, Predicate<Certificate> valid) {
+        for (Named n : listNamed(dir)) {
             byte[] b = read(ZKPaths.makePath(dir, n.name()), null);
             if (b == null) {
                 continue; // removed since the listing
@@ -165,25 +206,29 @@ public final class CuratorCoordination implements Coordination {
                 continue; // foreign bytes
             }
             if (valid.test(c)) {
-                return Optional.of(c);
+                return n.withCert(c);
             }
         }
-        return Optional.empty();
+        return null;
     }
+
+    /** {@code <generation>-<index>-<64 hex>}; the index is -1 for a generation's first (starting-state) checkpoint. */
+    private static final java.util.regex.Pattern CHECKPOINT_NAME =
+            java.util.regex.Pattern.compile("(\\d{1,19})-(-1|\\d{1,19})-([0-9a-f]{64})");
 
     /** A child name {@code <generation>-<index>-<64 hex>}, or null if it is not one. */
     private static Named parseName(String name) {
-        String[] p = name.split("-", -1);
+        java.util.regex.Matcher m = CHECKPOINT_NAME.matcher(name);
         try {
-            if (p.length == 3 && p[2].length() == 64) {
-                long g = Long.parseLong(p[0]);
-                long i = Long.parseLong(p[1]);
-                if (g >= 0 && i >= 0 && name.equals(g + "-" + i + "-" + p[2])) {
-                    return new Named(name, g, i, HexFormat.of().parseHex(p[2]));
+            if (m.matches()) {
+                long g = Long.parseLong(m.group(1));
+                long i = Long.parseLong(m.group(2));
+                if (name.equals(g + "-" + i + "-" + m.group(3))) {
+                    return new Named(name, g, i, HexFormat.of().parseHex(m.group(3)), null);
                 }
             }
         } catch (IllegalArgumentException e) {
-            // not one
+            // not one (out of range)
         }
         return null;
     }

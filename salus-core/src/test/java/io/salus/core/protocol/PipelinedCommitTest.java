@@ -617,6 +617,75 @@ class PipelinedCommitTest {
         assertEquals(after40.keySet(), replicas.get(configs.get(0).primary()).retainedSizes().keySet());
     }
 
+    /**
+     * Issue 11, memory flat: a long stream (5,000 two-region batches, both regions leading in turn) keeps
+     * every collection the replica holds under a bound that does not depend on the run length. The
+     * decisions a leader replica signed ({@code myDecisions}) used to be kept for ever; they are now
+     * freed once a CHECKPOINT certificate covers their batch, and a late request for one is answered from
+     * the disk, where it was recorded before it was sent.
+     */
+    @Test
+    void aLongStreamKeepsEveryRetainedCollectionUnderAFixedBound() {
+        int batches = 5000;
+        for (int b = 1; b <= batches; b++) {
+            BlockWrite w0 = new BlockWrite(b % 8, data(b));
+            BlockWrite w1 = new BlockWrite(8 + (b + 3) % 8, data(b + 1));
+            assertTrue(client.submit(b % 2 == 0 ? List.of(w0, w1) : List.of(w1, w0)) > 0, "batch " + b);
+            drain();
+            sent.clear();
+        }
+        assertEquals(batches, acked.size());
+        int bound = 2 * RegionReplica.CHECKPOINT_EVERY + 2;
+        for (RegionReplica r : replicas.values()) {
+            Map<String, Integer> sizes = r.retainedSizes();
+            assertEquals(java.util.Set.of("entries", "indexByBatch", "waiting", "decisionCerts", "decisionTentatives",
+                    "leading", "myDecisions", "decisionWaiters", "snapshotRoots", "snapshotRecords",
+                    "checkpointProposals", "checkpointVotes", "rootHistory", "pendingGets"), sizes.keySet(),
+                    "every collection of the replica is accounted for");
+            for (Map.Entry<String, Integer> e : sizes.entrySet()) {
+                assertTrue(e.getValue() <= bound, r.id() + " keeps " + e.getValue() + " " + e.getKey() + " after "
+                        + batches + " batches (grows with the run): " + sizes);
+            }
+        }
+        // a decision freed from memory is still answered (from the disk), never re-decided
+        NodeId leader = configs.get(1).replicas().get(0);
+        NodeId asker = configs.get(0).replicas().get(0);
+        replicas.get(leader).receive(asker, new Message.DecisionRequest(1, 1));
+        Envelope answer = net.poll();
+        assertNotNull(answer, "a late request for an old decision got no answer");
+        Certificate d = ((Message.DecisionMsg) answer.m()).tentative();
+        assertEquals(CertType.TENTATIVE_COMMIT, d.type());
+        assertEquals(1, d.statement(Statement.Decision.class).batchId());
+    }
+
+    /**
+     * Issue 11: a restarted replica serves only the on-disk checkpoint that the latest CHECKPOINT
+     * certificate of its generation vouches for. Its file silently corrupted, the restart is refused
+     * (recovery replaces the replica); before, the restart took whatever the disk held and served it.
+     */
+    @Test
+    void aRestartedReplicaRefusesACorruptedOnDiskCheckpoint() throws Exception {
+        RrsConfig c0 = configs.get(0);
+        NodeId r = c0.replicas().get(1);
+        for (int b = 1; b <= 2 * RegionReplica.CHECKPOINT_EVERY; b++) {
+            assertTrue(client.submit(List.of(new BlockWrite(b % 8, data(b)))) > 0);
+            drain();
+        }
+        long certified = 2 * RegionReplica.CHECKPOINT_EVERY - 1;
+        RegionSnapshot good = RegionReplica.verifiedBase(cfg, c0, dir, membership, disks.get(r), coord);
+        assertEquals(certified, good.throughIndex(), "restarts from the latest certified checkpoint");
+        assertArrayEquals(data(2 * RegionReplica.CHECKPOINT_EVERY), good.blocks().get(0L));
+
+        assertTrue(disks.get(r).corruptCheckpoint(0, certified));
+        io.salus.core.protocol.recovery.RecoveryException refused = assertThrows(
+                io.salus.core.protocol.recovery.RecoveryException.class,
+                () -> RegionReplica.verifiedBase(cfg, c0, dir, membership, disks.get(r), coord));
+        assertTrue(refused.getMessage().contains("region tree root"), refused.getMessage());
+        // the other replicas' disks are intact and still verify
+        assertEquals(certified, RegionReplica.verifiedBase(cfg, c0, dir, membership,
+                disks.get(c0.replicas().get(0)), coord).throughIndex());
+    }
+
     /** A checkpoint writes the blocks changed since the previous one, not the whole region. */
     @Test
     void aCheckpointWritesWhatChangedAndTheDiskComposesTheRegion() {

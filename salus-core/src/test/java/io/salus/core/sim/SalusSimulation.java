@@ -634,17 +634,13 @@ final class SalusSimulation {
         m.newWitnessLog();
         if (m.hosting != null && !m.rsCrashed) {
             RrsConfig h = m.hosting;
-            RegionSnapshot base = null;
-            Optional<Certificate> cp = coord.latestCheckpoint(h.region(), Coordination.signedByItsGeneration(dir, membership));
-            if (cp.isPresent() && cp.get().statement(Statement.Checkpoint.class).generation() == h.generation()) {
-                base = m.disk.readSnapshot(h.generation(), cp.get().statement(Statement.Checkpoint.class)
-                        .throughIndex());
+            try {
+                // the restart serves only the checkpoint the latest CHECKPOINT certificate vouches for
+                m.replica = newReplica(m, RegionReplica.verifiedBase(cfg, h, dir, membership, m.disk, coord));
+            } catch (io.salus.core.protocol.recovery.RecoveryException e) {
+                count("restart refused");
+                // stays down as a replica: its region's clients retry, then recovery replaces it
             }
-            if (base == null) {
-                base = h.generation() == 0 ? RegionSnapshot.empty(0, RegionLogRecovery.emptyVolumeRoot(cfg))
-                        : m.disk.readSnapshot(h.generation(), -1);
-            }
-            m.replica = newReplica(m, base);
         }
     }
 

@@ -143,6 +143,50 @@ abstract class CoordinationContract {
                 "the store keeps what it was given; only the reader's check tells them apart");
     }
 
+    /**
+     * Issue 11: filed checkpoints used to be kept for ever (one znode per checkpoint of the region's
+     * life). Pruning removes those strictly older than the latest VALID one; a forged newer one (the
+     * reader's check refuses it) neither makes the valid one disappear nor is taken for it.
+     */
+    @Test
+    void pruningRemovesOnlyWhatIsOlderThanTheLatestValidCheckpoint() throws Exception {
+        Coordination c = newStore();
+        for (long i = 3; i <= 11; i += 4) {
+            c.putCheckpoint(checkpoint(R0, 1, i));
+        }
+        c.putCheckpoint(forged(R0, 1, 1_000_003)); // newer, forged
+        c.putCheckpoint(forged(R0, 1, 2)); // older, forged
+        c.putCheckpoint(checkpoint(R1, 1, 3)); // another region
+        assertEquals(3, c.pruneCheckpoints(R0, VALID), "(1,3), (1,7) and the older forged one");
+        assertEquals(11, indexOf(c.latestCheckpoint(R0, VALID)), "the latest valid one stays");
+        assertEquals(1_000_003, indexOf(c.latestCheckpoint(R0, x -> true)), "newer candidates are not judged");
+        assertEquals(Optional.empty(), c.latestCheckpoint(R0, x -> VALID.test(x) && indexOf(Optional.of(x)) < 11),
+                "nothing older than the latest valid one is left");
+        assertEquals(3, indexOf(c.latestCheckpoint(R1, VALID)), "other regions are untouched");
+        assertEquals(0, c.pruneCheckpoints(R0, VALID), "pruning again removes nothing");
+        c.putCheckpoint(checkpoint(R0, 1, 7)); // a replay of an older one is pruned again
+        assertEquals(1, c.pruneCheckpoints(R0, VALID));
+        c.putCheckpoint(checkpoint(R0, 2, -1)); // recovery's first checkpoint of generation 2
+        assertEquals(2, c.pruneCheckpoints(R0, VALID),
+                "a newer generation's first checkpoint replaces (1,11), and the forged (1,1000003) is older than it");
+        assertEquals(-1, indexOf(c.latestCheckpoint(R0, VALID)));
+
+        Coordination onlyForged = newStore();
+        onlyForged.putCheckpoint(forged(R0, 1, 5));
+        assertEquals(0, onlyForged.pruneCheckpoints(R0, VALID), "no valid checkpoint: nothing is removed");
+        assertEquals(5, indexOf(onlyForged.latestCheckpoint(R0, x -> true)));
+    }
+
+    /** A generation's first checkpoint (index -1, filed by recovery) is read back like any other. */
+    @Test
+    void aGenerationsFirstCheckpointAtIndexMinusOneIsRead() throws Exception {
+        Coordination c = newStore();
+        c.putCheckpoint(checkpoint(R0, 1, 7));
+        Certificate first = checkpoint(R0, 2, -1);
+        c.putCheckpoint(first);
+        assertEquals(Optional.of(first), c.latestCheckpoint(R0, VALID));
+    }
+
     /** A CHECKPOINT with rs0's genuine signature and two made-up ones. */
     static Certificate forged(RegionId r, long generation, long index) {
         Statement.Checkpoint st = new Statement.Checkpoint(r, generation, index, index * 2,

@@ -311,7 +311,7 @@ public final class VolumeClient {
             return;
         }
         if (!ob.success.containsKey(region)) {
-            ob.success.put(region, matching.size() == 3 ? Certificate.combine(matching) : matching.get(0));
+            ob.success.put(region, Tentatives.combineIfEnough(matching, need)); // PUT_SUCCESS
         }
         if (ob.success.size() == ob.subs.size()) {
             outstanding.remove(st.batchId());

@@ -48,6 +48,27 @@ public interface Coordination {
     Optional<Certificate> latestCheckpoint(RegionId region, Predicate<Certificate> valid);
 
     /**
+     * Removes the filed checkpoints of {@code region} strictly older (generation, then index) than the
+     * newest one {@code valid} accepts, and returns how many it removed. Candidates newer than that one
+     * (forged, or not verifiable by this caller) and those of the same (generation, index) are kept, so
+     * a forged newer certificate can never make the valid one disappear; with no valid one nothing is
+     * removed. Called by a replica after it files a CHECKPOINT certificate it formed, so the store
+     * holds what the latest checkpoint needs, not every checkpoint of the region's life.
+     * Implementations that keep no history may leave the default (removes nothing).
+     *
+     * @param valid the caller's check, normally {@link #signedByItsGeneration}
+     */
+    default int pruneCheckpoints(RegionId region, Predicate<Certificate> valid) {
+        return 0;
+    }
+
+    /** True if checkpoint {@code a} is strictly older (generation, then index) than {@code b}. */
+    static boolean olderThan(Statement.Checkpoint a, Statement.Checkpoint b) {
+        return a.generation() < b.generation()
+                || a.generation() == b.generation() && a.throughIndex() < b.throughIndex();
+    }
+
+    /**
      * The check a reader applies to a filed checkpoint: a CHECKPOINT certificate whose region and
      * generation are known to {@code membership} and that carries the signatures of all three
      * replicas of that generation.

@@ -47,6 +47,25 @@ public final class InMemoryCoordination implements Coordination {
     }
 
     @Override
+    public synchronized int pruneCheckpoints(RegionId region, Predicate<Certificate> valid) {
+        List<Filed> all = checkpoints.getOrDefault(region, List.of());
+        Statement.Checkpoint keep = null;
+        for (Filed f : all) {
+            if (valid.test(f.cert())) {
+                keep = f.st();
+                break;
+            }
+        }
+        if (keep == null) {
+            return 0;
+        }
+        Statement.Checkpoint latest = keep;
+        int before = all.size();
+        all.removeIf(f -> Coordination.olderThan(f.st(), latest));
+        return before - all.size();
+    }
+
+    @Override
     public synchronized void report(long epoch, int region, RegionReport report) {
         reports.computeIfAbsent(epoch, e -> new TreeMap<>()).put(region, report);
     }

@@ -151,16 +151,22 @@ public final class RecoveryOrchestrator {
             // remap from the configuration whose log was recovered (not membership.current(r), which
             // is an unadopted generation if an earlier adopt failed for this region)
             RrsConfig fresh = cluster.remap(rb.logs().get(r).old());
-            List<Certificate> tentatives = new ArrayList<>();
+            Tentatives<Long> consent = new Tentatives<>();
+            List<Certificate> matching = List.of();
             for (NodeId rep : fresh.replicas()) {
                 Certificate t = cluster.endorse(rep, fresh, rb.logs().get(r), rb.lcp());
-                if (!tentatives.isEmpty() && Tentatives.matching(tentatives, t).size() != tentatives.size()) {
+                matching = consent.offer(fresh.generation(), t);
+                if (matching.size() != consent.signers(fresh.generation())) {
                     throw new RecoveryException(fresh.region() + ": new replica " + rep + " endorsed " + t
-                            + ", the others " + tentatives.get(0));
+                            + ", the others " + matching);
                 }
-                tentatives.add(t);
             }
-            coordination.putCheckpoint(Certificate.combine(tentatives));
+            Certificate first = Tentatives.combineIfEnough(matching, Tentatives.UNANIMOUS);
+            if (first == null) {
+                throw new RecoveryException(fresh.region() + ": only " + matching.size()
+                        + " matching endorsements from the new replicas " + fresh.replicas());
+            }
+            coordination.putCheckpoint(first);
             cluster.start(fresh, rb.regions().get(r));
             configs.put(r, fresh);
         }

@@ -127,8 +127,7 @@ public final class RegionLogRecovery {
                 RegionSnapshot s = d.readSnapshot(gen, cp.throughIndex());
                 // the certificate binds the snapshot's volume-root record (seq and root): one DataNode
                 // cannot make recovery adopt a forged LCP root or the new replicas wait for a later seq
-                if (s != null && s.lastSeq() == cp.lastSeq() && cp.rootRecord().equals(s.rootRecord())
-                        && s.regionRoot(cfg.hash(), cfg.blockSize(), cfg.layout()).equals(cp.regionRoot())) {
+                if (s != null && s.mismatch(cp, cfg.hash(), cfg.blockSize(), cfg.layout()) == null) {
                     base = s;
                     break;
                 }

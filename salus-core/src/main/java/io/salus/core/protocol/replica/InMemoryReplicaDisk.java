@@ -106,6 +106,24 @@ public class InMemoryReplicaDisk implements ReplicaDisk {
         return true;
     }
 
+    /**
+     * Fault injection: flips a byte of one block stored in the checkpoint (or whole snapshot) through
+     * {@code throughIndex} (silent corruption of a flushed file). False if it holds no block.
+     */
+    public boolean corruptCheckpoint(long generation, long throughIndex) {
+        RegionSnapshot s = snapshots.get(generation + ":" + throughIndex);
+        if (s == null) {
+            TreeMap<Long, RegionSnapshot> d = deltas.get(generation);
+            s = d == null ? null : d.get(throughIndex);
+        }
+        if (s == null || s.blocks().isEmpty()) {
+            return false;
+        }
+        byte[] b = s.blocks().values().iterator().next();
+        b[b.length / 2] ^= 0x5a;
+        return true;
+    }
+
     /** Fault injection: deletes all files (a faulty region server asking the NameNode to delete them). */
     public void deleteAll() {
         logs.clear();

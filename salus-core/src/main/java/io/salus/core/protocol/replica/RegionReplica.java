@@ -22,11 +22,13 @@ import io.salus.core.protocol.message.Message;
 import io.salus.core.protocol.message.Put;
 import io.salus.core.protocol.message.SubBatch;
 import io.salus.core.protocol.recovery.Coordination;
+import io.salus.core.protocol.recovery.RecoveryException;
+import io.salus.core.protocol.recovery.RegionLogRecovery;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
 
@@ -70,69 +72,18 @@ public final class RegionReplica {
     private final Coordination coordination;
     private final ReplicaHooks hooks;
 
-    // region state
+    // region state (what is applied) and the GETs waiting for it
     private final RegionStore store;
     private long appliedSeq;
     private VolumeRootRecord rootRecord;
-    private long committedIndex;
     private final TreeMap<Long, Hash> rootHistory = new TreeMap<>();
-
-    // log state
-    private long lastAcceptedSeq;
-    private long nextIndex;
-    private final Map<Long, SubBatch> waiting = new HashMap<>();
-    private final TreeMap<Long, Entry> entries = new TreeMap<>();
-    private final Map<Long, Long> indexByBatch = new HashMap<>();
-
-    // decisions
-    private final Tentatives<Long> decisionTentatives = new Tentatives<>();
-    private final Map<Long, Certificate> decisionCerts = new HashMap<>();
-    private final Map<Long, LeaderBatch> leading = new HashMap<>();
-    private final Map<Long, Certificate> myDecisions = new HashMap<>();
-    private final Map<Long, Set<NodeId>> decisionWaiters = new HashMap<>();
-
-    // GETs and checkpoints
     private final List<PendingGet> pendingGets = new ArrayList<>();
-    private final Map<Long, Hash> snapshotRoots = new HashMap<>();
-    /** The volume-root record at each snapshot index (its seq is the snapshot's last seq). */
-    private final Map<Long, VolumeRootRecord> snapshotRecords = new HashMap<>();
-    private final Set<Long> proposals = new HashSet<>();
-    private final Tentatives<Long> checkpointVotes = new Tentatives<>();
-    private long checkpointedIndex;
 
-    private static final class Entry {
-        final long index;
-        final SubBatch sb;
-        final Hash digest;
-        final Set<NodeId> acks = new HashSet<>();
-        boolean voted;
-        boolean resolved;
-
-        Entry(long index, SubBatch sb, Hash digest) {
-            this.index = index;
-            this.sb = sb;
-            this.digest = digest;
-        }
-    }
-
-    private static final class LeaderBatch {
-        BatchInfo info;
-        final Map<Integer, Set<NodeId>> yes = new HashMap<>();
-        /** Regions from whose current replicas a signed NO arrived; only participants' NOs count. */
-        final Set<Integer> no = new HashSet<>();
-        /** One vote per replica: a server hosting two participant regions votes once for each. */
-        final Set<ReplicaId> voted = new HashSet<>();
-
-        /** A signed NO from a replica of one of the batch's participant regions. */
-        boolean participantSaidNo() {
-            for (int p : info.participants()) {
-                if (no.contains(p)) {
-                    return true;
-                }
-            }
-            return false;
-        }
-    }
+    // the three roles' state (Kafka raft's LeaderState/FollowerState split): the replica's log and
+    // commit state, the batch-leader state of the batches its region leads, the checkpoint state
+    private final ReplicaLog log;
+    private final BatchLeaderState batchLeader = new BatchLeaderState(MAX_UNKNOWN_BATCHES);
+    private final CheckpointState checkpoints;
 
     private record PendingGet(NodeId from, Message.GetRequest req) {
     }
@@ -157,16 +108,12 @@ public final class RegionReplica {
         this.hooks = hooks;
         this.store = new InMemoryRegionStore(cfg, base.blocks());
         this.appliedSeq = base.lastSeq();
-        this.lastAcceptedSeq = base.lastSeq();
         this.rootRecord = base.rootRecord();
-        this.committedIndex = base.throughIndex();
-        this.checkpointedIndex = base.throughIndex();
-        this.nextIndex = base.throughIndex() + 1;
+        this.log = new ReplicaLog(base.throughIndex(), base.lastSeq());
+        this.checkpoints = new CheckpointState(base.throughIndex(), store.root(), base.rootRecord());
         rootHistory.put(appliedSeq, store.root());
-        snapshotRoots.put(base.throughIndex(), store.root());
-        snapshotRecords.put(base.throughIndex(), base.rootRecord());
         // restart: entries on disk after the base are prepared; decisions are re-learned from leaders
-        for (long i = nextIndex; i <= disk.lastIndex(rrs.generation()); i++) {
+        for (long i = log.nextIndex; i <= disk.lastIndex(rrs.generation()); i++) {
             byte[] b = disk.read(rrs.generation(), i);
             if (b == null) {
                 break;
@@ -177,29 +124,62 @@ public final class RegionReplica {
             } catch (IllegalArgumentException e) {
                 break; // corrupted local tail: stop; recovery repairs it from peers if needed
             }
-            Entry e = new Entry(i, sb, cfg.hash().hash(b));
-            entries.put(i, e);
-            indexByBatch.put(sb.batchId(), i);
-            lastAcceptedSeq = sb.lastSeq();
-            nextIndex = i + 1;
+            log.add(i, sb, cfg.hash().hash(b));
         }
         // restart: the decisions this replica signed as a leader replica, and the decision
         // certificates it resolved entries with, were made durable before they were sent
         for (Certificate d : disk.decisions(rrs.generation())) {
             if ((d.type() == CertType.TENTATIVE_COMMIT || d.type() == CertType.TENTATIVE_ABORT)
                     && d.signers().equals(Set.of(me)) && d.verify(verifier, Set.of(me))) {
-                myDecisions.putIfAbsent(d.statement(Statement.Decision.class).batchId(), d);
+                batchLeader.reload(d.statement(Statement.Decision.class).batchId(), d);
             } else if (d.type() == CertType.COMMIT || d.type() == CertType.ABORT) {
                 Statement.Decision st = d.statement(Statement.Decision.class);
                 int leader = st.leader().index();
                 if (st.volume().equals(cfg.volume()) && leader >= 0 && leader < cfg.regionCount()
                         && st.generation() == membership.current(leader).generation()
                         && d.verify(verifier, membership.current(leader).replicaSet())) {
-                    decisionCerts.putIfAbsent(st.batchId(), d);
+                    log.learnDecision(st.batchId(), d);
                 }
             }
         }
         tryCommit(); // re-apply the entries whose decision marks survived the restart
+    }
+
+    /**
+     * The state a restarting replica of {@code rrs} may serve from: its on-disk checkpoint through the
+     * latest CHECKPOINT certificate of its generation that {@code coordination} holds (signed by the
+     * generation's three replicas), verified against that certificate (generation, index, last seq,
+     * volume-root record and region tree root) before anything is served. Generation 0 with no
+     * certificate yet starts empty. A disk whose checkpoint does not match (corrupted, lost, or a
+     * different state) is refused: the replica must be replaced through recovery, never serve it.
+     *
+     * @throws RecoveryException naming the region, the certificate and what differs
+     */
+    public static RegionSnapshot verifiedBase(ProtocolConfig cfg, RrsConfig rrs, Verifier verifier,
+                                              Membership membership, ReplicaDisk disk, Coordination coordination)
+            throws RecoveryException {
+        Optional<Certificate> latest = coordination.latestCheckpoint(rrs.region(),
+                Coordination.signedByItsGeneration(verifier, membership));
+        Statement.Checkpoint cp = latest.map(c -> c.statement(Statement.Checkpoint.class)).orElse(null);
+        if (cp != null && cp.generation() > rrs.generation()) {
+            throw new RecoveryException(rrs.region() + " generation " + rrs.generation() + " was replaced by generation "
+                    + cp.generation() + ": this replica must not restart in it");
+        }
+        if (cp == null || cp.generation() < rrs.generation()) {
+            if (rrs.generation() == 0) {
+                return RegionSnapshot.empty(0, RegionLogRecovery.emptyVolumeRoot(cfg));
+            }
+            throw new RecoveryException(rrs.region() + " generation " + rrs.generation() + " has no CHECKPOINT"
+                    + " certificate of its own generation in coordination: its starting state cannot be verified;"
+                    + " run recovery for the region");
+        }
+        RegionSnapshot s = disk.readSnapshot(rrs.generation(), cp.throughIndex());
+        String why = s == null ? "the disk has no checkpoint through index " + cp.throughIndex()
+                : s.mismatch(cp, cfg.hash(), cfg.blockSize(), cfg.layout());
+        if (why != null) {
+            throw new RecoveryException(rrs.region() + ": the on-disk checkpoint is refused, " + why + " (certificate " + cp + "); replace this replica through recovery");
+        }
+        return s;
     }
 
     // ------------------------------------------------------------------ accessors (tests, adapters)
@@ -230,7 +210,7 @@ public final class RegionReplica {
     }
 
     public long committedIndex() {
-        return committedIndex;
+        return log.committedIndex;
     }
 
     public byte[] block(long localIndex) {
@@ -244,11 +224,11 @@ public final class RegionReplica {
 
     /** The commit certificate this replica holds for a batch, or null. */
     public Certificate decisionCertificate(long batchId) {
-        return decisionCerts.get(batchId);
+        return log.decision(batchId);
     }
 
     public Map<Long, Certificate> decisionCertificates() {
-        return decisionCerts;
+        return log.decisions();
     }
 
     /**
@@ -257,14 +237,10 @@ public final class RegionReplica {
      */
     public Map<String, Integer> retainedSizes() {
         Map<String, Integer> m = new TreeMap<>();
-        m.put("entries", entries.size());
-        m.put("indexByBatch", indexByBatch.size());
-        m.put("decisionCerts", decisionCerts.size());
-        m.put("leading", leading.size());
+        log.sizes(m);
+        batchLeader.sizes(m);
+        checkpoints.sizes(m);
         m.put("rootHistory", rootHistory.size());
-        m.put("snapshotRoots", snapshotRoots.size());
-        m.put("decisionWaiters", decisionWaiters.size());
-        m.put("decisionTentatives", decisionTentatives.size());
         m.put("pendingGets", pendingGets.size());
         return m;
     }
@@ -300,7 +276,7 @@ public final class RegionReplica {
         if (++ticks % RETRANSMIT_TICKS != 0) {
             return;
         }
-        for (Entry e : entries.values()) {
+        for (ReplicaLog.Entry e : log.entries()) {
             if (e.resolved) {
                 continue;
             }
@@ -318,14 +294,14 @@ public final class RegionReplica {
                 }
             }
         }
-        for (LeaderBatch lb : leading.values()) {
-            if (lb.info != null && lb.info.prevBatchId() >= 0 && !myDecisions.containsKey(lb.info.batchId())
-                    && !decisionCerts.containsKey(lb.info.prevBatchId())) {
+        for (BatchLeaderState.LeaderBatch lb : batchLeader.batches()) {
+            if (lb.info != null && lb.info.prevBatchId() >= 0 && !batchLeader.decided(lb.info.batchId())
+                    && log.decision(lb.info.prevBatchId()) == null) {
                 requestPrevDecision(lb.info);
             }
         }
-        for (Long k : proposals) {
-            if (snapshotRoots.containsKey(k)) {
+        for (Long k : checkpoints.proposals()) {
+            if (checkpoints.hasSnapshot(k)) {
                 signCheckpoint(k);
             }
         }
@@ -361,15 +337,14 @@ public final class RegionReplica {
         if (!validSubBatch(from, sb)) {
             return; // corrupted or misrouted: the sender retransmits; persistent failure triggers recovery
         }
-        Long existing = indexByBatch.get(sb.batchId());
-        if (existing != null) {
-            Entry e = entries.get(existing);
+        if (log.hasBatch(sb.batchId())) {
+            ReplicaLog.Entry e = log.entryOfBatch(sb.batchId());
             if (e != null && e.sb.equals(sb)) {
                 NodeId next = rrs.next(me);
                 if (next != null && hooks.forward(sb)) {
                     net.send(next, new Message.SubBatchMsg(sb));
                 }
-                Certificate d = decisionCerts.get(sb.batchId());
+                Certificate d = log.decision(sb.batchId());
                 if (e.resolved && d != null) {
                     sendPutOutcome(e, d.type() == CertType.COMMIT); // the client retries: its reply was lost
                 }
@@ -385,32 +360,29 @@ public final class RegionReplica {
         }
         long prev = sb.puts().get(0).prevNum();
         if (!cfg.mutated(Mutation.SKIP_PREVNUM_CHECK)) {
-            if (prev > lastAcceptedSeq) {
-                waiting.putIfAbsent(prev, sb); // predecessor not here yet
+            if (prev > log.lastAcceptedSeq) {
+                log.await(prev, sb); // predecessor not here yet
                 return;
             }
-            if (prev < lastAcceptedSeq) {
+            if (prev < log.lastAcceptedSeq) {
                 return; // stale or conflicting with an accepted PUT
             }
         }
         accept(sb);
         SubBatch nextSb;
-        while ((nextSb = waiting.remove(lastAcceptedSeq)) != null) {
-            if (!indexByBatch.containsKey(nextSb.batchId())) {
+        while ((nextSb = log.takeSuccessor()) != null) {
+            if (!log.hasBatch(nextSb.batchId())) {
                 accept(nextSb);
             }
         }
     }
 
     private void accept(SubBatch sb) {
-        long idx = nextIndex++;
+        long idx = log.nextIndex;
         byte[] bytes = sb.encode();
         Hash digest = cfg.hash().hash(bytes);
         disk.append(rrs.generation(), idx, hooks.onDiskWrite(bytes));
-        lastAcceptedSeq = sb.lastSeq();
-        Entry e = new Entry(idx, sb, digest);
-        entries.put(idx, e);
-        indexByBatch.put(sb.batchId(), idx);
+        ReplicaLog.Entry e = log.add(idx, sb, digest);
         NodeId next = rrs.next(me);
         if (next != null && hooks.forward(sb)) {
             net.send(next, new Message.SubBatchMsg(sb));
@@ -427,13 +399,13 @@ public final class RegionReplica {
         }
     }
 
-    private Certificate tentativeLogEntry(Entry e) {
+    private Certificate tentativeLogEntry(ReplicaLog.Entry e) {
         Statement.LogEntry st = new Statement.LogEntry(regionId, rrs.generation(), e.index,
                 hooks.digestToSign(e.digest), e.sb.encode().length);
         return Certificate.sign(CertType.TENTATIVE_LOG_ENTRY, st, signer);
     }
 
-    private void sendTentative(Entry e) {
+    private void sendTentative(ReplicaLog.Entry e) {
         Certificate t = tentativeLogEntry(e);
         for (NodeId h : rrs.metadataHolders()) {
             if (!e.acks.contains(h)) {
@@ -447,7 +419,7 @@ public final class RegionReplica {
                 || !rrs.metadataHolders().contains(from)) {
             return;
         }
-        Entry e = entries.get(a.index());
+        ReplicaLog.Entry e = log.entry(a.index());
         if (e == null || !a.digest().equals(e.digest) || !verifier.verify(from,
                 Message.StoreAck.signedBytes(a.region(), a.generation(), a.index(), a.digest()), a.signature())) {
             return;
@@ -464,7 +436,7 @@ public final class RegionReplica {
         return new Wire.Out().u8(0x56).i64(batchId).i32(region).i64(generation).u8(yes ? 1 : 0).toByteArray();
     }
 
-    private void sendVote(Entry e, boolean yes) {
+    private void sendVote(ReplicaLog.Entry e, boolean yes) {
         byte[] sig = signer.sign(voteBytes(e.sb.batchId(), regionId.index(), rrs.generation(), yes));
         Message.Vote v = new Message.Vote(e.sb.batchId(), regionId.index(), rrs.generation(), yes, sig);
         for (NodeId l : leaderReplicas(e.sb.leaderRegion())) {
@@ -494,10 +466,10 @@ public final class RegionReplica {
                 || !verifier.verify(clientId, info.signedBytes(), info.clientSig())) {
             return;
         }
-        if (myDecisions.containsKey(info.batchId())) {
+        if (batchLeader.decided(info.batchId())) {
             return; // decided already (a retransmission)
         }
-        LeaderBatch lb = leading.computeIfAbsent(info.batchId(), k -> new LeaderBatch());
+        BatchLeaderState.LeaderBatch lb = batchLeader.forBatchInfo(info.batchId());
         if (lb.info != null) {
             return;
         }
@@ -523,16 +495,12 @@ public final class RegionReplica {
                 || !verifier.verify(from, voteBytes(v.batchId(), v.region(), v.generation(), v.yes()), v.signature())) {
             return;
         }
-        if (myDecisions.containsKey(v.batchId())) {
+        if (batchLeader.decided(v.batchId())) {
             return; // decided already: a late vote changes nothing
         }
-        LeaderBatch lb = leading.get(v.batchId());
+        BatchLeaderState.LeaderBatch lb = batchLeader.forVote(v.batchId());
         if (lb == null) {
-            if (unknownBatches() >= MAX_UNKNOWN_BATCHES) {
-                return; // its BatchInfo has not come: the voter retransmits
-            }
-            lb = new LeaderBatch();
-            leading.put(v.batchId(), lb);
+            return; // too many batches whose BatchInfo has not come: the voter retransmits
         }
         if (!lb.voted.add(new ReplicaId(voterRrs.region(), from))) {
             return;
@@ -545,9 +513,9 @@ public final class RegionReplica {
         tryDecide(lb);
     }
 
-    private void tryDecide(LeaderBatch lb) {
+    private void tryDecide(BatchLeaderState.LeaderBatch lb) {
         BatchInfo info = lb.info;
-        if (info == null || myDecisions.containsKey(info.batchId())) {
+        if (info == null || batchLeader.decided(info.batchId())) {
             return;
         }
         Boolean commit = null;
@@ -556,7 +524,7 @@ public final class RegionReplica {
         } else {
             boolean prevOk = true;
             if (info.prevBatchId() >= 0 && !cfg.mutated(Mutation.COMMIT_WITHOUT_CONFIRMATION)) {
-                Certificate prev = decisionCerts.get(info.prevBatchId());
+                Certificate prev = log.decision(info.prevBatchId());
                 if (prev == null) {
                     prevOk = false;
                 } else if (prev.type() == CertType.ABORT) {
@@ -586,15 +554,14 @@ public final class RegionReplica {
         }
         Certificate t = signDecision(info, commit);
         disk.recordDecision(rrs.generation(), t); // durable before it is sent: a restart cannot flip it
-        myDecisions.put(info.batchId(), t);
-        leading.remove(info.batchId()); // decided: votes and BatchInfo are no longer needed
+        batchLeader.decide(info.batchId(), t); // decided: votes and BatchInfo are no longer needed
         Set<NodeId> to = new HashSet<>();
         for (int p : info.participants()) {
             if (p >= 0 && p < cfg.regionCount()) {
                 to.addAll(membership.current(p).replicas());
             }
         }
-        Set<NodeId> waiters = decisionWaiters.remove(info.batchId());
+        Set<NodeId> waiters = batchLeader.takeWaiters(info.batchId());
         if (waiters != null) {
             to.addAll(waiters);
         }
@@ -610,26 +577,31 @@ public final class RegionReplica {
         return Certificate.sign(commit ? CertType.TENTATIVE_COMMIT : CertType.TENTATIVE_ABORT, st, signer);
     }
 
-    /** Led batches known only from votes (no BatchInfo yet). */
-    private int unknownBatches() {
-        int n = 0;
-        for (LeaderBatch lb : leading.values()) {
-            if (lb.info == null) {
-                n++;
-            }
-        }
-        return n;
-    }
-
     private void onDecisionRequest(NodeId from, long batchId) {
-        Certificate d = myDecisions.get(batchId);
+        Certificate d = batchLeader.decision(batchId);
+        if (d == null && batchLeader.forgotten(batchId)) {
+            d = decisionOnDisk(batchId);
+        }
         if (d != null) {
             net.send(from, new Message.DecisionMsg(d));
-        } else if (decisionWaiters.containsKey(batchId) || decisionWaiters.size() < MAX_UNKNOWN_BATCHES
-                || (leading.containsKey(batchId) && leading.get(batchId).info != null)) {
-            // (beyond the bound the asker is not remembered; it asks again)
-            decisionWaiters.computeIfAbsent(batchId, k -> new HashSet<>()).add(from);
+        } else if (!batchLeader.decided(batchId)) {
+            batchLeader.addWaiter(batchId, from);
         }
+    }
+
+    /**
+     * The decision this replica signed for a batch whose decision was freed from memory (a checkpoint
+     * covers it), read back from the disk where it was recorded before it was sent; null if none.
+     */
+    private Certificate decisionOnDisk(long batchId) {
+        for (Certificate d : disk.decisions(rrs.generation())) {
+            if ((d.type() == CertType.TENTATIVE_COMMIT || d.type() == CertType.TENTATIVE_ABORT)
+                    && d.signers().equals(Set.of(me))
+                    && d.statement(Statement.Decision.class).batchId() == batchId && d.verify(verifier, Set.of(me))) {
+                return d;
+            }
+        }
+        return null;
     }
 
     private void onDecision(Certificate t) {
@@ -643,18 +615,17 @@ public final class RegionReplica {
                 || !t.verify(verifier, membership.current(leader).replicaSet())) {
             return;
         }
-        if (decisionCerts.containsKey(st.batchId())) {
+        if (log.decision(st.batchId()) != null) {
             return; // (one freed below the batch floor may be learned again: a later batch's leader
                     // asks for it; the next checkpoint frees it again)
         }
-        Certificate cert = Tentatives.combineIfEnough(decisionTentatives.offer(st.batchId(), t),
+        Certificate cert = log.offerLeaderTentative(st.batchId(), t,
                 cfg.mutated(Mutation.DECISION_FROM_TWO_LEADER_TENTATIVES) ? 2 : Tentatives.UNANIMOUS);
         if (cert == null) {
             return;
         }
-        decisionCerts.put(st.batchId(), cert);
-        decisionTentatives.forget(st.batchId());
-        for (LeaderBatch lb : new ArrayList<>(leading.values())) {
+        log.learnDecision(st.batchId(), cert);
+        for (BatchLeaderState.LeaderBatch lb : batchLeader.batchesCopy()) {
             if (lb.info != null && lb.info.prevBatchId() == st.batchId()) {
                 tryDecide(lb);
             }
@@ -666,11 +637,11 @@ public final class RegionReplica {
 
     private void tryCommit() {
         while (true) {
-            Entry e = entries.get(committedIndex + 1);
+            ReplicaLog.Entry e = log.nextToCommit();
             if (e == null) {
                 return;
             }
-            Certificate d = decisionCerts.get(e.sb.batchId());
+            Certificate d = log.decision(e.sb.batchId());
             if (d == null) {
                 return;
             }
@@ -682,7 +653,7 @@ public final class RegionReplica {
             // the entry's commit/abort mark is durable before the replica acts on it: recovery uses the
             // ABORT marks to keep logged-then-aborted entries out of the prepared prefix
             disk.recordDecision(rrs.generation(), d);
-            committedIndex++;
+            log.committedIndex++;
             e.resolved = true;
             if (d.type() == CertType.COMMIT) {
                 apply(e);
@@ -693,7 +664,7 @@ public final class RegionReplica {
         }
     }
 
-    private void apply(Entry e) {
+    private void apply(ReplicaLog.Entry e) {
         long first = cfg.layout().firstBlock(regionId.index());
         for (Put p : e.sb.puts()) {
             long local = p.block() - first;
@@ -709,7 +680,7 @@ public final class RegionReplica {
         }
     }
 
-    private void sendPutOutcome(Entry e, boolean success) {
+    private void sendPutOutcome(ReplicaLog.Entry e, boolean success) {
         Statement.PutOutcome st = new Statement.PutOutcome(success, regionId, e.sb.batchId(), e.sb.firstSeq(),
                 e.sb.lastSeq(), e.index, e.digest);
         net.send(clientId, new Message.PutReply(Certificate.sign(
@@ -749,23 +720,16 @@ public final class RegionReplica {
         // a checkpoint costs what changed since the previous one, not the region's size
         disk.writeCheckpoint(rrs.generation(), index, appliedSeq, store.dirty(), rootRecord);
         store.markDurable();
-        snapshotRoots.put(index, store.root());
-        snapshotRecords.put(index, rootRecord);
+        checkpoints.snapshot(index, store.root(), rootRecord);
         if (me.equals(rrs.primary())) {
             for (NodeId r : rrs.replicas()) {
                 net.send(r, new Message.CheckpointPropose(regionId.index(), rrs.generation(), index));
             }
         }
-        if (proposals.contains(index)) {
+        if (checkpoints.proposed(index)) {
             signCheckpoint(index);
         }
     }
-
-    /** (through index, last seq) of the latest CHECKPOINT certificate, whose covered state is freed at the next. */
-    private long[] lastCertified;
-
-    /** Batch ids below this are finished here: their entries are checkpointed and no open batch needs them. */
-    private long batchFloor;
 
     /**
      * Frees the memory a CHECKPOINT certificate through {@code index} covers: the entries and their
@@ -773,48 +737,28 @@ public final class RegionReplica {
      * roots. Decision certificates a batch led here still waits for (its previous batch) are kept.
      */
     private void freeCoveredState(long index, long lastSeq) {
-        long maxFreedBatch = batchFloor - 1;
-        var covered = entries.headMap(index, true);
-        for (Entry e : covered.values()) {
-            indexByBatch.remove(e.sb.batchId());
-            maxFreedBatch = Math.max(maxFreedBatch, e.sb.batchId());
-        }
-        covered.clear();
-        long floor = maxFreedBatch + 1;
-        for (Entry e : entries.values()) {
-            floor = Math.min(floor, e.sb.batchId());
-        }
-        for (LeaderBatch lb : leading.values()) {
-            if (lb.info != null) {
-                floor = Math.min(floor, lb.info.prevBatchId() >= 0 ? lb.info.prevBatchId() : lb.info.batchId());
-            }
-        }
-        batchFloor = Math.max(batchFloor, floor);
-        decisionCerts.keySet().removeIf(b -> b < batchFloor);
-        decisionTentatives.forgetIf(b -> b < batchFloor);
-        leading.entrySet().removeIf(e -> e.getKey() < batchFloor
-                && (myDecisions.containsKey(e.getKey()) || e.getValue().info == null));
+        long maxFreedBatch = log.freeEntriesThrough(index);
+        long floor = batchLeader.lowestNeeded(log.lowestOpenBatch(maxFreedBatch + 1));
+        log.raiseBatchFloor(floor);
+        batchLeader.freeBelow(log.batchFloor);
         rootHistory.headMap(lastSeq, false).clear();
-        snapshotRoots.keySet().removeIf(k -> k < index);
-        snapshotRecords.keySet().removeIf(k -> k < index);
+        checkpoints.freeBefore(index);
     }
 
     private void onCheckpointPropose(NodeId from, Message.CheckpointPropose p) {
         // deterministic criterion: only at the fixed flush interval, only from our primary
         if (!from.equals(rrs.primary()) || p.region() != regionId.index() || p.generation() != rrs.generation()
-                || (p.throughIndex() + 1) % CHECKPOINT_EVERY != 0 || p.throughIndex() <= checkpointedIndex) {
+                || (p.throughIndex() + 1) % CHECKPOINT_EVERY != 0 || p.throughIndex() <= checkpoints.checkpointedIndex) {
             return;
         }
-        proposals.add(p.throughIndex());
-        if (snapshotRoots.containsKey(p.throughIndex())) {
+        checkpoints.propose(p.throughIndex());
+        if (checkpoints.hasSnapshot(p.throughIndex())) {
             signCheckpoint(p.throughIndex());
         }
     }
 
     private void signCheckpoint(long index) {
-        VolumeRootRecord rec = snapshotRecords.get(index);
-        Statement.Checkpoint st = new Statement.Checkpoint(regionId, rrs.generation(), index,
-                rec.seq(), snapshotRoots.get(index), rec.root());
+        Statement.Checkpoint st = checkpoints.statement(regionId, rrs.generation(), index);
         Certificate t = Certificate.sign(CertType.TENTATIVE_CHECKPOINT, st, signer);
         for (NodeId r : rrs.replicas()) {
             net.send(r, new Message.CheckpointVote(t));
@@ -827,23 +771,22 @@ public final class RegionReplica {
         }
         Statement.Checkpoint st = t.statement(Statement.Checkpoint.class);
         if (!st.region().equals(regionId) || st.generation() != rrs.generation()
-                || st.throughIndex() <= checkpointedIndex) {
+                || st.throughIndex() <= checkpoints.checkpointedIndex) {
             return;
         }
-        Certificate cp = Tentatives.combineIfEnough(checkpointVotes.offer(st.throughIndex(), t), Tentatives.UNANIMOUS);
+        Certificate cp = checkpoints.offerVote(st.throughIndex(), t);
         if (cp != null) {
             coordination.putCheckpoint(cp);
-            checkpointedIndex = st.throughIndex();
-            proposals.removeIf(k -> k <= st.throughIndex());
-            checkpointVotes.forgetIf(k -> k <= st.throughIndex());
+            // the store keeps the latest valid checkpoint (and anything newer), not the region's history
+            coordination.pruneCheckpoints(regionId, Coordination.signedByItsGeneration(verifier, membership));
+            long[] previous = checkpoints.certified(st.throughIndex(), st.lastSeq());
             disk.truncateLogPrefix(rrs.generation(), st.throughIndex()); // GC only after the certificate
             // memory lags one certificate: the entries this certificate covers stay until the next one,
             // so a client whose reply was lost still gets its outcome resent for its retransmission (a
             // client with at most CHECKPOINT_EVERY batches outstanding cannot be two checkpoints ahead)
-            if (lastCertified != null) {
-                freeCoveredState(lastCertified[0], lastCertified[1]);
+            if (previous != null) {
+                freeCoveredState(previous[0], previous[1]);
             }
-            lastCertified = new long[] {st.throughIndex(), st.lastSeq()};
         }
     }
 }

@@ -24,6 +24,25 @@ public record RegionSnapshot(long generation, long throughIndex, long lastSeq, M
         return new RegionSnapshot(generation, -1, 0, Map.of(), new VolumeRootRecord(emptyVolumeRoot, 0));
     }
 
+    /**
+     * Why this snapshot is not the state {@code cp} certifies (generation, index, last seq, volume-root
+     * record, region tree root), or null if it is.
+     */
+    public String mismatch(io.salus.core.cert.Statement.Checkpoint cp, HashAlgorithm alg, int blockSize,
+                           RegionLayout layout) {
+        if (generation != cp.generation() || throughIndex != cp.throughIndex()) {
+            return "it is of generation " + generation + " through index " + throughIndex + ", the certificate of "
+                    + cp.generation() + " through " + cp.throughIndex();
+        }
+        if (lastSeq != cp.lastSeq() || !rootRecord.equals(cp.rootRecord())) {
+            return "its last seq " + lastSeq + " / volume-root record " + rootRecord + " differ from the certified "
+                    + cp.lastSeq() + " / " + cp.rootRecord();
+        }
+        Hash root = regionRoot(alg, blockSize, layout);
+        return root.equals(cp.regionRoot()) ? null
+                : "its region tree root " + root + " differs from the certified " + cp.regionRoot();
+    }
+
     /** The region tree root over these cells. */
     public Hash regionRoot(HashAlgorithm alg, int blockSize, RegionLayout layout) {
         MerkleTree t = layout.newRegionTree(alg, blockSize, new io.salus.core.merkle.InMemoryNodeStore());

@@ -40,6 +40,11 @@ public final class WitnessLog {
     private final BiFunction<RegionId, Long, Set<NodeId>> members;
     private final Tentatives<Slot> pending = new Tentatives<>();
     private final int need;
+    /** Per (region, generation): the lowest index answered NO_NEXT_ENTRY here; nothing is stored at or after it. */
+    private final Map<Log, Long> sealedFrom = new HashMap<>();
+
+    private record Log(RegionId region, long generation) {
+    }
 
     public WitnessLog(Signer signer, Verifier verifier, CertificateStore store,
                       BiFunction<RegionId, Long, Set<NodeId>> members) {
@@ -82,7 +87,12 @@ public final class WitnessLog {
         Slot slot = new Slot(st.region(), st.generation(), st.index());
         Optional<Certificate> existing = store.get(slot.region, slot.generation, slot.index);
         if (existing.isPresent()) {
+            // a stored NO_NEXT_ENTRY (the slot's seal) never equals a log entry's statement
             return existing.get().statement().equals(st) ? Offer.STORED : Offer.REJECTED;
+        }
+        Long sealed = sealedFrom.get(new Log(slot.region, slot.generation));
+        if (sealed != null && slot.index >= sealed) {
+            return Offer.REJECTED; // signed "no entry at the sealed index nor after it" for this generation
         }
         if (c.type() == CertType.LOG_ENTRY) {
             store.putIfAbsent(slot.region, slot.generation, slot.index, c);
@@ -98,11 +108,25 @@ public final class WitnessLog {
         return Offer.PENDING;
     }
 
-    /** Recovery query: the stored LOG_ENTRY at the position, or a signed NO_NEXT_ENTRY. */
+    /**
+     * Recovery query: the stored LOG_ENTRY at the position, or a signed NO_NEXT_ENTRY. A NO_NEXT_ENTRY
+     * is a promise ("no entry at this index nor after it, in this generation"), so answering one seals
+     * the generation here at that index: the certificate is stored durably in the slot before it is
+     * returned (a restarted holder keeps the promise for the slot, and answers the same way), and no
+     * LOG_ENTRY of that generation is stored at or after the index afterwards. Old replicas still
+     * running can then never collect the 5 acknowledgements for an entry the recovered log lacks.
+     */
     public Certificate query(RegionId region, long generation, long index) {
         Optional<Certificate> c = store.get(region, generation, index);
-        return c.orElseGet(() -> Certificate.sign(CertType.NO_NEXT_ENTRY,
-                new Statement.NoNextEntry(region, generation, index), signer));
+        if (c.isPresent()) {
+            return c.get();
+        }
+        Certificate none = Certificate.sign(CertType.NO_NEXT_ENTRY, new Statement.NoNextEntry(region, generation, index),
+                signer);
+        store.putIfAbsent(region, generation, index, none);
+        sealedFrom.merge(new Log(region, generation), index, Math::min);
+        pending.forgetIf(s -> s.region.equals(region) && s.generation == generation && s.index >= index);
+        return store.get(region, generation, index).orElse(none);
     }
 
     /** Slots whose tentatives still wait for the other replicas. */

@@ -1,0 +1,169 @@
+package io.salus.core.protocol.replica;
+
+import io.salus.core.cert.Certificate;
+import io.salus.core.crypto.NodeId;
+import io.salus.core.protocol.ReplicaId;
+import io.salus.core.protocol.message.BatchInfo;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The batch-leader state of one {@link RegionReplica} (pipelined commit, PC3): for the batches its
+ * region leads, the client's BatchInfo, the participants' votes, the decision this replica signed
+ * (durable on the {@link ReplicaDisk} before it is sent), and who waits for it. Pure state, no I/O.
+ */
+final class BatchLeaderState {
+    /** One batch this region leads and this replica has not decided yet. */
+    static final class LeaderBatch {
+        BatchInfo info;
+        final Map<Integer, Set<NodeId>> yes = new HashMap<>();
+        /** Regions from whose current replicas a signed NO arrived; only participants' NOs count. */
+        final Set<Integer> no = new HashSet<>();
+        /** One vote per replica: a server hosting two participant regions votes once for each. */
+        final Set<ReplicaId> voted = new HashSet<>();
+
+        /** A signed NO from a replica of one of the batch's participant regions. */
+        boolean participantSaidNo() {
+            for (int p : info.participants()) {
+                if (no.contains(p)) {
+                    return true;
+                }
+            }
+            return false;
+        }
+    }
+
+    private final int maxUnknown;
+    private final Map<Long, LeaderBatch> leading = new HashMap<>();
+    private final Map<Long, Certificate> myDecisions = new HashMap<>();
+    private final Map<Long, Set<NodeId>> decisionWaiters = new HashMap<>();
+    /**
+     * Batch ids below this are decided here and forgotten from memory (a CHECKPOINT certificate covers
+     * their entries): they are never decided again, and their decision is read back from the disk.
+     */
+    private long decidedFloor;
+
+    BatchLeaderState(int maxUnknown) {
+        this.maxUnknown = maxUnknown;
+    }
+
+    /** True once this replica signed a decision for the batch (or the batch is below the decided floor). */
+    boolean decided(long batchId) {
+        return batchId < decidedFloor || myDecisions.containsKey(batchId);
+    }
+
+    /** True if the batch's decision was freed from memory (it is on the disk). */
+    boolean forgotten(long batchId) {
+        return batchId < decidedFloor && !myDecisions.containsKey(batchId);
+    }
+
+    /** The decision this replica signed for the batch if still in memory, or null. */
+    Certificate decision(long batchId) {
+        return myDecisions.get(batchId);
+    }
+
+    /** Reloads a decision this replica signed before a restart. */
+    void reload(long batchId, Certificate t) {
+        myDecisions.putIfAbsent(batchId, t);
+    }
+
+    /** The batch, created for its BatchInfo. */
+    LeaderBatch forBatchInfo(long batchId) {
+        return leading.computeIfAbsent(batchId, k -> new LeaderBatch());
+    }
+
+    /** The batch for a vote, created if fewer than the bound of unknown batches are held, else null. */
+    LeaderBatch forVote(long batchId) {
+        LeaderBatch lb = leading.get(batchId);
+        if (lb == null && unknownBatches() < maxUnknown) {
+            lb = new LeaderBatch();
+            leading.put(batchId, lb);
+        }
+        return lb;
+    }
+
+    boolean knowsInfo(long batchId) {
+        LeaderBatch lb = leading.get(batchId);
+        return lb != null && lb.info != null;
+    }
+
+    Collection<LeaderBatch> batches() {
+        return leading.values();
+    }
+
+    /** A snapshot of the undecided batches (safe to iterate while deciding). */
+    List<LeaderBatch> batchesCopy() {
+        return new ArrayList<>(leading.values());
+    }
+
+    /** Records the decision and forgets the batch's votes and BatchInfo. */
+    void decide(long batchId, Certificate t) {
+        myDecisions.put(batchId, t);
+        leading.remove(batchId);
+    }
+
+    /** Remembers that {@code from} asked for an undecided batch's decision (bounded for unknown batches). */
+    void addWaiter(long batchId, NodeId from) {
+        if (decisionWaiters.containsKey(batchId) || decisionWaiters.size() < maxUnknown || knowsInfo(batchId)) {
+            // (beyond the bound the asker is not remembered; it asks again)
+            decisionWaiters.computeIfAbsent(batchId, k -> new HashSet<>()).add(from);
+        }
+    }
+
+    /** The askers waiting for the batch's decision, removed (null if none). */
+    Set<NodeId> takeWaiters(long batchId) {
+        return decisionWaiters.remove(batchId);
+    }
+
+    /** Led batches known only from votes (no BatchInfo yet). */
+    int unknownBatches() {
+        int n = 0;
+        for (LeaderBatch lb : leading.values()) {
+            if (lb.info == null) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    /** The lowest batch id an open batch still needs (itself, or its predecessor's decision), or {@code bound}. */
+    long lowestNeeded(long bound) {
+        long floor = bound;
+        for (LeaderBatch lb : leading.values()) {
+            if (lb.info != null) {
+                floor = Math.min(floor, lb.info.prevBatchId() >= 0 ? lb.info.prevBatchId() : lb.info.batchId());
+            }
+        }
+        return floor;
+    }
+
+    /**
+     * Frees what the batch floor covers: the decisions this replica signed for batches below it (they
+     * stay on the disk), the votes of batches below it that never got a BatchInfo, and their askers.
+     * Batches below the floor are never decided again.
+     */
+    void freeBelow(long batchFloor) {
+        leading.entrySet().removeIf(e -> e.getKey() < batchFloor
+                && (myDecisions.containsKey(e.getKey()) || e.getValue().info == null));
+        long floor = batchFloor;
+        for (LeaderBatch lb : leading.values()) {
+            if (lb.info != null) {
+                floor = Math.min(floor, lb.info.batchId()); // an open batch below the floor keeps its chance
+            }
+        }
+        decidedFloor = Math.max(decidedFloor, floor);
+        myDecisions.keySet().removeIf(b -> b < decidedFloor);
+        decisionWaiters.keySet().removeIf(b -> b < decidedFloor);
+    }
+
+    void sizes(Map<String, Integer> m) {
+        m.put("leading", leading.size());
+        m.put("myDecisions", myDecisions.size());
+        m.put("decisionWaiters", decisionWaiters.size());
+    }
+}

@@ -1,0 +1,161 @@
+package io.salus.core.protocol.replica;
+
+import io.salus.core.cert.Certificate;
+import io.salus.core.crypto.NodeId;
+import io.salus.core.merkle.Hash;
+import io.salus.core.protocol.Tentatives;
+import io.salus.core.protocol.message.SubBatch;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+
+/**
+ * The log and commit state of one {@link RegionReplica} (AS steps 1-4): the sub-batches accepted
+ * in log order and those waiting for their predecessor, the store acknowledgements of each entry,
+ * the COMMIT/ABORT certificates that resolve entries (and the leader tentatives they are combined
+ * from), and how far the log is committed. Pure state, no I/O; the replica drives it.
+ */
+final class ReplicaLog {
+    /** One accepted sub-batch at its log index. */
+    static final class Entry {
+        final long index;
+        final SubBatch sb;
+        final Hash digest;
+        final Set<NodeId> acks = new HashSet<>();
+        boolean voted;
+        boolean resolved;
+
+        Entry(long index, SubBatch sb, Hash digest) {
+            this.index = index;
+            this.sb = sb;
+            this.digest = digest;
+        }
+    }
+
+    long lastAcceptedSeq;
+    long nextIndex;
+    long committedIndex;
+    /** Batch ids below this are finished here: their entries are checkpointed and no open batch needs them. */
+    long batchFloor;
+
+    private final Map<Long, SubBatch> waiting = new HashMap<>();
+    private final TreeMap<Long, Entry> entries = new TreeMap<>();
+    private final Map<Long, Long> indexByBatch = new HashMap<>();
+    private final Tentatives<Long> decisionTentatives = new Tentatives<>();
+    private final Map<Long, Certificate> decisionCerts = new HashMap<>();
+
+    ReplicaLog(long throughIndex, long lastSeq) {
+        this.lastAcceptedSeq = lastSeq;
+        this.committedIndex = throughIndex;
+        this.nextIndex = throughIndex + 1;
+    }
+
+    // ---------------------------------------------------------------- entries
+
+    /** Adds an accepted (or reloaded) sub-batch at the next index. */
+    Entry add(long index, SubBatch sb, Hash digest) {
+        Entry e = new Entry(index, sb, digest);
+        entries.put(index, e);
+        indexByBatch.put(sb.batchId(), index);
+        lastAcceptedSeq = sb.lastSeq();
+        nextIndex = index + 1;
+        return e;
+    }
+
+    Entry entry(long index) {
+        return entries.get(index);
+    }
+
+    /** The entry holding the batch's sub-batch, or null. */
+    Entry entryOfBatch(long batchId) {
+        Long i = indexByBatch.get(batchId);
+        return i == null ? null : entries.get(i);
+    }
+
+    boolean hasBatch(long batchId) {
+        return indexByBatch.containsKey(batchId);
+    }
+
+    Collection<Entry> entries() {
+        return entries.values();
+    }
+
+    /** The entry to commit next (in log order), or null. */
+    Entry nextToCommit() {
+        return entries.get(committedIndex + 1);
+    }
+
+    /** Parks a sub-batch until the one ending at {@code prevNum} is accepted. */
+    void await(long prevNum, SubBatch sb) {
+        waiting.putIfAbsent(prevNum, sb);
+    }
+
+    /** The parked sub-batch that follows the last accepted one, removed, or null. */
+    SubBatch takeSuccessor() {
+        return waiting.remove(lastAcceptedSeq);
+    }
+
+    // ---------------------------------------------------------------- decision certificates
+
+    Certificate decision(long batchId) {
+        return decisionCerts.get(batchId);
+    }
+
+    Map<Long, Certificate> decisions() {
+        return decisionCerts;
+    }
+
+    void learnDecision(long batchId, Certificate cert) {
+        decisionCerts.putIfAbsent(batchId, cert);
+        decisionTentatives.forget(batchId);
+    }
+
+    /** Offers a verified leader tentative; returns the combined certificate once enough match, else null. */
+    Certificate offerLeaderTentative(long batchId, Certificate t, int need) {
+        return Tentatives.combineIfEnough(decisionTentatives.offer(batchId, t), need);
+    }
+
+    // ---------------------------------------------------------------- freeing
+
+    /**
+     * Drops the entries through {@code index} (a CHECKPOINT certificate covers them) and their batch
+     * index; returns the highest batch id freed, or {@code batchFloor - 1} if none.
+     */
+    long freeEntriesThrough(long index) {
+        long maxFreedBatch = batchFloor - 1;
+        var covered = entries.headMap(index, true);
+        for (Entry e : covered.values()) {
+            indexByBatch.remove(e.sb.batchId());
+            maxFreedBatch = Math.max(maxFreedBatch, e.sb.batchId());
+        }
+        covered.clear();
+        return maxFreedBatch;
+    }
+
+    /** The lowest batch id of an entry still held, or {@code bound} if lower. */
+    long lowestOpenBatch(long bound) {
+        long floor = bound;
+        for (Entry e : entries.values()) {
+            floor = Math.min(floor, e.sb.batchId());
+        }
+        return floor;
+    }
+
+    /** Raises the batch floor and frees decision state below it. */
+    void raiseBatchFloor(long floor) {
+        batchFloor = Math.max(batchFloor, floor);
+        decisionCerts.keySet().removeIf(b -> b < batchFloor);
+        decisionTentatives.forgetIf(b -> b < batchFloor);
+    }
+
+    void sizes(Map<String, Integer> m) {
+        m.put("entries", entries.size());
+        m.put("indexByBatch", indexByBatch.size());
+        m.put("waiting", waiting.size());
+        m.put("decisionCerts", decisionCerts.size());
+        m.put("decisionTentatives", decisionTentatives.size());
+    }
+}
