@@ -33,6 +33,10 @@ public final class BlockDriverMetrics {
   public final LongAdder blocksVerified = new LongAdder();
   /** Region subtrees fetched on demand from storage. */
   public final LongAdder subtreeFetches = new LongAdder();
+  /** Tree nodes (leaf hashes and persisted interior nodes) fetched on a cache miss. */
+  public final LongAdder nodeRowsFetched = new LongAdder();
+  /** Rows read by mounts (subtree roots and dirty markers; every leaf when it must scan). */
+  public final LongAdder mountRowsRead = new LongAdder();
 
   public Map<String, Long> snapshot() {
     Map<String, Long> m = new TreeMap<>();
@@ -54,6 +58,8 @@ public final class BlockDriverMetrics {
     m.put("verification_failures", verificationFailures.sum());
     m.put("blocks_verified", blocksVerified.sum());
     m.put("subtree_fetches", subtreeFetches.sum());
+    m.put("node_rows_fetched", nodeRowsFetched.sum());
+    m.put("mount_rows_read", mountRowsRead.sum());
     return m;
   }
 
