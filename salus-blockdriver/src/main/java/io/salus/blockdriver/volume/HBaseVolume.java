@@ -1,6 +1,7 @@
 package io.salus.blockdriver.volume;
 
 import io.salus.blockdriver.metrics.BlockDriverMetrics;
+import io.salus.blockdriver.metrics.BlockDriverMetricsSource;
 import io.salus.blockdriver.tree.ClientVolumeTree;
 import io.salus.blockdriver.tree.SubtreeSource;
 import io.salus.blockdriver.tree.TreeHashes;
@@ -83,6 +84,8 @@ public final class HBaseVolume implements Volume {
   private final ExecutorService executor;
   private final ClientVolumeTree tree;
   private final BlockDriverMetrics metrics = new BlockDriverMetrics();
+  /** The volume's metrics in JMX ({@code SalusVolume-<name>}) while open. */
+  private final BlockDriverMetricsSource jmx;
   private final int bs;
   private long recordedSeq = -1;
   /** Last in-flight batch per block (for ordering overlapping writes). */
@@ -202,6 +205,7 @@ public final class HBaseVolume implements Volume {
       recordedSeq = seq;
       // the recomputed subtrees' nodes are stored and the root recorded: old markers can go
       deleteMarkers(staleMarkers);
+      this.jmx = BlockDriverMetricsSource.register("SalusVolume-" + info.name(), metrics);
     } catch (IOException | RuntimeException | Error e) {
       release(ac, ex, lease, info.name());
       throw e;
@@ -854,6 +858,7 @@ public final class HBaseVolume implements Volume {
   }
 
   private void releaseResources() {
+    jmx.close();
     release(async, executor, lease, info.name());
   }
 
