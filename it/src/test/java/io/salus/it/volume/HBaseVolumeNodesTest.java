@@ -120,6 +120,19 @@ class HBaseVolumeNodesTest {
               "no write is built on a forged node");
         }
         assertTrue(v.metrics().verificationFailures.sum() >= 2);
+        // and monitoring sees them: the volume's metrics2 source in JMX (cache refreshed once
+        // per metrics period: poll)
+        javax.management.MBeanServer mbs =
+            java.lang.management.ManagementFactory.getPlatformMBeanServer();
+        java.util.Set<javax.management.ObjectName> names = mbs.queryNames(
+            new javax.management.ObjectName("Hadoop:name=SalusVolume-forgednode,*"), null);
+        assertEquals(1, names.size(), names.toString());
+        javax.management.ObjectName n = names.iterator().next();
+        long deadline = System.currentTimeMillis() + 60_000;
+        while (((Number) mbs.getAttribute(n, "VerificationFailures")).longValue() < 2) {
+          assertTrue(System.currentTimeMillis() < deadline, "JMX never showed the failures");
+          Thread.sleep(250);
+        }
         // block 5's path does not use the forged node as a sibling: it reads fine
         assertArrayEquals(Arrays.copyOfRange(d, 5 * 4096, 6 * 4096), v.read(5, 1).join());
       }

@@ -103,7 +103,11 @@ public final class MountHeapBenchmark {
       // the same volume as one written before nodes were persisted: drop the row that says
       // they are complete, so the mount scans every block's hash (and stores the nodes again)
       try (org.apache.hadoop.hbase.client.Table t = c.getTable(VolumeCatalog.dataTable("tib"))) {
-        t.delete(new org.apache.hadoop.hbase.client.Delete(new byte[] {(byte) 0x80}));
+        byte[] completeRow = {(byte) 0x80};
+        // the driver writes explicit cell versions: delete at the stored cell's version
+        long ts = t.get(new org.apache.hadoop.hbase.client.Get(completeRow))
+            .getColumnLatestCell(HBaseVolume.FAMILY, HBaseVolume.NODE).getTimestamp();
+        t.delete(new org.apache.hadoop.hbase.client.Delete(completeRow, ts));
       }
       t0 = System.nanoTime();
       try (HBaseVolume v = HBaseVolume.open(c, "tib")) {

@@ -18,6 +18,7 @@ import org.slf4j.LoggerFactory;
  */
 public final class BlockDriverMetricsSource implements MetricsSource, AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(BlockDriverMetricsSource.class);
+  private static boolean initialized;
   private final String name;
   private final BlockDriverMetrics m;
   private volatile boolean registered;
@@ -35,7 +36,12 @@ public final class BlockDriverMetricsSource implements MetricsSource, AutoClosea
   public static BlockDriverMetricsSource register(String name, BlockDriverMetrics metrics) {
     BlockDriverMetricsSource s = new BlockDriverMetricsSource(name, metrics);
     try {
-      DefaultMetricsSystem.initialize("SalusBlockDriver"); // no-op when already initialized
+      synchronized (BlockDriverMetricsSource.class) {
+        if (!initialized) { // once per JVM (a DataNode or region server may have done it)
+          DefaultMetricsSystem.initialize("SalusBlockDriver");
+          initialized = true;
+        }
+      }
       DefaultMetricsSystem.instance().register(name, "Salus block driver", s);
       s.registered = true;
     } catch (RuntimeException e) {
