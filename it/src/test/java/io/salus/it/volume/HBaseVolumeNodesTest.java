@@ -121,11 +121,12 @@ class HBaseVolumeNodesTest {
         }
         assertTrue(v.metrics().verificationFailures.sum() >= 2);
         // and monitoring sees them: the volume's metrics2 source in JMX (cache refreshed once
-        // per metrics period: poll)
+        // per metrics period: poll). Under a mini cluster metrics2 gives a reused source name
+        // a suffix (this volume was opened before), hence the pattern.
         javax.management.MBeanServer mbs =
             java.lang.management.ManagementFactory.getPlatformMBeanServer();
         java.util.Set<javax.management.ObjectName> names = mbs.queryNames(
-            new javax.management.ObjectName("Hadoop:name=SalusVolume-forgednode,*"), null);
+            new javax.management.ObjectName("Hadoop:name=SalusVolume-forgednode*,*"), null);
         assertEquals(1, names.size(), names.toString());
         javax.management.ObjectName n = names.iterator().next();
         long deadline = System.currentTimeMillis() + 60_000;

@@ -18,7 +18,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class BlockDriverMetricsSource implements MetricsSource, AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(BlockDriverMetricsSource.class);
-  private static boolean initialized;
   private final String name;
   private final BlockDriverMetrics m;
   private volatile boolean registered;
@@ -36,12 +35,9 @@ public final class BlockDriverMetricsSource implements MetricsSource, AutoClosea
   public static BlockDriverMetricsSource register(String name, BlockDriverMetrics metrics) {
     BlockDriverMetricsSource s = new BlockDriverMetricsSource(name, metrics);
     try {
-      synchronized (BlockDriverMetricsSource.class) {
-        if (!initialized) { // once per JVM (a DataNode or region server may have done it)
-          DefaultMetricsSystem.initialize("SalusBlockDriver");
-          initialized = true;
-        }
-      }
+      // (re)starts the metrics system if nothing runs it (a mini cluster's shutdown stops it);
+      // when one runs already this only logs that it is initialized
+      DefaultMetricsSystem.initialize("SalusBlockDriver");
       DefaultMetricsSystem.instance().register(name, "Salus block driver", s);
       s.registered = true;
     } catch (RuntimeException e) {

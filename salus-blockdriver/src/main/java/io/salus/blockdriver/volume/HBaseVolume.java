@@ -520,16 +520,25 @@ public final class HBaseVolume implements Volume {
         continue;
       }
       last = s;
-      CompletableFuture<Void> f = marked.computeIfAbsent(s, k -> {
-        CompletableFuture<Void> put = table.put(new Put(markerRow(k), versions.next())
-            .addColumn(FAMILY, NODE, new byte[0]).setDurability(Durability.FSYNC_WAL));
-        put.whenComplete((r, t) -> {
-          if (t != null) {
-            marked.remove(k); // the next write of the subtree tries again
-          }
-        });
-        return put;
-      });
+      CompletableFuture<Void> f = marked.get(s);
+      if (f == null) {
+        CompletableFuture<Void> mine = new CompletableFuture<>();
+        f = marked.putIfAbsent(s, mine);
+        if (f == null) { // this write stores the marker; concurrent writers wait for it
+          f = mine;
+          long k = s;
+          table.put(new Put(markerRow(k), versions.next())
+              .addColumn(FAMILY, NODE, new byte[0]).setDurability(Durability.FSYNC_WAL))
+              .whenComplete((r, t) -> {
+                if (t != null) {
+                  marked.remove(k, mine); // the next write of the subtree tries again
+                  mine.completeExceptionally(t);
+                } else {
+                  mine.complete(null);
+                }
+              });
+        }
+      }
       waits.add(f);
     }
     return CompletableFuture.allOf(waits.toArray(new CompletableFuture[0]));
@@ -540,11 +549,15 @@ public final class HBaseVolume implements Volume {
    * covered by the WAL sync that follows in FLUSH), then lets the tree evict those subtrees.
    */
   private CompletableFuture<Void> persistNodes() {
-    Map<io.salus.blockdriver.tree.NodeId, io.salus.core.merkle.Hash> dirty = tree.dirtyNodes();
-    if (dirty.isEmpty()) {
-      return CompletableFuture.completedFuture(null);
+    Map<io.salus.blockdriver.tree.NodeId, io.salus.core.merkle.Hash> dirty;
+    long version;
+    synchronized (marked) { // a later snapshot always gets the higher version (it wins)
+      dirty = tree.dirtyNodes();
+      if (dirty.isEmpty()) {
+        return CompletableFuture.completedFuture(null);
+      }
+      version = versions.next();
     }
-    long version = versions.next();
     List<Row> rows = new ArrayList<>(dirty.size());
     dirty.forEach((id, h) -> rows.add(nodeMutation(id, h, version)));
     return table.batchAll(rows).thenRun(() -> tree.nodesStored(dirty));
