@@ -224,13 +224,11 @@ class HBaseVolumeTest {
     }
     VolumeInfo before = catalog.require("evidence");
     assertTrue(before.rootSeq() > closed.rootSeq());
-    // forge block 2 (data and hash) behind the driver's back
+    // forge block 2 behind the driver's back, consistently: data, hash and the persisted tree
+    // nodes above it (a forged leaf alone is caught when the block is read; the mount reads
+    // the stored subtree roots)
     try (Table t = hbase.connection().getTable(VolumeCatalog.dataTable("evidence"))) {
-      byte[] forged = random(4096, 66);
-      t.put(new Put(Bytes.toBytes(2L), MiniHBase.newerVersion(t, 2))
-          .addColumn(HBaseVolume.FAMILY, HBaseVolume.DATA, forged)
-          .addColumn(HBaseVolume.FAMILY, HBaseVolume.HASH,
-              io.salus.blockdriver.tree.TreeHashes.forName("SHA-256", 4096).leaf(forged, 0)));
+      forgeConsistently(t, 2, random(4096, 66), before.subtreeHeight());
     }
     for (int i = 0; i < 2; i++) { // refused every time, and the lease is released each time
       VolumeException.RootMismatch e = assertThrows(VolumeException.RootMismatch.class,
@@ -251,6 +249,49 @@ class HBaseVolumeTest {
       assertTrue(v.mountRootMatchesRecorded());
     }
     assertTrue(catalog.require("evidence").rootSeq() > before.rootSeq());
+  }
+
+  /**
+   * What a tamperer with write access to the table and knowledge of the format does: replaces a
+   * block (data and leaf hash) and rewrites the persisted nodes of its subtree from the stored
+   * leaves, each with a version newer than the stored cells (SHA-256, 4 KiB blocks).
+   */
+  static void forgeConsistently(Table t, long block, byte[] data, int h) throws Exception {
+    long s = block >>> h;
+    long first = s << h;
+    byte[] rootRow = HBaseVolume.nodeRow(h, s);
+    Result root = t.get(new Get(rootRow));
+    long version = MiniHBase.newerVersion(t, block);
+    if (!root.isEmpty()) {
+      version = Math.max(version,
+          root.getColumnLatestCell(HBaseVolume.FAMILY, HBaseVolume.NODE).getTimestamp() + 1);
+    }
+    byte[] leaf = io.salus.blockdriver.tree.TreeHashes.forName("SHA-256", 4096).leaf(data, 0);
+    t.put(new Put(Bytes.toBytes(block), version)
+        .addColumn(HBaseVolume.FAMILY, HBaseVolume.DATA, data)
+        .addColumn(HBaseVolume.FAMILY, HBaseVolume.HASH, leaf));
+    io.salus.core.merkle.MerkleTree rt = new io.salus.core.merkle.MerkleTree(
+        io.salus.core.merkle.HashAlgorithm.SHA256, 4096, 1L << h);
+    try (org.apache.hadoop.hbase.client.ResultScanner sc = t.getScanner(
+        new org.apache.hadoop.hbase.client.Scan().withStartRow(Bytes.toBytes(first))
+            .withStopRow(Bytes.toBytes(first + (1L << h)))
+            .addColumn(HBaseVolume.FAMILY, HBaseVolume.HASH))) {
+      for (Result r : sc) {
+        rt.setLeaf(Bytes.toLong(r.getRow()) - first,
+            io.salus.core.merkle.Hash.of(r.getValue(HBaseVolume.FAMILY, HBaseVolume.HASH)));
+      }
+    }
+    java.util.List<Put> nodes = new java.util.ArrayList<>();
+    for (int level = 1; level <= h; level++) {
+      for (long i = 0; i < (1L << (h - level)); i++) {
+        io.salus.core.merkle.Hash n = rt.store().get(level, i);
+        if (n != null) {
+          nodes.add(new Put(HBaseVolume.nodeRow(level, (s << (h - level)) | i), version)
+              .addColumn(HBaseVolume.FAMILY, HBaseVolume.NODE, n.bytes()));
+        }
+      }
+    }
+    t.put(nodes);
   }
 
   /**

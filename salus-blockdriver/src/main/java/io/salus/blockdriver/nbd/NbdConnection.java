@@ -501,15 +501,14 @@ final class NbdConnection implements Runnable {
         if (length >= OFFLOAD_BYTES) {
           // large payload: copy it into the volume on a worker while this thread reads on
           final long off = offset;
+          long t0 = metrics.begin();
           wf = CompletableFuture.supplyAsync(() -> io.write(off, data, fua), rmwExecutor)
               .thenCompose(x -> x);
+          wf.whenComplete((v, t) -> metrics.end(BlockDriverMetrics.Op.WRITE, t0, t));
           wf.whenComplete((v, t) -> pool.release(data));
         } else {
-          try {
-            wf = io.write(offset, data, fua);
-          } catch (RuntimeException e) {
-            wf = CompletableFuture.failedFuture(e);
-          }
+          final long off = offset;
+          wf = timed(BlockDriverMetrics.Op.WRITE, () -> io.write(off, data, fua));
           if (!viewed) {
             pool.release(data); // volumes consume the buffer before write() returns
           }
@@ -535,14 +534,23 @@ final class NbdConnection implements Runnable {
             ByteBuffer[] views = volume.readViews(offset / bsz, (int) (length / bsz));
             if (views != null) {
               // zero-copy: send straight from the volume's memory (permits acquired above)
+              long t0 = metrics.begin();
               if (length >= OFFLOAD_BYTES) {
                 CompletableFuture.runAsync(() -> viewReply(handle, off, (int) length, views),
-                    rmwExecutor).whenComplete((v, t) -> release((int) length));
+                    rmwExecutor).whenComplete((v, t) -> {
+                      release((int) length);
+                      metrics.end(BlockDriverMetrics.Op.READ, t0, t);
+                    });
               } else {
+                Throwable failed = null;
                 try {
                   viewReply(handle, off, (int) length, views);
+                } catch (RuntimeException | Error e) {
+                  failed = e;
+                  throw e;
                 } finally {
                   release((int) length);
+                  metrics.end(BlockDriverMetrics.Op.READ, t0, failed);
                 }
               }
               break;
@@ -557,17 +565,13 @@ final class NbdConnection implements Runnable {
             break;
           }
           CompletableFuture<Void> f;
+          final int len = (int) length;
           if (length >= OFFLOAD_BYTES) {
             // large read: fill and send it from a worker while this thread reads on
-            final int len = (int) length;
-            f = CompletableFuture.supplyAsync(() -> io.readInto(off, len, buf), rmwExecutor)
-                .thenCompose(x -> x);
+            f = timed(BlockDriverMetrics.Op.READ, () -> CompletableFuture.supplyAsync(
+                () -> io.readInto(off, len, buf), rmwExecutor).thenCompose(x -> x));
           } else {
-            try {
-              f = io.readInto(offset, (int) length, buf);
-            } catch (RuntimeException e) {
-              f = CompletableFuture.failedFuture(e);
-            }
+            f = timed(BlockDriverMetrics.Op.READ, () -> io.readInto(off, len, buf));
           }
           f.whenComplete((v, t) -> replyOn(() -> {
             try {
@@ -590,7 +594,7 @@ final class NbdConnection implements Runnable {
             break;
           }
           metrics.flushes.increment();
-          submit(handle, 0, volume.flush());
+          submit(handle, 0, timed(BlockDriverMetrics.Op.FLUSH, volume::flush));
           break;
         case CMD_TRIM: {
           int err = checkRange(flags, CMD_FLAG_FUA, offset, length, size, EINVAL);
@@ -600,11 +604,13 @@ final class NbdConnection implements Runnable {
             break;
           }
           metrics.trims.increment();
-          CompletableFuture<Void> f = io.trim(offset, length);
-          if ((flags & CMD_FLAG_FUA) != 0) {
-            f = f.thenCompose(x -> volume.flush());
-          }
-          submit(handle, 0, f);
+          final long off = offset;
+          final long len = length;
+          boolean fua = (flags & CMD_FLAG_FUA) != 0;
+          submit(handle, 0, timed(BlockDriverMetrics.Op.TRIM, () -> {
+            CompletableFuture<Void> f = io.trim(off, len);
+            return fua ? f.thenCompose(x -> volume.flush()) : f;
+          }));
           break;
         }
         case CMD_WRITE_ZEROES: {
@@ -616,7 +622,11 @@ final class NbdConnection implements Runnable {
             break;
           }
           metrics.writeZeroes.increment();
-          submit(handle, 0, io.writeZeroes(offset, length, (flags & CMD_FLAG_FUA) != 0));
+          final long off = offset;
+          final long len = length;
+          boolean fua = (flags & CMD_FLAG_FUA) != 0;
+          submit(handle, 0, timed(BlockDriverMetrics.Op.WRITE_ZEROES,
+              () -> io.writeZeroes(off, len, fua)));
           break;
         }
         case CMD_DISC:
@@ -629,6 +639,23 @@ final class NbdConnection implements Runnable {
           reply(handle, EINVAL, "unsupported command " + commandName(type));
       }
     }
+  }
+
+  /**
+   * Runs a volume operation, counting it in flight until it completes and recording its
+   * latency and outcome per operation ({@link BlockDriverMetrics#end}).
+   */
+  private <T> CompletableFuture<T> timed(BlockDriverMetrics.Op op,
+      java.util.function.Supplier<CompletableFuture<T>> call) {
+    long t0 = metrics.begin();
+    CompletableFuture<T> f;
+    try {
+      f = call.get();
+    } catch (RuntimeException e) {
+      f = CompletableFuture.failedFuture(e);
+    }
+    f.whenComplete((r, t) -> metrics.end(op, t0, t));
+    return f;
   }
 
   /** Returns 0 or the NBD error for a request's flags and range. */

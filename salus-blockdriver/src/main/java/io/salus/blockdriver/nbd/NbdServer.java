@@ -35,6 +35,8 @@ public final class NbdServer implements AutoCloseable {
   private final int requestedPort;
   private final NbdExports exports;
   private final BlockDriverMetrics metrics;
+  /** The metrics in JMX ({@code SalusNbd-<port>}) while serving. */
+  private io.salus.blockdriver.metrics.BlockDriverMetricsSource jmx;
   private final int maxConnections;
   private final Set<NbdConnection> connections = ConcurrentHashMap.newKeySet();
   private final AtomicInteger connectionIds = new AtomicInteger();
@@ -108,6 +110,8 @@ public final class NbdServer implements AutoCloseable {
     acceptor = new Thread(this::acceptLoop, "nbd-accept-" + port());
     acceptor.setDaemon(true);
     acceptor.start();
+    jmx = io.salus.blockdriver.metrics.BlockDriverMetricsSource.register("SalusNbd-" + port(),
+        metrics);
     LOG.info("NBD server listening on {}:{}", bindAddress.getHostAddress(), port());
     return this;
   }
@@ -210,6 +214,9 @@ public final class NbdServer implements AutoCloseable {
     }
     rmwExecutor.shutdown();
     exports.close();
+    if (jmx != null) {
+      jmx.close();
+    }
     LOG.info("NBD server closed; metrics {}", metrics);
   }
 }

@@ -1,6 +1,7 @@
 package io.salus.blockdriver.volume;
 
 import io.salus.blockdriver.metrics.BlockDriverMetrics;
+import io.salus.blockdriver.metrics.BlockDriverMetricsSource;
 import io.salus.blockdriver.tree.ClientVolumeTree;
 import io.salus.blockdriver.tree.SubtreeSource;
 import io.salus.blockdriver.tree.TreeHashes;
@@ -62,6 +63,14 @@ public final class HBaseVolume implements Volume {
   public static final byte[] HASH = Bytes.toBytes("h");
   /** Column of the per-region sync markers written by FLUSH (see {@link #flush}). */
   static final byte[] SYNC_MARKER = Bytes.toBytes("s");
+  /** Column of a persisted volume-tree node ({@code b:n}, see {@link #nodeRow}). */
+  public static final byte[] NODE = Bytes.toBytes("n");
+  /** First byte of node rows; block rows (non-negative longs) start with 0x00..0x7f. */
+  static final byte NODE_PREFIX = (byte) 0x80;
+  /** First byte of dirty-subtree markers (see {@link #markerRow}). */
+  static final byte DIRTY_PREFIX = (byte) 0x81;
+  /** Row saying the volume's nodes are all persisted (written once, after a scanning mount). */
+  static final byte[] NODES_COMPLETE_ROW = {NODE_PREFIX};
   private static final int TRIM_BATCH = 4096;
   private static final int SUBTREE_CACHE = 4096;
   private static final int CLOSE_WAIT_SECONDS = 60;
@@ -75,6 +84,8 @@ public final class HBaseVolume implements Volume {
   private final ExecutorService executor;
   private final ClientVolumeTree tree;
   private final BlockDriverMetrics metrics = new BlockDriverMetrics();
+  /** The volume's metrics in JMX ({@code SalusVolume-<name>}) while open. */
+  private final BlockDriverMetricsSource jmx;
   private final int bs;
   private long recordedSeq = -1;
   /** Last in-flight batch per block (for ordering overlapping writes). */
@@ -95,6 +106,17 @@ public final class HBaseVolume implements Volume {
    * straight from the lease so that no write is acknowledged after the loss is known.
    */
   private final VolumeLease lease;
+  /**
+   * Subtrees whose dirty marker is stored in this open (the put, shared by concurrent writers):
+   * a marker is durable before any block of its subtree is written, and stays until a clean
+   * close, so a crash leaves every subtree whose stored nodes may be behind its leaves marked.
+   */
+  private final java.util.concurrent.ConcurrentHashMap<Long, CompletableFuture<Void>> marked =
+      new java.util.concurrent.ConcurrentHashMap<>();
+  /** Markers of an earlier open found at mount (their subtrees were recomputed): cleared. */
+  private final java.util.Set<Long> staleMarkers = new java.util.HashSet<>();
+  /** Test seam: runs after FLUSH's WAL sync, before its root is recorded. */
+  volatile Supplier<CompletableFuture<Void>> afterFlushSync;
   /** Explicit cell versions of this open (a delete never hides a later write). */
   private final WriteVersions versions;
   /** This open's writer epoch: the fencing token checked when the root is recorded. */
@@ -181,6 +203,9 @@ public final class HBaseVolume implements Volume {
           VolumeCatalog.hex(mountRoot), seq);
       catalog.recordRoot(info.name(), mountRoot, seq, false, writerEpoch);
       recordedSeq = seq;
+      // the recomputed subtrees' nodes are stored and the root recorded: old markers can go
+      deleteMarkers(staleMarkers);
+      this.jmx = BlockDriverMetricsSource.register("SalusVolume-" + info.name(), metrics);
     } catch (IOException | RuntimeException | Error e) {
       release(ac, ex, lease, info.name());
       throw e;
@@ -402,6 +427,8 @@ public final class HBaseVolume implements Volume {
       if (fenced != null) {
         return CompletableFuture.failedFuture(fenced);
       }
+      return markDirty(firstBlock, leaves);
+    }).thenCompose(v -> {
       for (int i = 0; i < leaves.length; i++) {
         if (leaves[i] != null) {
           tree.beginUpdate(firstBlock + i, leaves[i]);
@@ -458,9 +485,123 @@ public final class HBaseVolume implements Volume {
    */
   @Override
   public CompletableFuture<Void> flush() {
-    return admitted(() -> settleUncertain().thenCompose(v -> syncWals())
-        .thenRunAsync(() -> recordRoot(false), executor)
+    return admitted(() -> settleUncertain()
+        .thenCompose(v -> persistNodes())
+        .thenCompose(v -> {
+          // the root is taken before the WAL sync: it covers only writes acknowledged before
+          // the sync markers were sent, which the sync makes durable. A write acknowledged
+          // after this point may not be hsynced; it belongs to the next flush's root.
+          ClientVolumeTree.RootSnapshot snap = tree.snapshot();
+          CompletableFuture<Void> synced = syncWals();
+          Supplier<CompletableFuture<Void>> hook = afterFlushSync;
+          if (hook != null) {
+            synced = synced.thenCompose(x -> hook.get());
+          }
+          return synced.thenApply(x -> snap);
+        })
+        .thenAcceptAsync(snap -> recordRoot(snap, false), executor)
         .exceptionallyCompose(t -> CompletableFuture.failedFuture(translate(t))));
+  }
+
+  /**
+   * Marks the subtrees of a batch dirty before any of its blocks is written: the marker put is
+   * hsynced ({@code FSYNC_WAL}) and acknowledged first, so no crash can leave a block written
+   * in a subtree whose stored nodes the next mount would trust without recomputing.
+   */
+  private CompletableFuture<Void> markDirty(long firstBlock, byte[][] leaves) {
+    List<CompletableFuture<Void>> waits = new ArrayList<>();
+    long last = -1;
+    for (int i = 0; i < leaves.length; i++) {
+      if (leaves[i] == null) {
+        continue;
+      }
+      long s = (firstBlock + i) >>> tree.subtreeHeight();
+      if (s == last) {
+        continue;
+      }
+      last = s;
+      CompletableFuture<Void> f = marked.get(s);
+      if (f == null) {
+        CompletableFuture<Void> mine = new CompletableFuture<>();
+        f = marked.putIfAbsent(s, mine);
+        if (f == null) { // this write stores the marker; concurrent writers wait for it
+          f = mine;
+          long k = s;
+          table.put(new Put(markerRow(k), versions.next())
+              .addColumn(FAMILY, NODE, new byte[0]).setDurability(Durability.FSYNC_WAL))
+              .whenComplete((r, t) -> {
+                if (t != null) {
+                  marked.remove(k, mine); // the next write of the subtree tries again
+                  mine.completeExceptionally(t);
+                } else {
+                  mine.complete(null);
+                }
+              });
+        }
+      }
+      waits.add(f);
+    }
+    return CompletableFuture.allOf(waits.toArray(new CompletableFuture[0]));
+  }
+
+  /**
+   * Stores the tree nodes changed since they were last stored (a batch into the node rows,
+   * covered by the WAL sync that follows in FLUSH), then lets the tree evict those subtrees.
+   */
+  private CompletableFuture<Void> persistNodes() {
+    Map<io.salus.blockdriver.tree.NodeId, io.salus.core.merkle.Hash> dirty;
+    long version;
+    synchronized (marked) { // a later snapshot always gets the higher version (it wins)
+      dirty = tree.dirtyNodes();
+      if (dirty.isEmpty()) {
+        return CompletableFuture.completedFuture(null);
+      }
+      version = versions.next();
+    }
+    List<Row> rows = new ArrayList<>(dirty.size());
+    dirty.forEach((id, h) -> rows.add(nodeMutation(id, h, version)));
+    return table.batchAll(rows).thenRun(() -> tree.nodesStored(dirty));
+  }
+
+  static Row nodeMutation(io.salus.blockdriver.tree.NodeId id, io.salus.core.merkle.Hash h,
+      long version) {
+    byte[] row = nodeRow(id.level(), id.index());
+    return h == null ? new Delete(row, version)
+        : new Put(row, version).addColumn(FAMILY, NODE, h.bytes());
+  }
+
+  /** Row of a persisted tree node: 0x80, level, 8-byte big-endian index (10 bytes). */
+  public static byte[] nodeRow(int level, long index) {
+    byte[] r = new byte[10];
+    r[0] = NODE_PREFIX;
+    r[1] = (byte) level;
+    System.arraycopy(Bytes.toBytes(index), 0, r, 2, 8);
+    return r;
+  }
+
+  /** Row of a dirty-subtree marker: 0x81, 8-byte big-endian subtree index (9 bytes). */
+  public static byte[] markerRow(long subtree) {
+    byte[] r = new byte[9];
+    r[0] = DIRTY_PREFIX;
+    System.arraycopy(Bytes.toBytes(subtree), 0, r, 1, 8);
+    return r;
+  }
+
+  private void deleteMarkers(java.util.Collection<Long> subtrees) {
+    if (subtrees.isEmpty()) {
+      return;
+    }
+    long version = versions.next();
+    List<Delete> deletes = new ArrayList<>();
+    for (long s : subtrees) {
+      deletes.add(new Delete(markerRow(s), version));
+    }
+    try (Table t = connection.getTable(tableName)) {
+      t.delete(deletes);
+    } catch (IOException e) {
+      // harmless: the next mount recomputes those subtrees once more
+      LOG.warn("volume '{}': could not clear {} dirty markers", info.name(), subtrees.size(), e);
+    }
   }
 
   /**
@@ -528,17 +669,17 @@ public final class HBaseVolume implements Volume {
     return fua ? Durability.FSYNC_WAL : Durability.USE_DEFAULT;
   }
 
-  private synchronized void recordRoot(boolean clean) {
-    long seq = tree.seq();
-    if (seq == recordedSeq && !clean) {
-      return;
+  private synchronized void recordRoot(ClientVolumeTree.RootSnapshot snap, boolean clean) {
+    long seq = snap.seq();
+    if (seq < recordedSeq || (seq == recordedSeq && !clean)) {
+      return; // a later flush recorded a newer root already; sequence numbers only grow
     }
     VolumeException fenced = lease.fencedError(); // fenced meanwhile: never record (nor ack)
     if (fenced != null) {
       throw fenced;
     }
     try {
-      catalog.recordRoot(info.name(), tree.root(), seq, clean, writerEpoch);
+      catalog.recordRoot(info.name(), snap.root(), seq, clean, writerEpoch);
       recordedSeq = seq;
     } catch (IOException e) {
       throw new VolumeException("cannot record volume root of '" + info.name() + "'", e);
@@ -702,8 +843,23 @@ public final class HBaseVolume implements Volume {
         }
         drained = uncertain.isEmpty();
       }
+      if (drained) {
+        try {
+          persistNodes().get(CLOSE_WAIT_SECONDS, TimeUnit.SECONDS);
+          syncWals().get(CLOSE_WAIT_SECONDS, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          drained = false;
+        } catch (ExecutionException | java.util.concurrent.TimeoutException e) {
+          LOG.warn("volume '{}': could not store its tree nodes at close", info.name(), e);
+          drained = false;
+        }
+      }
       try {
-        recordRoot(drained);
+        recordRoot(tree.snapshot(), drained);
+        if (drained) { // clean: the stored nodes match the leaves, no subtree needs a recompute
+          deleteMarkers(new ArrayList<>(marked.keySet()));
+        }
       } catch (RuntimeException e) {
         LOG.warn("could not record root at close of '{}'", info.name(), e);
       }
@@ -715,6 +871,7 @@ public final class HBaseVolume implements Volume {
   }
 
   private void releaseResources() {
+    jmx.close();
     release(async, executor, lease, info.name());
   }
 
@@ -743,7 +900,10 @@ public final class HBaseVolume implements Volume {
     return lease;
   }
 
-  /** Leaf hashes from the {@code b:h} column. */
+  /**
+   * Leaf hashes from the {@code b:h} column of the block rows; interior nodes from the node
+   * rows ({@code b:n}, key space 0x80, see {@link #nodeRow}); dirty markers in key space 0x81.
+   */
   private final class HBaseSubtreeSource implements SubtreeSource {
     @Override
     public CompletableFuture<Map<Long, byte[]>> fetchLeaves(long firstBlock, long count) {
@@ -762,10 +922,154 @@ public final class HBaseVolume implements Volume {
     @Override
     public void scanAllLeaves(BiConsumer<Long, byte[]> consumer) throws IOException {
       try (Table t = connection.getTable(tableName);
-          ResultScanner s = t.getScanner(new Scan().addColumn(FAMILY, HASH).setCaching(10_000))) {
+          ResultScanner s = t.getScanner(new Scan().withStopRow(new byte[] {NODE_PREFIX})
+              .addColumn(FAMILY, HASH).setCaching(10_000))) {
         for (Result r : s) {
+          metrics.mountRowsRead.increment();
           consumer.accept(Bytes.toLong(r.getRow()), r.getValue(FAMILY, HASH));
         }
+      }
+    }
+
+    @Override
+    public boolean persistsNodes() {
+      return true;
+    }
+
+    /**
+     * Leaves by Get (or one scan when many are asked: a whole range), interior nodes by Get
+     * of their node rows; one round trip of parallel requests.
+     */
+    @Override
+    public CompletableFuture<Map<io.salus.blockdriver.tree.NodeId, byte[]>> fetchNodes(
+        List<io.salus.blockdriver.tree.NodeId> nodes) {
+      List<io.salus.blockdriver.tree.NodeId> leafIds = new ArrayList<>();
+      List<io.salus.blockdriver.tree.NodeId> nodeIds = new ArrayList<>();
+      for (io.salus.blockdriver.tree.NodeId id : nodes) {
+        (id.level() == 0 ? leafIds : nodeIds).add(id);
+      }
+      List<Get> gets = new ArrayList<>();
+      List<io.salus.blockdriver.tree.NodeId> getIds = new ArrayList<>();
+      for (io.salus.blockdriver.tree.NodeId id : nodeIds) {
+        gets.add(new Get(nodeRow(id.level(), id.index())).addColumn(FAMILY, NODE));
+        getIds.add(id);
+      }
+      CompletableFuture<Map<Long, byte[]>> leafScan = null;
+      if (leafIds.size() > 32) {
+        long lo = Long.MAX_VALUE;
+        long hi = -1;
+        for (io.salus.blockdriver.tree.NodeId id : leafIds) {
+          lo = Math.min(lo, id.index());
+          hi = Math.max(hi, id.index());
+        }
+        leafScan = fetchLeaves(lo, hi - lo + 1);
+      } else {
+        for (io.salus.blockdriver.tree.NodeId id : leafIds) {
+          gets.add(new Get(row(id.index())).addColumn(FAMILY, HASH));
+          getIds.add(id);
+        }
+      }
+      CompletableFuture<List<Result>> got = gets.isEmpty()
+          ? CompletableFuture.completedFuture(List.of()) : table.getAll(gets);
+      CompletableFuture<Map<Long, byte[]>> scanned = leafScan == null
+          ? CompletableFuture.completedFuture(Map.of()) : leafScan;
+      return got.thenCombine(scanned, (results, leaves) -> {
+        Map<io.salus.blockdriver.tree.NodeId, byte[]> m = new HashMap<>();
+        for (int i = 0; i < results.size(); i++) {
+          io.salus.blockdriver.tree.NodeId id = getIds.get(i);
+          byte[] v = results.get(i).getValue(FAMILY, id.level() == 0 ? HASH : NODE);
+          if (v != null) {
+            m.put(id, v);
+          }
+        }
+        for (io.salus.blockdriver.tree.NodeId id : leafIds) {
+          byte[] v = leaves.get(id.index());
+          if (v != null) {
+            m.put(id, v);
+          }
+        }
+        return m;
+      });
+    }
+
+    @Override
+    public PersistedTop readTop(int subtreeHeight) throws IOException {
+      try (Table t = connection.getTable(tableName)) {
+        metrics.mountRowsRead.increment();
+        if (!t.exists(new Get(NODES_COMPLETE_ROW).addColumn(FAMILY, NODE))) {
+          return null;
+        }
+        Map<Long, byte[]> roots = new HashMap<>();
+        try (ResultScanner s = t.getScanner(new Scan()
+            .withStartRow(nodeRow(subtreeHeight, 0))
+            .withStopRow(new byte[] {NODE_PREFIX, (byte) (subtreeHeight + 1)})
+            .addColumn(FAMILY, NODE).setCaching(10_000))) {
+          for (Result r : s) {
+            metrics.mountRowsRead.increment();
+            byte[] k = r.getRow();
+            if (k.length == 10) {
+              roots.put(Bytes.toLong(k, 2), r.getValue(FAMILY, NODE));
+            }
+          }
+        }
+        java.util.Set<Long> dirty = new java.util.HashSet<>();
+        try (ResultScanner s = t.getScanner(new Scan()
+            .withStartRow(new byte[] {DIRTY_PREFIX})
+            .withStopRow(new byte[] {(byte) (DIRTY_PREFIX + 1)})
+            .addColumn(FAMILY, NODE).setCaching(10_000))) {
+          for (Result r : s) {
+            metrics.mountRowsRead.increment();
+            byte[] k = r.getRow();
+            if (k.length == 9) {
+              dirty.add(Bytes.toLong(k, 1));
+            }
+          }
+        }
+        staleMarkers.addAll(dirty);
+        return new PersistedTop(roots, dirty);
+      }
+    }
+
+    @Override
+    public void writeNodes(Map<io.salus.blockdriver.tree.NodeId, io.salus.core.merkle.Hash> nodes,
+        int subtreeHeight, long replaceSubtree) throws IOException {
+      long version = versions.next();
+      List<org.apache.hadoop.hbase.client.Mutation> rows = new ArrayList<>(nodes.size());
+      try (Table t = connection.getTable(tableName)) {
+        if (replaceSubtree >= 0) { // delete every stored node of the subtree not in the map
+          for (int level = 1; level <= subtreeHeight; level++) {
+            long lo = replaceSubtree << (subtreeHeight - level);
+            long hi = (replaceSubtree + 1) << (subtreeHeight - level);
+            try (ResultScanner s = t.getScanner(new Scan().withStartRow(nodeRow(level, lo))
+                .withStopRow(nodeRow(level, hi)).addColumn(FAMILY, NODE).setCaching(4096))) {
+              for (Result r : s) {
+                io.salus.blockdriver.tree.NodeId id = new io.salus.blockdriver.tree.NodeId(
+                    level, Bytes.toLong(r.getRow(), 2));
+                if (nodes.get(id) == null) {
+                  rows.add(new Delete(r.getRow(), version));
+                }
+              }
+            }
+          }
+        }
+        nodes.forEach((id, h) -> {
+          if (h != null || replaceSubtree < 0) {
+            rows.add((org.apache.hadoop.hbase.client.Mutation) nodeMutation(id, h, version));
+          }
+        });
+        try (org.apache.hadoop.hbase.client.BufferedMutator m =
+            connection.getBufferedMutator(tableName)) {
+          m.mutate(rows);
+          m.flush();
+        }
+      }
+    }
+
+    @Override
+    public void markNodesComplete() throws IOException {
+      try (Table t = connection.getTable(tableName)) {
+        t.put(new Put(NODES_COMPLETE_ROW, versions.next()).addColumn(FAMILY, NODE,
+            Bytes.toBytes(1)));
       }
     }
   }

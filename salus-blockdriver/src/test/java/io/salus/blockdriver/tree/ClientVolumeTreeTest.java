@@ -16,7 +16,7 @@ class ClientVolumeTreeTest {
   static final int BS = 512;
 
   /** Stored leaf hashes, as a region server would keep them. */
-  static final class Store implements SubtreeSource {
+  static class Store implements SubtreeSource {
     final TreeMap<Long, byte[]> leaves = new TreeMap<>();
     int fetches;
     /** The next this many fetches fail (a region server briefly unreachable). */
@@ -270,6 +270,186 @@ class ClientVolumeTreeTest {
         "the overwritten content of a failed write still verifies after a later acknowledged"
             + " write of the block");
     t.release(5, 1);
+  }
+
+  /**
+   * A source that also stores interior nodes, as the plain-HBase volume does: a node map next
+   * to the leaves, and dirty markers. Counts what a mount and a cache miss read.
+   */
+  static final class NodeStore extends Store {
+    final Map<NodeId, byte[]> nodes = new java.util.HashMap<>();
+    final java.util.Set<Long> dirty = new java.util.HashSet<>();
+    boolean complete;
+    int scans;
+    int nodeReads;
+
+    @Override
+    public boolean persistsNodes() {
+      return true;
+    }
+
+    @Override
+    public synchronized void scanAllLeaves(BiConsumer<Long, byte[]> c) {
+      scans++;
+      super.scanAllLeaves(c);
+    }
+
+    @Override
+    public synchronized CompletableFuture<Map<NodeId, byte[]>> fetchNodes(
+        java.util.List<NodeId> ids) {
+      Map<NodeId, byte[]> m = new java.util.HashMap<>();
+      for (NodeId id : ids) {
+        nodeReads++;
+        byte[] v = id.level() == 0 ? leaves.get(id.index()) : nodes.get(id);
+        if (v != null) {
+          m.put(id, v);
+        }
+      }
+      return CompletableFuture.completedFuture(m);
+    }
+
+    @Override
+    public synchronized PersistedTop readTop(int h) {
+      if (!complete) {
+        return null;
+      }
+      Map<Long, byte[]> roots = new java.util.HashMap<>();
+      nodes.forEach((id, v) -> {
+        if (id.level() == h) {
+          roots.put(id.index(), v);
+        }
+      });
+      return new PersistedTop(roots, new java.util.HashSet<>(dirty));
+    }
+
+    @Override
+    public synchronized void writeNodes(Map<NodeId, io.salus.core.merkle.Hash> w, int h,
+        long replace) {
+      if (replace >= 0) {
+        nodes.keySet().removeIf(id -> id.level() >= 1
+            && (id.index() >>> (h - id.level())) == replace);
+      }
+      w.forEach((id, v) -> {
+        if (v == null) {
+          nodes.remove(id);
+        } else {
+          nodes.put(id, v.bytes());
+        }
+      });
+    }
+
+    @Override
+    public synchronized void markNodesComplete() {
+      complete = true;
+    }
+
+    /** What the volume does at FLUSH: store the changed nodes, then tell the tree. */
+    void persist(ClientVolumeTree t) {
+      Map<NodeId, io.salus.core.merkle.Hash> d = t.dirtyNodes();
+      writeNodes(d, 0, -1);
+      t.nodesStored(d);
+    }
+  }
+
+  /**
+   * Persisted nodes: a remount reads the subtree roots only (no leaf scan), and a cache miss of
+   * one block fetches one path (the leaf and one sibling per level), not the subtree's leaves.
+   */
+  @Test
+  void persistedNodesMountWithoutScanAndFetchOnePath() throws Exception {
+    NodeStore store = new NodeStore();
+    int h = 8;
+    long blocks = 5000;
+    ClientVolumeTree t = new ClientVolumeTree("v", TreeHashes.forName("SHA-256", BS), blocks, h,
+        store, new BlockDriverMetrics(), 2);
+    t.mount(); // a new volume: scans (nothing) and records that nodes are complete
+    assertTrue(store.complete);
+    for (int i = 0; i < 410; i++) {
+      write(t, store, (i * 131L) % blocks, block(i));
+      if (i % 50 == 49) {
+        store.persist(t);
+      }
+    }
+    assertTrue(t.cachedSubtrees() > 2, "subtrees with unstored node changes are not evicted");
+    store.persist(t);
+    t.acquire(4999, 1).join();
+    t.release(4999, 1);
+    assertTrue(t.cachedSubtrees() <= 2, "stored subtrees are evictable again");
+    byte[] root = t.root();
+    BlockDriverMetrics m = new BlockDriverMetrics();
+    ClientVolumeTree t2 = new ClientVolumeTree("v", TreeHashes.forName("SHA-256", BS), blocks, h,
+        store, m, 2);
+    int scansBefore = store.scans;
+    t2.mount();
+    assertEquals(scansBefore, store.scans, "a mount with persisted nodes scans no leaf");
+    assertArrayEquals(root, t2.root());
+    for (int i = 0; i < 400; i += 7) {
+      long b = (i * 131L) % blocks;
+      long before = m.nodeRowsFetched.sum();
+      t2.acquire(b, 1).join();
+      t2.verify(b, block(i), 0, null);
+      t2.release(b, 1);
+      long fetched = m.nodeRowsFetched.sum() - before;
+      assertTrue(fetched <= h + 1, "one path is at most h + 1 = " + (h + 1) + " rows, fetched "
+          + fetched + " for block " + b);
+    }
+    // writes after a remount keep working from fetched paths, and a third mount agrees
+    for (int i = 0; i < 50; i++) {
+      write(t2, store, (i * 977L) % blocks, block(1000 + i));
+    }
+    store.persist(t2);
+    ClientVolumeTree t3 = new ClientVolumeTree("v", TreeHashes.forName("SHA-256", BS), blocks, h,
+        store, new BlockDriverMetrics(), 2);
+    t3.mount();
+    assertArrayEquals(t2.root(), t3.root());
+    for (int i = 0; i < 50; i++) {
+      long b = (i * 977L) % blocks;
+      t3.acquire(b, 1).join();
+      t3.verify(b, block(1000 + i), 0, null);
+      t3.release(b, 1);
+    }
+    // a range read: leaves of the range plus boundary siblings, verified together
+    t3.acquire(0, 300).join();
+    t3.release(0, 300);
+  }
+
+  /** Untrusted stays untrusted: a forged persisted node never verifies, however often tried. */
+  @Test
+  void forgedPersistedNodeFailsItsCheck() throws Exception {
+    NodeStore store = new NodeStore();
+    int h = 6;
+    BlockDriverMetrics m = new BlockDriverMetrics();
+    ClientVolumeTree t = new ClientVolumeTree("v", TreeHashes.forName("SHA-256", BS), 256, h,
+        store, m, 1);
+    t.mount();
+    for (int b = 0; b < 64; b++) {
+      write(t, store, b, block(b));
+    }
+    store.persist(t);
+    ClientVolumeTree t2 = new ClientVolumeTree("v", TreeHashes.forName("SHA-256", BS), 256, h,
+        store, m, 1);
+    t2.mount();
+    // forge the stored node (3, 0) (blocks 0..7): block 9's path uses it as its level-3 sibling
+    synchronized (store) {
+      store.nodes.put(new NodeId(3, 0), t.leafHash(block(555), 0));
+    }
+    for (int round = 0; round < 2; round++) {
+      java.util.concurrent.CompletionException e = assertThrows(
+          java.util.concurrent.CompletionException.class, () -> t2.acquire(9, 1).join());
+      assertTrue(e.getCause() instanceof BlockCorruptedException, e.toString());
+      t2.release(9, 1);
+    }
+    assertTrue(m.verificationFailures.sum() >= 2);
+    assertThrows(RuntimeException.class, () -> t2.verify(9, block(9), 0, null),
+        "nothing of the failed fetch was kept");
+    // block 3's path does not use the forged node (its level-3 sibling is (3, 1)): fine, and
+    // it computes (3, 0) from verified leaves; that trusted copy then wins over the forged one
+    t2.acquire(3, 1).join();
+    t2.verify(3, block(3), 0, null);
+    t2.release(3, 1);
+    t2.acquire(9, 1).join();
+    t2.verify(9, block(9), 0, null);
+    t2.release(9, 1);
   }
 
   @Test

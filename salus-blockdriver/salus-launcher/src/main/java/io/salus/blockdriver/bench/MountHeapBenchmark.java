@@ -20,7 +20,10 @@ import org.apache.hadoop.hbase.client.Connection;
  * the volume adds (used heap after full GCs, minus the same before the open; MSLAB off and
  * memstores flushed, so the region server's share is small) and the mount time:
  * empty, after writing one block in each of 4096 subtrees spread over the whole volume (so
- * 4096 subtrees are cached), and remounted from those stored hashes.
+ * 4096 subtrees are cached), remounted from the persisted subtree roots (and one 4 KiB read
+ * after the remount, a cache miss: rows of its path), and remounted once more as a volume
+ * written before nodes were persisted (a scan of every stored block hash). Rows read by each
+ * mount are printed.
  *
  * <pre>
  * java -Xmx1g [--add-opens as in the root pom's salus.test.jvm] -cp '...' \
@@ -31,7 +34,8 @@ import org.apache.hadoop.hbase.client.Connection;
 public final class MountHeapBenchmark {
   private MountHeapBenchmark() {}
 
-  record Row(String step, long blocksWritten, long mountMs, double heapMib) {}
+  record Row(String step, long blocksWritten, long mountMs, double heapMib, long mountRows,
+      long missRows) {}
 
   static long usedHeap() throws InterruptedException {
     Runtime rt = Runtime.getRuntime();
@@ -64,24 +68,52 @@ public final class MountHeapBenchmark {
       new VolumeCatalog(c).create("tib", blocks, 4096, "SHA-256", 64);
       long base = usedHeap();
       int n = 4096;
+      int dense = 16384;
       long stride = blocks / n;
       long t0 = System.nanoTime();
       try (HBaseVolume v = HBaseVolume.open(c, "tib")) {
         long ms = (System.nanoTime() - t0) / 1_000_000;
-        rows.add(new Row("mount-empty", 0, ms, (usedHeap() - base) / 1048576.0));
+        rows.add(new Row("mount-empty", 0, ms, (usedHeap() - base) / 1048576.0,
+            v.metrics().mountRowsRead.sum(), 0));
         Random r = new Random(1);
         byte[] b = new byte[4096];
         for (int i = 0; i < n; i++) {
           r.nextBytes(b);
           v.write(i * stride, b, false).join();
         }
+        // and one dense GiB-aligned run of 16384 blocks (16 full subtrees): a mount that scans
+        // reads each of them, one with persisted nodes reads one root per subtree
+        byte[] run = new byte[128 * 4096];
+        for (int i = 0; i < dense / 128; i++) {
+          r.nextBytes(run);
+          v.write((1L << 27) + i * 128L, run, false).join();
+        }
         util.flush(VolumeCatalog.dataTable("tib"));
-        rows.add(new Row("after-writes", n, 0, (usedHeap() - base) / 1048576.0));
+        rows.add(new Row("after-writes", n + dense, 0, (usedHeap() - base) / 1048576.0, 0, 0));
       }
       t0 = System.nanoTime();
       try (HBaseVolume v = HBaseVolume.open(c, "tib")) {
         long ms = (System.nanoTime() - t0) / 1_000_000;
-        rows.add(new Row("remount", n, ms, (usedHeap() - base) / 1048576.0));
+        long heap = usedHeap();
+        long before = v.metrics().nodeRowsFetched.sum();
+        v.read(17 * stride, 1).join(); // a cache miss: one path
+        rows.add(new Row("remount", n + dense, ms, (heap - base) / 1048576.0,
+            v.metrics().mountRowsRead.sum(), v.metrics().nodeRowsFetched.sum() - before));
+      }
+      // the same volume as one written before nodes were persisted: drop the row that says
+      // they are complete, so the mount scans every block's hash (and stores the nodes again)
+      try (org.apache.hadoop.hbase.client.Table t = c.getTable(VolumeCatalog.dataTable("tib"))) {
+        byte[] completeRow = {(byte) 0x80};
+        // the driver writes explicit cell versions: delete at the stored cell's version
+        long ts = t.get(new org.apache.hadoop.hbase.client.Get(completeRow))
+            .getColumnLatestCell(HBaseVolume.FAMILY, HBaseVolume.NODE).getTimestamp();
+        t.delete(new org.apache.hadoop.hbase.client.Delete(completeRow, ts));
+      }
+      t0 = System.nanoTime();
+      try (HBaseVolume v = HBaseVolume.open(c, "tib")) {
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        rows.add(new Row("remount-scan-old-format", n + dense, ms, (usedHeap() - base) / 1048576.0,
+            v.metrics().mountRowsRead.sum(), 0));
       }
     } finally {
       util.shutdownMiniCluster();
@@ -91,14 +123,17 @@ public final class MountHeapBenchmark {
       pw.println("# 1 TiB plain-HBase volume, 4 KiB blocks (2^28), 64 regions, 1-RS mini cluster"
           + " on local FS in this JVM (-Xmx " + (Runtime.getRuntime().maxMemory() >> 20)
           + " MiB); heap_mib = used heap after full GCs minus the same before the open (MSLAB off, memstores flushed);"
-          + " writes: one block per 65536 (4096 subtrees); " + Instant.now() + "; load before: "
+          + " writes: one block per 65536 (4096 subtrees) and 16384 contiguous blocks (16 subtrees);"
+          + " mount_rows_read = rows the mount read (persisted subtree roots, or every block hash"
+          + " when it scans); miss_rows_fetched = rows one 4 KiB read fetched on a cache miss; " + Instant.now() + "; load before: "
           + loadBefore + "; load after: " + NbdBenchmark.machineLoad());
-      pw.println("step,blocks_written,mount_ms,heap_mib");
+      pw.println("step,blocks_written,mount_ms,heap_mib,mount_rows_read,miss_rows_fetched");
       for (Row row : rows) {
-        pw.printf("%s,%d,%d,%.1f%n", row.step(), row.blocksWritten(), row.mountMs(),
-            row.heapMib());
-        System.out.printf("%-14s blocks %6d  mount %6d ms  heap +%.1f MiB%n", row.step(),
-            row.blocksWritten(), row.mountMs(), row.heapMib());
+        pw.printf("%s,%d,%d,%.1f,%d,%d%n", row.step(), row.blocksWritten(), row.mountMs(),
+            row.heapMib(), row.mountRows(), row.missRows());
+        System.out.printf("%-24s blocks %6d  mount %6d ms  heap +%.1f MiB  mount rows %d"
+            + "  miss rows %d%n", row.step(), row.blocksWritten(), row.mountMs(), row.heapMib(),
+            row.mountRows(), row.missRows());
       }
     }
     System.out.println("wrote " + csv);
