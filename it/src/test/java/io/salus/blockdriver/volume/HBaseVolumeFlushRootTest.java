@@ -15,7 +15,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * FLUSH records a root only over writes its WAL sync made durable. The interleaving is forced
- * with a test seam of HBaseVolume (package-private, hence this test lives in the volume package
+ * with a test seam of HBaseVolume (package-private, hence this test lives in the volume package, in the it module whose test class path has the mini clusters;
  * with its own HBase mini cluster): a write is acknowledged after FLUSH's WAL sync completed and
  * before FLUSH records its root. That write was never hsynced (SYNC_WAL: DataNode memory), so
  * the recorded root must not include it.
