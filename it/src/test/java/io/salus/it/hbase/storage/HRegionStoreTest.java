@@ -18,6 +18,7 @@ import io.salus.core.hbase.storage.ReplicaRecovery;
 import io.salus.core.hbase.storage.SalusFavoredNodes;
 import io.salus.hdfs.placement.LocationHintMetrics;
 import io.salus.hdfs.placement.LocationHintPlacementPolicy;
+import java.io.IOException;
 import java.net.InetSocketAddress;
 import org.apache.hadoop.fs.BlockLocation;
 import org.apache.hadoop.fs.FileStatus;
@@ -247,6 +248,90 @@ class HRegionStoreTest {
         }
         assertTrue(hints.followed() > followedBefore, "the NameNode's placement policy counted no followed hint");
         assertEquals(0, hints.fallbacks(), "hints refused: " + hints.fallbacks());
+    }
+
+    // ------------------------------------------------------------------ review: a flush already running
+
+    /**
+     * Holds the first armed store flush inside HBase's flush (the region's {@code writestate.flushing} is set),
+     * as a flush started by global memstore pressure or the periodic flusher would be while it writes its HFile.
+     */
+    public static class HoldFlush implements org.apache.hadoop.hbase.coprocessor.RegionCoprocessor,
+            org.apache.hadoop.hbase.coprocessor.RegionObserver {
+        static final java.util.concurrent.atomic.AtomicBoolean ARMED = new java.util.concurrent.atomic.AtomicBoolean();
+        static final java.util.concurrent.CountDownLatch ENTERED = new java.util.concurrent.CountDownLatch(1);
+        static final java.util.concurrent.CountDownLatch RELEASE = new java.util.concurrent.CountDownLatch(1);
+
+        @Override
+        public java.util.Optional<org.apache.hadoop.hbase.coprocessor.RegionObserver> getRegionObserver() {
+            return java.util.Optional.of(this);
+        }
+
+        @Override
+        public org.apache.hadoop.hbase.regionserver.InternalScanner preFlush(
+                org.apache.hadoop.hbase.coprocessor.ObserverContext<org.apache.hadoop.hbase.coprocessor.RegionCoprocessorEnvironment> c,
+                org.apache.hadoop.hbase.regionserver.Store store, org.apache.hadoop.hbase.regionserver.InternalScanner scanner,
+                org.apache.hadoop.hbase.regionserver.FlushLifeCycleTracker tracker) throws IOException {
+            if (ARMED.compareAndSet(true, false)) {
+                ENTERED.countDown();
+                try {
+                    RELEASE.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new java.io.InterruptedIOException();
+                }
+            }
+            return scanner;
+        }
+    }
+
+    /**
+     * Review finding: {@code HRegion#flush(true)} does not throw when another flush of the region is running
+     * (memstore pressure, periodic flush): it returns CANNOT_FLUSH ("already flushing"). markDurable ignored the
+     * result and forgot the dirty set, so puts applied after the running flush's snapshot stayed only in the
+     * memstore (SKIP_WAL) while the checkpoint counted them durable; the log is then garbage-collected through
+     * that checkpoint, and a region server crash loses them with nothing left to replay.
+     */
+    @Test
+    @Order(3)
+    void markDurableWhileAnotherFlushRunsStillMakesEveryDirtyBlockDurable() throws Exception {
+        TableName t = table(0);
+        admin.modifyTable(TableDescriptorBuilder.newBuilder(admin.getDescriptor(t))
+                .setCoprocessor(HoldFlush.class.getName()).build()); // reopens the regions
+        int idx = 3;
+        HRegion r = await("region 3 of r0 with the flush holder", () -> {
+            HRegion x = region(t, idx);
+            return x != null && x.getCoprocessorHost().findCoprocessor(HoldFlush.class) != null ? x : null;
+        });
+        HRegionStore store = HRegionStore.open(r, cfg, idx);
+        store.apply(0, block(500));
+        store.markDurable();
+        assertEquals(0, r.getMemStoreDataSize());
+        store.apply(1, block(501)); // in the snapshot of the flush below
+        HoldFlush.ARMED.set(true);
+        java.util.concurrent.ExecutorService ex = java.util.concurrent.Executors.newFixedThreadPool(2);
+        try {
+            java.util.concurrent.Future<?> pressure = ex.submit(() -> r.flush(true)); // e.g. global memstore pressure
+            assertTrue(HoldFlush.ENTERED.await(SETTLE_MS, java.util.concurrent.TimeUnit.MILLISECONDS));
+            store.apply(2, block(502)); // after that flush took its snapshot: only in the memstore
+            java.util.concurrent.Future<?> durable = ex.submit(store::markDurable);
+            try {
+                durable.get(5, java.util.concurrent.TimeUnit.SECONDS); // the old code returns here at once
+            } catch (java.util.concurrent.TimeoutException waiting) {
+                // the fixed code waits for the running flush: let it finish
+            }
+            HoldFlush.RELEASE.countDown();
+            pressure.get();
+            durable.get();
+        } finally {
+            HoldFlush.RELEASE.countDown();
+            ex.shutdownNow();
+        }
+        assertTrue(store.dirty().isEmpty());
+        assertEquals(0, r.getMemStoreDataSize(), "markDurable returned and forgot the dirty set, but block 2's"
+                + " cells (SKIP_WAL) are still only in the memstore: a crash now loses them");
+        admin.modifyTable(TableDescriptorBuilder.newBuilder(admin.getDescriptor(t))
+                .removeCoprocessor(HoldFlush.class.getName()).build());
     }
 
     // ------------------------------------------------------------------ restart replay (item 5)

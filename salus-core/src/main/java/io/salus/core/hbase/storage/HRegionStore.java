@@ -57,6 +57,8 @@ import org.apache.hadoop.hbase.util.Bytes;
  */
 public final class HRegionStore implements RegionStore {
     public static final byte[] DATA = Bytes.toBytes("d");
+    /** markDurable retries a flush that HBase refused (another flush running) this many times, then fails. */
+    private static final int MAX_FLUSH_ATTEMPTS = 50;
 
     private final Region region;
     private final ProtocolConfig cfg;
@@ -184,10 +186,25 @@ public final class HRegionStore implements RegionStore {
         if (!(region instanceof HRegion h)) {
             throw new IllegalStateException("markDurable needs an HRegion to flush, got " + region.getClass().getName());
         }
+        String name = region.getRegionInfo().getEncodedName();
         try {
-            h.flush(true);
+            // flush(true) does not throw when it cannot flush: it returns CANNOT_FLUSH when another flush of
+            // the region is running (memstore pressure, periodic flush; its snapshot may predate our puts) or
+            // writes are disabled (closing). Wait for the running flush and flush again; never clear the dirty
+            // set on a flush that did not happen.
+            for (int attempt = 0; ; attempt++) {
+                HRegion.FlushResult fr = h.flush(true);
+                if (fr.isFlushSucceeded() || fr.getResult() == HRegion.FlushResult.Result.CANNOT_FLUSH_MEMSTORE_EMPTY) {
+                    break;
+                }
+                if (h.isClosing() || h.isClosed() || attempt >= MAX_FLUSH_ATTEMPTS) {
+                    throw new IOException("HBase did not flush the region (" + fr.getResult() + " after " + (attempt + 1)
+                            + " attempts; closing=" + h.isClosing() + ", closed=" + h.isClosed() + ")");
+                }
+                h.waitForFlushes();
+            }
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot flush " + region.getRegionInfo().getEncodedName()
+            throw new UncheckedIOException("cannot flush " + name
                     + "; its state is not durable and the dirty set is kept", e);
         }
         dirty.clear();
