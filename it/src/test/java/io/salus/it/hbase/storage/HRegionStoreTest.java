@@ -334,6 +334,66 @@ class HRegionStoreTest {
                 .removeCoprocessor(HoldFlush.class.getName()).build());
     }
 
+    /**
+     * Refuses the next armed batch of puts with the exception HBase throws under memstore pressure (a
+     * coprocessor stands in for the pressure: filling 4× the flush size of a region is slow here).
+     */
+    public static class RefusePuts implements org.apache.hadoop.hbase.coprocessor.RegionCoprocessor,
+            org.apache.hadoop.hbase.coprocessor.RegionObserver {
+        static final java.util.concurrent.atomic.AtomicBoolean ARMED = new java.util.concurrent.atomic.AtomicBoolean();
+
+        @Override
+        public java.util.Optional<org.apache.hadoop.hbase.coprocessor.RegionObserver> getRegionObserver() {
+            return java.util.Optional.of(this);
+        }
+
+        @Override
+        public void preBatchMutate(
+                org.apache.hadoop.hbase.coprocessor.ObserverContext<org.apache.hadoop.hbase.coprocessor.RegionCoprocessorEnvironment> c,
+                org.apache.hadoop.hbase.regionserver.MiniBatchOperationInProgress<org.apache.hadoop.hbase.client.Mutation> m)
+                throws IOException {
+            if (ARMED.compareAndSet(true, false)) {
+                throw new org.apache.hadoop.hbase.RegionTooBusyException("test: over the memstore blocking size");
+            }
+        }
+    }
+
+    /**
+     * Review finding: when the region threw from batchMutate (RegionTooBusyException under memstore pressure),
+     * the store's node cache kept the hashes of the write that never reached the region: root() and the proofs
+     * of the block's neighbours covered data the cells do not hold, and the next apply persisted ancestors
+     * computed from them, so even a reopened store's root disagreed with its cells for good.
+     */
+    @Test
+    @Order(4)
+    void aPutTheRegionRefusesLeavesRootAndProofsMatchingTheCells() throws Exception {
+        TableName t = table(0);
+        admin.modifyTable(TableDescriptorBuilder.newBuilder(admin.getDescriptor(t))
+                .setCoprocessor(RefusePuts.class.getName()).build()); // reopens the regions
+        int idx = 0;
+        HRegion r = await("region 0 of r0 with the put refuser", () -> {
+            HRegion x = region(t, idx);
+            return x != null && x.getCoprocessorHost().findCoprocessor(RefusePuts.class) != null ? x : null;
+        });
+        HRegionStore store = HRegionStore.open(r, cfg, idx);
+        InMemoryRegionStore ref = new InMemoryRegionStore(cfg, Map.of());
+        for (long b = 0; b < 8; b++) {
+            store.apply(b, block(700 + b));
+            ref.apply(b, block(700 + b));
+        }
+        RefusePuts.ARMED.set(true);
+        assertThrows(java.io.UncheckedIOException.class, () -> store.apply(4, block(799)));
+        assertArrayEquals(block(704), store.read(4), "the refused write is not in the region");
+        assertEquals(ref.root(), store.root(), "root after a refused put covers data the region does not hold");
+        assertEquals(ref.proof(5), store.proof(5), "proof of the neighbour of the refused block");
+        store.apply(5, block(805)); // shares every ancestor with block 4
+        ref.apply(5, block(805));
+        assertEquals(ref.root(), store.root());
+        assertEquals(ref.root(), HRegionStore.open(r, cfg, idx).root(), "the persisted tree disagrees with the cells");
+        admin.modifyTable(TableDescriptorBuilder.newBuilder(admin.getDescriptor(t))
+                .removeCoprocessor(RefusePuts.class.getName()).build());
+    }
+
     // ------------------------------------------------------------------ restart replay (item 5)
 
     private static final List<NodeKeys> LEADERS = List.of(

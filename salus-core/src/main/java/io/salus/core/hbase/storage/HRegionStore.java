@@ -279,12 +279,17 @@ public final class HRegionStore implements RegionStore {
                 OperationStatus[] st = region.batchMutate(ms);
                 for (OperationStatus s : st) {
                     if (s.getOperationStatusCode() != org.apache.hadoop.hbase.HConstants.OperationStatusCode.SUCCESS) {
-                        cache.clear(); // the cache may now be ahead of the region: re-read it
                         throw new IOException("put refused: " + s.getOperationStatusCode() + " " + s.getExceptionMsg());
                     }
                 }
-            } catch (IOException e) {
-                throw new UncheckedIOException("cannot write to " + region.getRegionInfo().getEncodedName(), e);
+            } catch (IOException | RuntimeException e) {
+                // the cache holds the refused write's nodes (RegionTooBusyException under memstore pressure,
+                // a closing region, a status other than SUCCESS): drop it so root and proofs come from the cells
+                cache.clear();
+                if (e instanceof RuntimeException re) {
+                    throw re;
+                }
+                throw new UncheckedIOException("cannot write to " + region.getRegionInfo().getEncodedName(), (IOException) e);
             }
         }
     }
