@@ -394,6 +394,38 @@ class HRegionStoreTest {
                 .removeCoprocessor(RefusePuts.class.getName()).build());
     }
 
+    /**
+     * Review finding: the store's puts took the region server's clock as their timestamp, and a cell with a
+     * higher timestamp hides a later put with a lower one. A region that moves (failover, balancer) to a server
+     * whose clock is behind (HBase admits up to 30 s of skew, {@code hbase.master.maxclockskew}) then writes
+     * blocks and tree nodes that reads never see: the acknowledged write (and its replay) is silently lost.
+     * The skew is injected with HBase's own clock ({@code EnvironmentEdgeManager}) for the second write only.
+     */
+    @Test
+    @Order(5)
+    void aWriteUnderAClockBehindTheRegionsCellsIsNotHiddenByThem() throws Exception {
+        int idx = 3;
+        HRegion r = region(table(1), idx);
+        HRegionStore store = HRegionStore.open(r, cfg, idx);
+        store.apply(0, block(900));
+        store.markDurable();
+        HRegionStore behind = HRegionStore.open(r, cfg, idx); // e.g. the region reopened on a slower-clocked server
+        org.apache.hadoop.hbase.util.EnvironmentEdgeManager.injectEdge(
+                () -> System.currentTimeMillis() - 20_000);
+        try {
+            behind.apply(0, block(901));
+            behind.apply(1, block(902));
+            behind.markDurable();
+        } finally {
+            org.apache.hadoop.hbase.util.EnvironmentEdgeManager.reset();
+        }
+        HRegionStore reopened = HRegionStore.open(r, cfg, idx);
+        assertArrayEquals(block(901), reopened.read(0), "the later write of block 0 is hidden by the earlier cell");
+        InMemoryRegionStore ref = new InMemoryRegionStore(cfg, Map.of(0L, block(901), 1L, block(902)));
+        assertEquals(ref.root(), reopened.root(), "region root after the write under a clock behind");
+        assertEquals(ref.proof(1), reopened.proof(1));
+    }
+
     // ------------------------------------------------------------------ restart replay (item 5)
 
     private static final List<NodeKeys> LEADERS = List.of(

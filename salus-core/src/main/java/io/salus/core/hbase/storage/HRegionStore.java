@@ -69,6 +69,8 @@ public final class HRegionStore implements RegionStore {
     private final LinkedHashMap<Long, byte[]> dirty = new LinkedHashMap<>();
     private final AtomicLong blockReads = new AtomicLong();
     private final AtomicLong nodeReads = new AtomicLong();
+    /** Timestamp of the last apply's cells; every apply's cells get a higher one (see {@link #nextTimestamp}). */
+    private long lastTimestamp;
 
     /** The store of region {@code regionIndex} of the volume; checks that {@code region} starts at its first block. */
     public static HRegionStore open(Region region, ProtocolConfig cfg, int regionIndex) {
@@ -89,6 +91,25 @@ public final class HRegionStore implements RegionStore {
                     + " blocks per region): open the store with the region's own index");
         }
         this.tree = cfg.layout().newRegionTree(cfg.hash(), cfg.blockSize(), nodes);
+        // every apply rewrites the root node, in local row 0: the row's newest cell is the newest apply
+        try {
+            Result r0 = region.get(new Get(row(0)).addFamily(SalusTableLayout.FAMILY));
+            for (Cell c : r0.rawCells()) {
+                lastTimestamp = Math.max(lastTimestamp, c.getTimestamp());
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read the newest cell of " + region.getRegionInfo().getEncodedName(), e);
+        }
+    }
+
+    /**
+     * The timestamp of the next apply's cells: the region server's clock, but above every earlier apply's. A
+     * cell with a higher timestamp hides a later put with a lower one, so a region reopened on a server whose
+     * clock is behind (HBase admits up to 30 s of skew) would otherwise write blocks and nodes no read sees.
+     */
+    private long nextTimestamp() {
+        lastTimestamp = Math.max(org.apache.hadoop.hbase.util.EnvironmentEdgeManager.currentTime(), lastTimestamp + 1);
+        return lastTimestamp;
     }
 
     private void checkLocal(long localBlock) {
@@ -112,6 +133,7 @@ public final class HRegionStore implements RegionStore {
             throw new IllegalArgumentException("block of " + data.length + " bytes; the volume's block size is " + cfg.blockSize());
         }
         byte[] copy = data.clone();
+        nodes.timestamp = nextTimestamp();
         nodes.pending(localBlock).addColumn(SalusTableLayout.FAMILY, DATA, copy);
         tree.putBlock(localBlock, copy);
         nodes.writePending();
@@ -235,9 +257,10 @@ public final class HRegionStore implements RegionStore {
         private static final Hash ABSENT = Hash.of(new byte[Hash.LENGTH]);
         private final Map<Integer, Map<Long, Hash>> cache = new HashMap<>();
         private final LinkedHashMap<Long, Put> pending = new LinkedHashMap<>();
+        long timestamp;
 
         Put pending(long localRow) {
-            return pending.computeIfAbsent(localRow, r -> new Put(row(r)).setDurability(Durability.SKIP_WAL));
+            return pending.computeIfAbsent(localRow, r -> new Put(row(r), timestamp).setDurability(Durability.SKIP_WAL));
         }
 
         private long rowOf(int level, long index) {
