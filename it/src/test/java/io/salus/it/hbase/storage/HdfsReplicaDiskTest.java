@@ -253,6 +253,42 @@ class HdfsReplicaDiskTest extends ReplicaDiskContract {
         back.close();
     }
 
+    /**
+     * Review (held up): checkpoint files and the GC marker are written to a fixed temporary name
+     * ({@code .delta.<k>.tmp}, {@code .prefix.tmp}); one a dead region server left open under its lease does not
+     * block the replica reopened elsewhere, because create with overwrite deletes a file under construction by
+     * another client (it would block with overwrite=false, or if the names were reused without overwrite).
+     */
+    @Test
+    void aTemporaryFileLeftOpenByADeadWriterDoesNotBlockTheNextCheckpointOrGc() throws Exception {
+        Path dir = new Path(ROOT, "crash-tmp");
+        DistributedFileSystem rs = newClient();
+        HdfsReplicaDisk first = disk(rs, dir, null);
+        for (long i = 0; i < 6; i++) {
+            first.append(1, i, entry(i, 100));
+        }
+        // the dead server was writing checkpoint 5 and the GC marker through 5 when it died
+        FSDataOutputStream cp = rs.create(new Path(dir, "state/g1/.delta.5.tmp"), true);
+        cp.write(new byte[10]);
+        cp.hflush();
+        FSDataOutputStream gc = rs.create(new Path(dir, "log/g1/.prefix.tmp"), true);
+        gc.write(new byte[10]);
+        gc.hflush();
+        crash(rs);
+        HdfsReplicaDisk back = disk(fs, dir, null);
+        back.writeCheckpoint(1, 5, 6, Map.of(3L, entry(3, 64)), record(6));
+        assertArrayEquals(entry(3, 64), back.readSnapshot(1, 5).blocks().get(3L));
+        back.truncateLogPrefix(1, 5);
+        assertNull(back.read(1, 5));
+        back.append(1, 6, entry(6, 100));
+        back.close();
+        HdfsReplicaDisk again = disk(fs, dir, null);
+        assertNull(again.read(1, 4), "the GC marker survives reopen");
+        assertArrayEquals(entry(6, 100), again.read(1, 6));
+        again.close();
+        rs.close();
+    }
+
     @Test
     void garbageCollectionDeletesWholeSegmentFiles() throws Exception {
         HdfsReplicaDisk d = disk(fs, new Path(ROOT, "gc"), null);
