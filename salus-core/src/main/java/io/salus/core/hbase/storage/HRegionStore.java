@@ -59,6 +59,8 @@ public final class HRegionStore implements RegionStore {
     public static final byte[] DATA = Bytes.toBytes("d");
     /** markDurable retries a flush that HBase refused (another flush running) this many times, then fails. */
     private static final int MAX_FLUSH_ATTEMPTS = 50;
+    /** How long markDurable waits, in all, for flushes of the region that HBase is already running. */
+    private static final long FLUSH_WAIT_MS = 300_000;
 
     private final Region region;
     private final ProtocolConfig cfg;
@@ -214,16 +216,19 @@ public final class HRegionStore implements RegionStore {
             // the region is running (memstore pressure, periodic flush; its snapshot may predate our puts) or
             // writes are disabled (closing). Wait for the running flush and flush again; never clear the dirty
             // set on a flush that did not happen.
+            long deadline = System.currentTimeMillis() + FLUSH_WAIT_MS;
             for (int attempt = 0; ; attempt++) {
                 HRegion.FlushResult fr = h.flush(true);
                 if (fr.isFlushSucceeded() || fr.getResult() == HRegion.FlushResult.Result.CANNOT_FLUSH_MEMSTORE_EMPTY) {
                     break;
                 }
-                if (h.isClosing() || h.isClosed() || attempt >= MAX_FLUSH_ATTEMPTS) {
+                long left = deadline - System.currentTimeMillis();
+                if (h.isClosing() || h.isClosed() || attempt >= MAX_FLUSH_ATTEMPTS || left <= 0) {
                     throw new IOException("HBase did not flush the region (" + fr.getResult() + " after " + (attempt + 1)
-                            + " attempts; closing=" + h.isClosing() + ", closed=" + h.isClosed() + ")");
+                            + " attempts in at most " + FLUSH_WAIT_MS + " ms; closing=" + h.isClosing() + ", closed="
+                            + h.isClosed() + "): is a flush of it stuck (HDFS)?");
                 }
-                h.waitForFlushes();
+                h.waitForFlushes(left);
             }
         } catch (IOException e) {
             throw new UncheckedIOException("cannot flush " + name
