@@ -18,6 +18,7 @@ import io.salus.core.hbase.storage.ReplicaRecovery;
 import io.salus.core.hbase.storage.SalusFavoredNodes;
 import io.salus.hdfs.placement.LocationHintMetrics;
 import io.salus.hdfs.placement.LocationHintPlacementPolicy;
+import java.io.IOException;
 import java.net.InetSocketAddress;
 import org.apache.hadoop.fs.BlockLocation;
 import org.apache.hadoop.fs.FileStatus;
@@ -247,6 +248,182 @@ class HRegionStoreTest {
         }
         assertTrue(hints.followed() > followedBefore, "the NameNode's placement policy counted no followed hint");
         assertEquals(0, hints.fallbacks(), "hints refused: " + hints.fallbacks());
+    }
+
+    // ------------------------------------------------------------------ review: a flush already running
+
+    /**
+     * Holds the first armed store flush inside HBase's flush (the region's {@code writestate.flushing} is set),
+     * as a flush started by global memstore pressure or the periodic flusher would be while it writes its HFile.
+     */
+    public static class HoldFlush implements org.apache.hadoop.hbase.coprocessor.RegionCoprocessor,
+            org.apache.hadoop.hbase.coprocessor.RegionObserver {
+        static final java.util.concurrent.atomic.AtomicBoolean ARMED = new java.util.concurrent.atomic.AtomicBoolean();
+        static final java.util.concurrent.CountDownLatch ENTERED = new java.util.concurrent.CountDownLatch(1);
+        static final java.util.concurrent.CountDownLatch RELEASE = new java.util.concurrent.CountDownLatch(1);
+
+        @Override
+        public java.util.Optional<org.apache.hadoop.hbase.coprocessor.RegionObserver> getRegionObserver() {
+            return java.util.Optional.of(this);
+        }
+
+        @Override
+        public org.apache.hadoop.hbase.regionserver.InternalScanner preFlush(
+                org.apache.hadoop.hbase.coprocessor.ObserverContext<org.apache.hadoop.hbase.coprocessor.RegionCoprocessorEnvironment> c,
+                org.apache.hadoop.hbase.regionserver.Store store, org.apache.hadoop.hbase.regionserver.InternalScanner scanner,
+                org.apache.hadoop.hbase.regionserver.FlushLifeCycleTracker tracker) throws IOException {
+            if (ARMED.compareAndSet(true, false)) {
+                ENTERED.countDown();
+                try {
+                    RELEASE.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new java.io.InterruptedIOException();
+                }
+            }
+            return scanner;
+        }
+    }
+
+    /**
+     * Review finding: {@code HRegion#flush(true)} does not throw when another flush of the region is running
+     * (memstore pressure, periodic flush): it returns CANNOT_FLUSH ("already flushing"). markDurable ignored the
+     * result and forgot the dirty set, so puts applied after the running flush's snapshot stayed only in the
+     * memstore (SKIP_WAL) while the checkpoint counted them durable; the log is then garbage-collected through
+     * that checkpoint, and a region server crash loses them with nothing left to replay.
+     */
+    @Test
+    @Order(3)
+    void markDurableWhileAnotherFlushRunsStillMakesEveryDirtyBlockDurable() throws Exception {
+        TableName t = table(0);
+        admin.modifyTable(TableDescriptorBuilder.newBuilder(admin.getDescriptor(t))
+                .setCoprocessor(HoldFlush.class.getName()).build()); // reopens the regions
+        int idx = 3;
+        HRegion r = await("region 3 of r0 with the flush holder", () -> {
+            HRegion x = region(t, idx);
+            return x != null && x.getCoprocessorHost().findCoprocessor(HoldFlush.class) != null ? x : null;
+        });
+        HRegionStore store = HRegionStore.open(r, cfg, idx);
+        store.apply(0, block(500));
+        store.markDurable();
+        assertEquals(0, r.getMemStoreDataSize());
+        store.apply(1, block(501)); // in the snapshot of the flush below
+        HoldFlush.ARMED.set(true);
+        java.util.concurrent.ExecutorService ex = java.util.concurrent.Executors.newFixedThreadPool(2);
+        try {
+            java.util.concurrent.Future<?> pressure = ex.submit(() -> r.flush(true)); // e.g. global memstore pressure
+            assertTrue(HoldFlush.ENTERED.await(SETTLE_MS, java.util.concurrent.TimeUnit.MILLISECONDS));
+            store.apply(2, block(502)); // after that flush took its snapshot: only in the memstore
+            java.util.concurrent.Future<?> durable = ex.submit(store::markDurable);
+            try {
+                durable.get(5, java.util.concurrent.TimeUnit.SECONDS); // the old code returns here at once
+            } catch (java.util.concurrent.TimeoutException waiting) {
+                // the fixed code waits for the running flush: let it finish
+            }
+            HoldFlush.RELEASE.countDown();
+            pressure.get();
+            durable.get();
+        } finally {
+            HoldFlush.RELEASE.countDown();
+            ex.shutdownNow();
+        }
+        assertTrue(store.dirty().isEmpty());
+        assertEquals(0, r.getMemStoreDataSize(), "markDurable returned and forgot the dirty set, but block 2's"
+                + " cells (SKIP_WAL) are still only in the memstore: a crash now loses them");
+        admin.modifyTable(TableDescriptorBuilder.newBuilder(admin.getDescriptor(t))
+                .removeCoprocessor(HoldFlush.class.getName()).build());
+    }
+
+    /**
+     * Refuses the next armed batch of puts with the exception HBase throws under memstore pressure (a
+     * coprocessor stands in for the pressure: filling 4× the flush size of a region is slow here).
+     */
+    public static class RefusePuts implements org.apache.hadoop.hbase.coprocessor.RegionCoprocessor,
+            org.apache.hadoop.hbase.coprocessor.RegionObserver {
+        static final java.util.concurrent.atomic.AtomicBoolean ARMED = new java.util.concurrent.atomic.AtomicBoolean();
+
+        @Override
+        public java.util.Optional<org.apache.hadoop.hbase.coprocessor.RegionObserver> getRegionObserver() {
+            return java.util.Optional.of(this);
+        }
+
+        @Override
+        public void preBatchMutate(
+                org.apache.hadoop.hbase.coprocessor.ObserverContext<org.apache.hadoop.hbase.coprocessor.RegionCoprocessorEnvironment> c,
+                org.apache.hadoop.hbase.regionserver.MiniBatchOperationInProgress<org.apache.hadoop.hbase.client.Mutation> m)
+                throws IOException {
+            if (ARMED.compareAndSet(true, false)) {
+                throw new org.apache.hadoop.hbase.RegionTooBusyException("test: over the memstore blocking size");
+            }
+        }
+    }
+
+    /**
+     * Review finding: when the region threw from batchMutate (RegionTooBusyException under memstore pressure),
+     * the store's node cache kept the hashes of the write that never reached the region: root() and the proofs
+     * of the block's neighbours covered data the cells do not hold, and the next apply persisted ancestors
+     * computed from them, so even a reopened store's root disagreed with its cells for good.
+     */
+    @Test
+    @Order(4)
+    void aPutTheRegionRefusesLeavesRootAndProofsMatchingTheCells() throws Exception {
+        TableName t = table(0);
+        admin.modifyTable(TableDescriptorBuilder.newBuilder(admin.getDescriptor(t))
+                .setCoprocessor(RefusePuts.class.getName()).build()); // reopens the regions
+        int idx = 0;
+        HRegion r = await("region 0 of r0 with the put refuser", () -> {
+            HRegion x = region(t, idx);
+            return x != null && x.getCoprocessorHost().findCoprocessor(RefusePuts.class) != null ? x : null;
+        });
+        HRegionStore store = HRegionStore.open(r, cfg, idx);
+        InMemoryRegionStore ref = new InMemoryRegionStore(cfg, Map.of());
+        for (long b = 0; b < 8; b++) {
+            store.apply(b, block(700 + b));
+            ref.apply(b, block(700 + b));
+        }
+        RefusePuts.ARMED.set(true);
+        assertThrows(java.io.UncheckedIOException.class, () -> store.apply(4, block(799)));
+        assertArrayEquals(block(704), store.read(4), "the refused write is not in the region");
+        assertEquals(ref.root(), store.root(), "root after a refused put covers data the region does not hold");
+        assertEquals(ref.proof(5), store.proof(5), "proof of the neighbour of the refused block");
+        store.apply(5, block(805)); // shares every ancestor with block 4
+        ref.apply(5, block(805));
+        assertEquals(ref.root(), store.root());
+        assertEquals(ref.root(), HRegionStore.open(r, cfg, idx).root(), "the persisted tree disagrees with the cells");
+        admin.modifyTable(TableDescriptorBuilder.newBuilder(admin.getDescriptor(t))
+                .removeCoprocessor(RefusePuts.class.getName()).build());
+    }
+
+    /**
+     * Review finding: the store's puts took the region server's clock as their timestamp, and a cell with a
+     * higher timestamp hides a later put with a lower one. A region that moves (failover, balancer) to a server
+     * whose clock is behind (HBase admits up to 30 s of skew, {@code hbase.master.maxclockskew}) then writes
+     * blocks and tree nodes that reads never see: the acknowledged write (and its replay) is silently lost.
+     * The skew is injected with HBase's own clock ({@code EnvironmentEdgeManager}) for the second write only.
+     */
+    @Test
+    @Order(5)
+    void aWriteUnderAClockBehindTheRegionsCellsIsNotHiddenByThem() throws Exception {
+        int idx = 3;
+        HRegion r = region(table(1), idx);
+        HRegionStore store = HRegionStore.open(r, cfg, idx);
+        store.apply(0, block(900));
+        store.markDurable();
+        HRegionStore behind = HRegionStore.open(r, cfg, idx); // e.g. the region reopened on a slower-clocked server
+        org.apache.hadoop.hbase.util.EnvironmentEdgeManager.injectEdge(
+                () -> System.currentTimeMillis() - 20_000);
+        try {
+            behind.apply(0, block(901));
+            behind.apply(1, block(902));
+            behind.markDurable();
+        } finally {
+            org.apache.hadoop.hbase.util.EnvironmentEdgeManager.reset();
+        }
+        HRegionStore reopened = HRegionStore.open(r, cfg, idx);
+        assertArrayEquals(block(901), reopened.read(0), "the later write of block 0 is hidden by the earlier cell");
+        InMemoryRegionStore ref = new InMemoryRegionStore(cfg, Map.of(0L, block(901), 1L, block(902)));
+        assertEquals(ref.root(), reopened.root(), "region root after the write under a clock behind");
+        assertEquals(ref.proof(1), reopened.proof(1));
     }
 
     // ------------------------------------------------------------------ restart replay (item 5)

@@ -208,6 +208,138 @@ class HdfsReplicaDiskTest extends ReplicaDiskContract {
         }
     }
 
+    /**
+     * Review finding: recordDecision numbered the record lastIndex()+1 outside the log's lock, and the index
+     * only learns a record after its hsync; concurrent recorders (the endpoint's handler threads) took the
+     * same number, and the later frame replaced the earlier one: an hsynced decision vanished on reopen.
+     */
+    @Test
+    void concurrentDecisionRecordersLoseNoDecision() throws Exception {
+        HdfsReplicaDisk d = disk(fs, new Path(ROOT, "decisions-race"), null);
+        int threads = 6;
+        int each = 15;
+        ExecutorService ex = Executors.newFixedThreadPool(threads);
+        List<Future<?>> fs1 = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            int tt = t;
+            fs1.add(ex.submit(() -> {
+                for (int k = 0; k < each; k++) {
+                    d.recordDecision(1, decision(tt * 1000L + k, true));
+                }
+                return null;
+            }));
+        }
+        for (Future<?> f : fs1) {
+            f.get();
+        }
+        ex.shutdown();
+        java.util.Set<Long> want = new java.util.TreeSet<>();
+        for (int t = 0; t < threads; t++) {
+            for (int k = 0; k < each; k++) {
+                want.add(t * 1000L + k);
+            }
+        }
+        java.util.function.Function<List<io.salus.core.cert.Certificate>, java.util.Set<Long>> ids = l -> {
+            java.util.Set<Long> s = new java.util.TreeSet<>();
+            l.forEach(c -> s.add(c.statement(io.salus.core.cert.Statement.Decision.class).batchId()));
+            return s;
+        };
+        assertEquals(want, ids.apply(d.decisions(1)), "decisions lost while the disk is open");
+        d.close();
+        HdfsReplicaDisk back = disk(fs, d.directory(), null);
+        List<io.salus.core.cert.Certificate> got = back.decisions(1);
+        assertEquals(threads * each, got.size(), "decision records after reopen");
+        assertEquals(want, ids.apply(got), "decisions lost after reopen");
+        back.close();
+    }
+
+    /**
+     * Review (held up): checkpoint files and the GC marker are written to a fixed temporary name
+     * ({@code .delta.<k>.tmp}, {@code .prefix.tmp}); one a dead region server left open under its lease does not
+     * block the replica reopened elsewhere, because create with overwrite deletes a file under construction by
+     * another client (it would block with overwrite=false, or if the names were reused without overwrite).
+     */
+    @Test
+    void aTemporaryFileLeftOpenByADeadWriterDoesNotBlockTheNextCheckpointOrGc() throws Exception {
+        Path dir = new Path(ROOT, "crash-tmp");
+        DistributedFileSystem rs = newClient();
+        HdfsReplicaDisk first = disk(rs, dir, null);
+        for (long i = 0; i < 6; i++) {
+            first.append(1, i, entry(i, 100));
+        }
+        // the dead server was writing checkpoint 5 and the GC marker through 5 when it died
+        FSDataOutputStream cp = rs.create(new Path(dir, "state/g1/.delta.5.tmp"), true);
+        cp.write(new byte[10]);
+        cp.hflush();
+        FSDataOutputStream gc = rs.create(new Path(dir, "log/g1/.prefix.tmp"), true);
+        gc.write(new byte[10]);
+        gc.hflush();
+        crash(rs);
+        HdfsReplicaDisk back = disk(fs, dir, null);
+        back.writeCheckpoint(1, 5, 6, Map.of(3L, entry(3, 64)), record(6));
+        assertArrayEquals(entry(3, 64), back.readSnapshot(1, 5).blocks().get(3L));
+        back.truncateLogPrefix(1, 5);
+        assertNull(back.read(1, 5));
+        back.append(1, 6, entry(6, 100));
+        back.close();
+        HdfsReplicaDisk again = disk(fs, dir, null);
+        assertNull(again.read(1, 4), "the GC marker survives reopen");
+        assertArrayEquals(entry(6, 100), again.read(1, 6));
+        again.close();
+        rs.close();
+    }
+
+    /**
+     * Review (held up): appenders racing with garbage collection (small segments, so appends roll segments while
+     * GC rolls and deletes them): every entry above the last GC point stays readable, before and after reopen.
+     */
+    @Test
+    void concurrentAppendsAndGarbageCollectionKeepEveryEntryAboveThePrefix() throws Exception {
+        HdfsReplicaDisk d = new HdfsReplicaDisk(fs, new Path(ROOT, "append-gc-race"), null, 4096);
+        int threads = 4;
+        int each = 40;
+        AtomicInteger next = new AtomicInteger();
+        ExecutorService ex = Executors.newFixedThreadPool(threads + 1);
+        List<Future<?>> all = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            all.add(ex.submit(() -> {
+                for (int k = 0; k < each; k++) {
+                    long i = next.getAndIncrement();
+                    d.append(1, i, entry(i, 700));
+                }
+                return null;
+            }));
+        }
+        java.util.concurrent.atomic.AtomicLong gcThrough = new java.util.concurrent.atomic.AtomicLong(-1);
+        all.add(ex.submit(() -> {
+            while (next.get() < threads * each) {
+                long through = next.get() - 20; // well behind the appenders (entries below are checkpointed)
+                if (through > gcThrough.get()) {
+                    d.truncateLogPrefix(1, through);
+                    gcThrough.set(through);
+                }
+                Thread.sleep(5);
+            }
+            return null;
+        }));
+        for (Future<?> f : all) {
+            f.get();
+        }
+        ex.shutdown();
+        long prefix = gcThrough.get();
+        assertTrue(prefix >= 0, "GC never ran: the race was not exercised");
+        for (long i = prefix + 1; i < threads * each; i++) {
+            assertArrayEquals(entry(i, 700), d.read(1, i), "index " + i + " (GC through " + prefix + ")");
+        }
+        d.close();
+        HdfsReplicaDisk back = new HdfsReplicaDisk(fs, d.directory(), null, 4096);
+        for (long i = prefix + 1; i < threads * each; i++) {
+            assertArrayEquals(entry(i, 700), back.read(1, i), "after reopen: index " + i + " (GC through " + prefix + ")");
+        }
+        assertNull(back.read(1, prefix));
+        back.close();
+    }
+
     @Test
     void garbageCollectionDeletesWholeSegmentFiles() throws Exception {
         HdfsReplicaDisk d = disk(fs, new Path(ROOT, "gc"), null);

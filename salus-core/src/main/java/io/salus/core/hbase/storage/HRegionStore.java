@@ -57,6 +57,10 @@ import org.apache.hadoop.hbase.util.Bytes;
  */
 public final class HRegionStore implements RegionStore {
     public static final byte[] DATA = Bytes.toBytes("d");
+    /** markDurable retries a flush that HBase refused (another flush running) this many times, then fails. */
+    private static final int MAX_FLUSH_ATTEMPTS = 50;
+    /** How long markDurable waits, in all, for flushes of the region that HBase is already running. */
+    private static final long FLUSH_WAIT_MS = 300_000;
 
     private final Region region;
     private final ProtocolConfig cfg;
@@ -67,6 +71,8 @@ public final class HRegionStore implements RegionStore {
     private final LinkedHashMap<Long, byte[]> dirty = new LinkedHashMap<>();
     private final AtomicLong blockReads = new AtomicLong();
     private final AtomicLong nodeReads = new AtomicLong();
+    /** Timestamp of the last apply's cells; every apply's cells get a higher one (see {@link #nextTimestamp}). */
+    private long lastTimestamp;
 
     /** The store of region {@code regionIndex} of the volume; checks that {@code region} starts at its first block. */
     public static HRegionStore open(Region region, ProtocolConfig cfg, int regionIndex) {
@@ -87,6 +93,25 @@ public final class HRegionStore implements RegionStore {
                     + " blocks per region): open the store with the region's own index");
         }
         this.tree = cfg.layout().newRegionTree(cfg.hash(), cfg.blockSize(), nodes);
+        // every apply rewrites the root node, in local row 0: the row's newest cell is the newest apply
+        try {
+            Result r0 = region.get(new Get(row(0)).addFamily(SalusTableLayout.FAMILY));
+            for (Cell c : r0.rawCells()) {
+                lastTimestamp = Math.max(lastTimestamp, c.getTimestamp());
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read the newest cell of " + region.getRegionInfo().getEncodedName(), e);
+        }
+    }
+
+    /**
+     * The timestamp of the next apply's cells: the region server's clock, but above every earlier apply's. A
+     * cell with a higher timestamp hides a later put with a lower one, so a region reopened on a server whose
+     * clock is behind (HBase admits up to 30 s of skew) would otherwise write blocks and nodes no read sees.
+     */
+    private long nextTimestamp() {
+        lastTimestamp = Math.max(org.apache.hadoop.hbase.util.EnvironmentEdgeManager.currentTime(), lastTimestamp + 1);
+        return lastTimestamp;
     }
 
     private void checkLocal(long localBlock) {
@@ -110,6 +135,7 @@ public final class HRegionStore implements RegionStore {
             throw new IllegalArgumentException("block of " + data.length + " bytes; the volume's block size is " + cfg.blockSize());
         }
         byte[] copy = data.clone();
+        nodes.timestamp = nextTimestamp();
         nodes.pending(localBlock).addColumn(SalusTableLayout.FAMILY, DATA, copy);
         tree.putBlock(localBlock, copy);
         nodes.writePending();
@@ -184,10 +210,28 @@ public final class HRegionStore implements RegionStore {
         if (!(region instanceof HRegion h)) {
             throw new IllegalStateException("markDurable needs an HRegion to flush, got " + region.getClass().getName());
         }
+        String name = region.getRegionInfo().getEncodedName();
         try {
-            h.flush(true);
+            // flush(true) does not throw when it cannot flush: it returns CANNOT_FLUSH when another flush of
+            // the region is running (memstore pressure, periodic flush; its snapshot may predate our puts) or
+            // writes are disabled (closing). Wait for the running flush and flush again; never clear the dirty
+            // set on a flush that did not happen.
+            long deadline = System.currentTimeMillis() + FLUSH_WAIT_MS;
+            for (int attempt = 0; ; attempt++) {
+                HRegion.FlushResult fr = h.flush(true);
+                if (fr.isFlushSucceeded() || fr.getResult() == HRegion.FlushResult.Result.CANNOT_FLUSH_MEMSTORE_EMPTY) {
+                    break;
+                }
+                long left = deadline - System.currentTimeMillis();
+                if (h.isClosing() || h.isClosed() || attempt >= MAX_FLUSH_ATTEMPTS || left <= 0) {
+                    throw new IOException("HBase did not flush the region (" + fr.getResult() + " after " + (attempt + 1)
+                            + " attempts in at most " + FLUSH_WAIT_MS + " ms; closing=" + h.isClosing() + ", closed="
+                            + h.isClosed() + "): is a flush of it stuck (HDFS)?");
+                }
+                h.waitForFlushes(left);
+            }
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot flush " + region.getRegionInfo().getEncodedName()
+            throw new UncheckedIOException("cannot flush " + name
                     + "; its state is not durable and the dirty set is kept", e);
         }
         dirty.clear();
@@ -218,9 +262,10 @@ public final class HRegionStore implements RegionStore {
         private static final Hash ABSENT = Hash.of(new byte[Hash.LENGTH]);
         private final Map<Integer, Map<Long, Hash>> cache = new HashMap<>();
         private final LinkedHashMap<Long, Put> pending = new LinkedHashMap<>();
+        long timestamp;
 
         Put pending(long localRow) {
-            return pending.computeIfAbsent(localRow, r -> new Put(row(r)).setDurability(Durability.SKIP_WAL));
+            return pending.computeIfAbsent(localRow, r -> new Put(row(r), timestamp).setDurability(Durability.SKIP_WAL));
         }
 
         private long rowOf(int level, long index) {
@@ -262,12 +307,17 @@ public final class HRegionStore implements RegionStore {
                 OperationStatus[] st = region.batchMutate(ms);
                 for (OperationStatus s : st) {
                     if (s.getOperationStatusCode() != org.apache.hadoop.hbase.HConstants.OperationStatusCode.SUCCESS) {
-                        cache.clear(); // the cache may now be ahead of the region: re-read it
                         throw new IOException("put refused: " + s.getOperationStatusCode() + " " + s.getExceptionMsg());
                     }
                 }
-            } catch (IOException e) {
-                throw new UncheckedIOException("cannot write to " + region.getRegionInfo().getEncodedName(), e);
+            } catch (IOException | RuntimeException e) {
+                // the cache holds the refused write's nodes (RegionTooBusyException under memstore pressure,
+                // a closing region, a status other than SUCCESS): drop it so root and proofs come from the cells
+                cache.clear();
+                if (e instanceof RuntimeException re) {
+                    throw re;
+                }
+                throw new UncheckedIOException("cannot write to " + region.getRegionInfo().getEncodedName(), (IOException) e);
             }
         }
     }

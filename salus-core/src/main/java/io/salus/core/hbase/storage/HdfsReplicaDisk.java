@@ -162,8 +162,9 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
 
     @Override
     public void recordDecision(long generation, Certificate decision) {
-        FramedLog d = decisions(generation, true);
-        d.append(d.lastIndex() + 1, decision.encode());
+        // numbered under the log's lock: lastIndex() only learns a record after its hsync, so numbering
+        // from it let concurrent recorders share a number and the later frame replace the earlier one
+        decisions(generation, true).appendNext(decision.encode());
     }
 
     /** Decodes what was stored; a record that verifies (CRC) but does not decode is skipped, not trusted. */
@@ -410,6 +411,8 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
         final Map<Path, Long> segmentMax = new HashMap<>();
         long nextSegment;
         long prefixThrough = -1;
+        /** Highest index of any frame written or scanned (including frames whose hsync is still under way). */
+        long highestWritten = -1;
         Segment active;
 
         FramedLog(Path ldir, boolean gcable) {
@@ -475,6 +478,7 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
                         index.put(f.index(), new Loc(p, off, f.payload().length));
                     }
                     max = Math.max(max, f.index());
+                    highestWritten = Math.max(highestWritten, f.index());
                     off = f.end();
                 }
             }
@@ -509,12 +513,25 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
         }
 
         void append(long idx, byte[] entry) {
-            byte[] frame = LogFrame.encode(idx, entry);
+            append(idx, false, entry);
+        }
+
+        /** Appends at the index after the highest one written (numbered under the lock: decisions). */
+        void appendNext(byte[] entry) {
+            append(-1, true, entry);
+        }
+
+        private void append(long idx, boolean next, byte[] entry) {
             Segment s;
             long off;
             long end;
             try {
                 synchronized (this) {
+                    if (next) {
+                        idx = highestWritten + 1;
+                    }
+                    highestWritten = Math.max(highestWritten, idx);
+                    byte[] frame = LogFrame.encode(idx, entry);
                     s = activeForAppend();
                     off = s.written;
                     s.out.write(frame);
