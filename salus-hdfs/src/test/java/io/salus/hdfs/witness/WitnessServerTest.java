@@ -81,6 +81,46 @@ class WitnessServerTest {
     }
   }
 
+  /**
+   * Review finding: {@code WitnessService.query} answered a region it held no {@code WitnessLog}
+   * for (no offer accepted since the witness started: a fresh witness, or any witness after a
+   * restart) with a NO_NEXT_ENTRY it neither stored nor remembered, so the slot was not sealed and
+   * an old replica's LOG_ENTRY for it was stored and acknowledged afterwards (rule 15 broken).
+   */
+  @Test
+  void aNoNextEntryAnsweredBeforeAnyOfferOrAfterARestartSealsTheSlot() throws Exception {
+    try (WitnessClient c = WitnessClient.connect(node.address())) {
+      assertEquals(CertType.NO_NEXT_ENTRY, c.query(R, 0, 0).type());
+      WitnessClient.WitnessException e = assertThrows(WitnessClient.WitnessException.class,
+          () -> c.offer(certs.logEntry(Certs.entry(R, 0, 0))),
+          "a LOG_ENTRY for a slot answered NO_NEXT_ENTRY was stored");
+      assertTrue(e.rejected(), e.getMessage());
+      assertEquals(CertType.NO_NEXT_ENTRY, c.query(R, 0, 0).type());
+      // Generation 1: one entry stored, then the witness restarts (its WitnessLogs are gone).
+      assertEquals(WitnessClient.OfferResult.STORED, c.offer(certs.logEntry(Certs.entry(R, 1, 0))));
+    }
+    node.close();
+    node = WitnessDaemon.start(WitnessNode.Settings.of(dir.resolve("w"), 0)
+        .withTrust(certs.trust()).withNodeId("w1"));
+    try (WitnessClient c = WitnessClient.connect(node.address())) {
+      assertEquals(CertType.NO_NEXT_ENTRY, c.query(R, 1, 1).type());
+      assertThrows(WitnessClient.WitnessException.class,
+          () -> c.offer(certs.logEntry(Certs.entry(R, 1, 1))),
+          "after a restart, a LOG_ENTRY for a slot just answered NO_NEXT_ENTRY was stored");
+      assertEquals(CertType.NO_NEXT_ENTRY, c.query(R, 1, 1).type());
+    }
+    // The seal is durable: still there after another restart.
+    node.close();
+    node = WitnessDaemon.start(WitnessNode.Settings.of(dir.resolve("w"), 0)
+        .withTrust(certs.trust()).withNodeId("w1"));
+    try (WitnessClient c = WitnessClient.connect(node.address())) {
+      assertThrows(WitnessClient.WitnessException.class,
+          () -> c.offer(certs.logEntry(Certs.entry(R, 0, 0))));
+      assertThrows(WitnessClient.WitnessException.class,
+          () -> c.offer(certs.logEntry(Certs.entry(R, 1, 1))));
+    }
+  }
+
   @Test
   void badCertificatesAreRejectedWithAReason() throws Exception {
     Statement.LogEntry st = Certs.entry(R, 0, 5);
