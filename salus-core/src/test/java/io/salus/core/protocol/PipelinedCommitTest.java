@@ -639,7 +639,7 @@ class PipelinedCommitTest {
         for (RegionReplica r : replicas.values()) {
             Map<String, Integer> sizes = r.retainedSizes();
             assertEquals(java.util.Set.of("entries", "indexByBatch", "waiting", "decisionCerts", "decisionTentatives",
-                    "leading", "myDecisions", "decisionWaiters", "snapshotRoots", "snapshotRecords",
+                    "leading", "myDecisions", "decisionWaiters", "diskRequests", "snapshotRoots", "snapshotRecords",
                     "checkpointProposals", "checkpointVotes", "rootHistory", "pendingGets"), sizes.keySet(),
                     "every collection of the replica is accounted for");
             for (Map.Entry<String, Integer> e : sizes.entrySet()) {
@@ -651,11 +651,59 @@ class PipelinedCommitTest {
         NodeId leader = configs.get(1).replicas().get(0);
         NodeId asker = configs.get(0).replicas().get(0);
         replicas.get(leader).receive(asker, new Message.DecisionRequest(1, 1));
+        replicas.get(leader).tick(); // answered from the disk at the next tick
         Envelope answer = net.poll();
         assertNotNull(answer, "a late request for an old decision got no answer");
         Certificate d = ((Message.DecisionMsg) answer.m()).tentative();
         assertEquals(CertType.TENTATIVE_COMMIT, d.type());
         assertEquals(1, d.statement(Statement.Decision.class).batchId());
+    }
+
+    /**
+     * Review finding: a request for a decision freed from memory read and decoded every decision
+     * record of the generation on the disk (in HDFS, the whole decision file: it grows with the run),
+     * once per request. Nothing bounds who asks or how often: one faulty node sending requests for
+     * freed batches in a loop kept the leader replica reading its disk. Now requests for freed
+     * decisions are collected (bounded) and answered together by at most one disk scan per tick.
+     */
+    @Test
+    void requestsForFreedDecisionsCostAtMostOneDiskScanPerTick() {
+        NodeId leader = configs.get(1).replicas().get(0);
+        int[] scans = {0};
+        disks.put(leader, new InMemoryReplicaDisk() {
+            @Override
+            public List<Certificate> decisions(long generation) {
+                scans[0]++;
+                return super.decisions(generation);
+            }
+        });
+        start(configs.get(1), leader);
+        for (int b = 1; b <= 100; b++) {
+            BlockWrite w0 = new BlockWrite(b % 8, data(b));
+            BlockWrite w1 = new BlockWrite(8 + (b + 3) % 8, data(b + 1));
+            assertTrue(client.submit(b % 2 == 0 ? List.of(w0, w1) : List.of(w1, w0)) > 0, "batch " + b);
+            drain();
+        }
+        assertEquals(100, acked.size());
+        sent.clear();
+        int before = scans[0];
+        NodeId faulty = configs.get(0).replicas().get(2);
+        for (int i = 0; i < 1000; i++) {
+            replicas.get(leader).receive(faulty, new Message.DecisionRequest(1, 1 + 2 * (i % 8)));
+        }
+        replicas.get(leader).tick();
+        assertTrue(scans[0] - before <= 1, (scans[0] - before) + " disk scans of the decision records for 1000"
+                + " requests and one tick");
+        // every asked batch is still answered, from that one scan
+        java.util.Set<Long> answered = new java.util.HashSet<>();
+        Envelope e;
+        while ((e = net.poll()) != null) {
+            if (e.to().equals(faulty) && e.m() instanceof Message.DecisionMsg d) {
+                assertEquals(CertType.TENTATIVE_COMMIT, d.tentative().type());
+                answered.add(d.tentative().statement(Statement.Decision.class).batchId());
+            }
+        }
+        assertEquals(java.util.Set.of(1L, 3L, 5L, 7L, 9L, 11L, 13L, 15L), answered);
     }
 
     /**

@@ -193,11 +193,20 @@ public final class WitnessService {
    * accepted an offer since this witness started, e.g. after a restart): it is stored durably before
    * it is answered, without creating a {@code WitnessLog}, so a later offer for the slot finds it and
    * is refused. Only a region with no known membership (whose offers are all refused) gets an
-   * unstored answer.
+   * unstored answer. An index a CHECKPOINT truncated is refused ({@link IllegalArgumentException}
+   * naming the truncation point): nothing true can be signed about it.
    */
   public Certificate query(RegionId region, long generation, long index) {
     queries.incrementAndGet();
     synchronized (lock(region)) {
+      long truncated = store.truncatedThrough(region, generation);
+      if (index <= truncated) {
+        // A NO_NEXT_ENTRY here would be false (later entries may be stored) and would seal the live
+        // generation from this index; the asker read an older checkpoint than the one that truncated.
+        throw new IllegalArgumentException("index " + index + " of " + region + " generation " + generation
+            + " is covered by a CHECKPOINT (truncated through " + truncated + "): read the region's latest"
+            + " checkpoint certificate and query after its index");
+      }
       WitnessLog log = logs.get(region);
       if (log != null) {
         return log.query(region, generation, index);

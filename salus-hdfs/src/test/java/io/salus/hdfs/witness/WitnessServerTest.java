@@ -173,6 +173,32 @@ class WitnessServerTest {
     }
   }
 
+  /**
+   * Review finding: a QUERY for an index a CHECKPOINT truncated was answered with a signed
+   * NO_NEXT_ENTRY ("no entry at this index nor after it") although later entries were stored: a
+   * false statement that also sealed the live generation from that index (its next entries were
+   * refused, a stall). A recovery that read the checkpoint just before the old replicas filed the
+   * next one and truncated the witnesses queried exactly such an index and, with three such answers,
+   * ended the recovered log before entries already committed and acknowledged. Now the query is
+   * refused with a reason (recovery counts it as no answer, fails the attempt and re-reads the
+   * newer checkpoint), and nothing is sealed.
+   */
+  @Test
+  void aQueryForATruncatedIndexIsRefusedNotAnsweredNoNextEntry() throws Exception {
+    try (WitnessClient c = WitnessClient.connect(node.address())) {
+      for (long i = 0; i < 10; i++) {
+        c.offer(certs.logEntry(Certs.entry(R, 0, i)));
+      }
+      c.truncate(certs.checkpoint(R, 0, 6));
+      WitnessClient.WitnessException e = assertThrows(WitnessClient.WitnessException.class,
+          () -> c.query(R, 0, 5), "a truncated index was answered (NO_NEXT_ENTRY while 7..9 are stored)");
+      assertTrue(e.getMessage().contains("truncated"), e.getMessage());
+      assertEquals(CertType.LOG_ENTRY, c.query(R, 0, 7).type());
+      assertEquals(WitnessClient.OfferResult.STORED, c.offer(certs.logEntry(Certs.entry(R, 0, 10))),
+          "the live generation's next entry was refused after a query for a truncated index");
+    }
+  }
+
   @Test
   void checkpointCertificateTruncatesThePrefix() throws Exception {
     try (WitnessClient c = WitnessClient.connect(node.address())) {
@@ -180,7 +206,9 @@ class WitnessServerTest {
         c.offer(certs.logEntry(Certs.entry(R, 0, i)));
       }
       c.truncate(certs.checkpoint(R, 0, 6));
-      assertEquals(CertType.NO_NEXT_ENTRY, c.query(R, 0, 6).type());
+      // a truncated index is refused, not answered NO_NEXT_ENTRY (see aQueryForATruncatedIndex...)
+      assertTrue(assertThrows(WitnessClient.WitnessException.class, () -> c.query(R, 0, 6)).getMessage()
+          .contains("truncated through 6"));
       assertEquals(CertType.LOG_ENTRY, c.query(R, 0, 7).type());
       // A checkpoint with only a tentative signature is not enough.
       Statement.Checkpoint cp = new Statement.Checkpoint(R, 0, 9, 0,
