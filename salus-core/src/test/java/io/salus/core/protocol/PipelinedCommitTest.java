@@ -707,6 +707,41 @@ class PipelinedCommitTest {
     }
 
     /**
+     * Review finding: a replica kept every TENTATIVE_CHECKPOINT a peer sent for any index above its
+     * checkpointed index, one per index, until a certificate covered it. One faulty replica of the
+     * RRS sending votes for ever-higher indices grew the replica's memory without bound. Now a vote is
+     * kept only at the flush interval and for an index this replica has accepted into its log (an
+     * honest peer flushes an index only after its entry is stored by the witnesses, which needs this
+     * replica's tentative, sent after it accepted the entry).
+     */
+    @Test
+    void checkpointVotesForIndicesNotYetLoggedAreNotKept() {
+        RrsConfig c0 = configs.get(0);
+        NodeId honest = c0.replicas().get(0);
+        NodeId faulty = c0.replicas().get(2);
+        for (int b = 1; b <= 3; b++) {
+            assertTrue(client.submit(List.of(new BlockWrite(b % 8, data(b)))) > 0);
+            drain();
+        }
+        for (long i = 0; i < 10_000; i++) {
+            long index = 4 * i + 3 + 4 * RegionReplica.CHECKPOINT_EVERY;
+            Statement.Checkpoint st = new Statement.Checkpoint(c0.region(), 0, index, index,
+                    cfg.hash().hash(new byte[] {1}), cfg.hash().hash(new byte[] {2}));
+            replicas.get(honest).receive(faulty, new Message.CheckpointVote(
+                    Certificate.sign(CertType.TENTATIVE_CHECKPOINT, st, signers.get(faulty))));
+        }
+        int kept = replicas.get(honest).retainedSizes().get("checkpointVotes");
+        assertTrue(kept <= 2, kept + " checkpoint vote slots kept after 10,000 votes for unlogged indices");
+        // checkpoints still form
+        for (int b = 4; b <= 3 * RegionReplica.CHECKPOINT_EVERY; b++) {
+            assertTrue(client.submit(List.of(new BlockWrite(b % 8, data(b)))) > 0);
+            drain();
+        }
+        assertEquals(3L * RegionReplica.CHECKPOINT_EVERY - 1, coord.latestCheckpoint(c0.region(), x -> true)
+                .orElseThrow().statement(Statement.Checkpoint.class).throughIndex());
+    }
+
+    /**
      * Issue 11: a restarted replica serves only the on-disk checkpoint that the latest CHECKPOINT
      * certificate of its generation vouches for. Its file silently corrupted, the restart is refused
      * (recovery replaces the replica); before, the restart took whatever the disk held and served it.

@@ -789,6 +789,13 @@ public final class RegionReplica {
                 || st.throughIndex() <= checkpoints.checkpointedIndex) {
             return;
         }
+        if ((st.throughIndex() + 1) % CHECKPOINT_EVERY != 0 || st.throughIndex() >= log.nextIndex) {
+            // Not a flush index, or one this replica has not logged: an honest peer flushes an index only
+            // once its entry is stored by the witnesses, which needs this replica's tentative, sent after
+            // it logged the entry. Keeping such votes let one faulty peer grow memory without bound;
+            // an honest peer resends its vote (tick) until the certificate forms.
+            return;
+        }
         Certificate cp = checkpoints.offerVote(st.throughIndex(), t);
         if (cp != null) {
             coordination.putCheckpoint(cp);
