@@ -742,6 +742,33 @@ class PipelinedCommitTest {
     }
 
     /**
+     * Review finding: a replica kept a leader replica's decision tentative for any batch id until a
+     * checkpoint raised its batch floor past it. One faulty replica of a leader region sending
+     * tentatives for ever-higher batch ids grew {@code decisionTentatives} without bound. Now a
+     * tentative is kept only for a batch this replica has logged or whose decision a batch it leads
+     * waits for; a participant that logs the batch later asks for the decision (tick).
+     */
+    @Test
+    void decisionTentativesForBatchesNotHeldAreNotKept() {
+        NodeId honest = configs.get(0).replicas().get(0);
+        NodeId faulty = configs.get(1).replicas().get(2);
+        for (long b = 0; b < 10_000; b++) {
+            Statement.Decision st = new Statement.Decision(true, "v", 1_000 + b, 1, 1, configs.get(1).region(), 0);
+            replicas.get(honest).receive(faulty, new Message.DecisionMsg(
+                    Certificate.sign(CertType.TENTATIVE_COMMIT, st, signers.get(faulty))));
+        }
+        int kept = replicas.get(honest).retainedSizes().get("decisionTentatives");
+        assertTrue(kept <= 2, kept + " decision tentative slots kept after 10,000 for batches not held");
+        for (int b = 1; b <= 3 * RegionReplica.CHECKPOINT_EVERY; b++) {
+            BlockWrite w0 = new BlockWrite(b % 8, data(b));
+            BlockWrite w1 = new BlockWrite(8 + (b + 3) % 8, data(b + 1));
+            assertTrue(client.submit(b % 2 == 0 ? List.of(w0, w1) : List.of(w1, w0)) > 0, "batch " + b);
+            drain();
+        }
+        assertEquals(3 * RegionReplica.CHECKPOINT_EVERY, acked.size(), "batches still commit");
+    }
+
+    /**
      * Issue 11: a restarted replica serves only the on-disk checkpoint that the latest CHECKPOINT
      * certificate of its generation vouches for. Its file silently corrupted, the restart is refused
      * (recovery replaces the replica); before, the restart took whatever the disk held and served it.

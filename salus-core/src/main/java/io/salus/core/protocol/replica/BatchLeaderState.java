@@ -93,6 +93,16 @@ final class BatchLeaderState {
         return lb;
     }
 
+    /** True if an open batch led here waits for {@code batchId}'s decision (its previous batch). */
+    boolean awaitsDecisionOf(long batchId) {
+        for (LeaderBatch lb : leading.values()) {
+            if (lb.info != null && lb.info.prevBatchId() == batchId) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     boolean knowsInfo(long batchId) {
         LeaderBatch lb = leading.get(batchId);
         return lb != null && lb.info != null;

@@ -634,6 +634,12 @@ public final class RegionReplica {
             return; // (one freed below the batch floor may be learned again: a later batch's leader
                     // asks for it; the next checkpoint frees it again)
         }
+        if (!log.hasBatch(st.batchId()) && !batchLeader.awaitsDecisionOf(st.batchId())) {
+            // neither logged here nor the previous batch of one this replica leads: keeping it let one
+            // faulty leader-region replica grow memory without bound (a participant that logs the batch
+            // later asks for the decision at its tick)
+            return;
+        }
         Certificate cert = log.offerLeaderTentative(st.batchId(), t,
                 cfg.mutated(Mutation.DECISION_FROM_TWO_LEADER_TENTATIVES) ? 2 : Tentatives.UNANIMOUS);
         if (cert == null) {
