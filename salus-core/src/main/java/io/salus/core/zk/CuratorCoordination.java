@@ -136,14 +136,14 @@ public final class CuratorCoordination implements Coordination {
     @Override
     public Optional<Certificate> latestCheckpoint(RegionId region, Predicate<Certificate> valid) {
         String dir = checkpointPath(region);
-        Named n = latestValid(dir, valid);
+        Named n = latestValid(dir, region, valid);
         return n == null ? Optional.empty() : Optional.of(n.cert());
     }
 
     @Override
     public int pruneCheckpoints(RegionId region, Predicate<Certificate> valid) {
         String dir = checkpointPath(region);
-        Named keep = latestValid(dir, valid);
+        Named keep = latestValid(dir, region, valid);
         if (keep == null) {
             return 0;
         }
@@ -189,8 +189,13 @@ public final class CuratorCoordination implements Coordination {
         return names;
     }
 
-    /** The newest filed checkpoint of the directory that decodes, is what its name promises and {@code valid} accepts. */
-    private Named latestValid(String dir, Predicate<Certificate> valid) {
+    /**
+     * The newest filed checkpoint of the directory that decodes, is what its name promises, is a
+     * checkpoint of {@code region} (the directory's: a genuine checkpoint of another region copied
+     * here must neither be read for this one nor make its valid ones look old to the pruner) and
+     * {@code valid} accepts.
+     */
+    private Named latestValid(String dir, RegionId region, Predicate<Certificate> valid) {
         for (Named n : listNamed(dir)) {
             byte[] b = read(ZKPaths.makePath(dir, n.name()), null);
             if (b == null) {
@@ -201,6 +206,9 @@ public final class CuratorCoordination implements Coordination {
                 c = Certificate.decode(b);
                 if (!n.name().equals(checkpointName(c))) {
                     continue; // not the certificate its name promises
+                }
+                if (!c.statement(Statement.Checkpoint.class).region().equals(region)) {
+                    continue; // another region's checkpoint filed under this one
                 }
             } catch (IllegalArgumentException e) {
                 continue; // foreign bytes

@@ -639,7 +639,7 @@ class PipelinedCommitTest {
         for (RegionReplica r : replicas.values()) {
             Map<String, Integer> sizes = r.retainedSizes();
             assertEquals(java.util.Set.of("entries", "indexByBatch", "waiting", "decisionCerts", "decisionTentatives",
-                    "leading", "myDecisions", "decisionWaiters", "snapshotRoots", "snapshotRecords",
+                    "leading", "myDecisions", "decisionWaiters", "diskRequests", "snapshotRoots", "snapshotRecords",
                     "checkpointProposals", "checkpointVotes", "rootHistory", "pendingGets"), sizes.keySet(),
                     "every collection of the replica is accounted for");
             for (Map.Entry<String, Integer> e : sizes.entrySet()) {
@@ -651,11 +651,121 @@ class PipelinedCommitTest {
         NodeId leader = configs.get(1).replicas().get(0);
         NodeId asker = configs.get(0).replicas().get(0);
         replicas.get(leader).receive(asker, new Message.DecisionRequest(1, 1));
+        replicas.get(leader).tick(); // answered from the disk at the next tick
         Envelope answer = net.poll();
         assertNotNull(answer, "a late request for an old decision got no answer");
         Certificate d = ((Message.DecisionMsg) answer.m()).tentative();
         assertEquals(CertType.TENTATIVE_COMMIT, d.type());
         assertEquals(1, d.statement(Statement.Decision.class).batchId());
+    }
+
+    /**
+     * Review finding: a request for a decision freed from memory read and decoded every decision
+     * record of the generation on the disk (in HDFS, the whole decision file: it grows with the run),
+     * once per request. Nothing bounds who asks or how often: one faulty node sending requests for
+     * freed batches in a loop kept the leader replica reading its disk. Now requests for freed
+     * decisions are collected (bounded) and answered together by at most one disk scan per tick.
+     */
+    @Test
+    void requestsForFreedDecisionsCostAtMostOneDiskScanPerTick() {
+        NodeId leader = configs.get(1).replicas().get(0);
+        int[] scans = {0};
+        disks.put(leader, new InMemoryReplicaDisk() {
+            @Override
+            public List<Certificate> decisions(long generation) {
+                scans[0]++;
+                return super.decisions(generation);
+            }
+        });
+        start(configs.get(1), leader);
+        for (int b = 1; b <= 100; b++) {
+            BlockWrite w0 = new BlockWrite(b % 8, data(b));
+            BlockWrite w1 = new BlockWrite(8 + (b + 3) % 8, data(b + 1));
+            assertTrue(client.submit(b % 2 == 0 ? List.of(w0, w1) : List.of(w1, w0)) > 0, "batch " + b);
+            drain();
+        }
+        assertEquals(100, acked.size());
+        sent.clear();
+        int before = scans[0];
+        NodeId faulty = configs.get(0).replicas().get(2);
+        for (int i = 0; i < 1000; i++) {
+            replicas.get(leader).receive(faulty, new Message.DecisionRequest(1, 1 + 2 * (i % 8)));
+        }
+        replicas.get(leader).tick();
+        assertTrue(scans[0] - before <= 1, (scans[0] - before) + " disk scans of the decision records for 1000"
+                + " requests and one tick");
+        // every asked batch is still answered, from that one scan
+        java.util.Set<Long> answered = new java.util.HashSet<>();
+        Envelope e;
+        while ((e = net.poll()) != null) {
+            if (e.to().equals(faulty) && e.m() instanceof Message.DecisionMsg d) {
+                assertEquals(CertType.TENTATIVE_COMMIT, d.tentative().type());
+                answered.add(d.tentative().statement(Statement.Decision.class).batchId());
+            }
+        }
+        assertEquals(java.util.Set.of(1L, 3L, 5L, 7L, 9L, 11L, 13L, 15L), answered);
+    }
+
+    /**
+     * Review finding: a replica kept every TENTATIVE_CHECKPOINT a peer sent for any index above its
+     * checkpointed index, one per index, until a certificate covered it. One faulty replica of the
+     * RRS sending votes for ever-higher indices grew the replica's memory without bound. Now a vote is
+     * kept only at the flush interval and for an index this replica has accepted into its log (an
+     * honest peer flushes an index only after its entry is stored by the witnesses, which needs this
+     * replica's tentative, sent after it accepted the entry).
+     */
+    @Test
+    void checkpointVotesForIndicesNotYetLoggedAreNotKept() {
+        RrsConfig c0 = configs.get(0);
+        NodeId honest = c0.replicas().get(0);
+        NodeId faulty = c0.replicas().get(2);
+        for (int b = 1; b <= 3; b++) {
+            assertTrue(client.submit(List.of(new BlockWrite(b % 8, data(b)))) > 0);
+            drain();
+        }
+        for (long i = 0; i < 10_000; i++) {
+            long index = 4 * i + 3 + 4 * RegionReplica.CHECKPOINT_EVERY;
+            Statement.Checkpoint st = new Statement.Checkpoint(c0.region(), 0, index, index,
+                    cfg.hash().hash(new byte[] {1}), cfg.hash().hash(new byte[] {2}));
+            replicas.get(honest).receive(faulty, new Message.CheckpointVote(
+                    Certificate.sign(CertType.TENTATIVE_CHECKPOINT, st, signers.get(faulty))));
+        }
+        int kept = replicas.get(honest).retainedSizes().get("checkpointVotes");
+        assertTrue(kept <= 2, kept + " checkpoint vote slots kept after 10,000 votes for unlogged indices");
+        // checkpoints still form
+        for (int b = 4; b <= 3 * RegionReplica.CHECKPOINT_EVERY; b++) {
+            assertTrue(client.submit(List.of(new BlockWrite(b % 8, data(b)))) > 0);
+            drain();
+        }
+        assertEquals(3L * RegionReplica.CHECKPOINT_EVERY - 1, coord.latestCheckpoint(c0.region(), x -> true)
+                .orElseThrow().statement(Statement.Checkpoint.class).throughIndex());
+    }
+
+    /**
+     * Review finding: a replica kept a leader replica's decision tentative for any batch id until a
+     * checkpoint raised its batch floor past it. One faulty replica of a leader region sending
+     * tentatives for ever-higher batch ids grew {@code decisionTentatives} without bound. Now a
+     * tentative is kept only for a batch this replica has logged or whose decision a batch it leads
+     * waits for; a participant that logs the batch later asks for the decision (tick).
+     */
+    @Test
+    void decisionTentativesForBatchesNotHeldAreNotKept() {
+        NodeId honest = configs.get(0).replicas().get(0);
+        NodeId faulty = configs.get(1).replicas().get(2);
+        for (long b = 0; b < 10_000; b++) {
+            Statement.Decision st = new Statement.Decision(true, "v", 1_000 + b, 1, 1, configs.get(1).region(), 0);
+            replicas.get(honest).receive(faulty, new Message.DecisionMsg(
+                    Certificate.sign(CertType.TENTATIVE_COMMIT, st, signers.get(faulty))));
+        }
+        int kept = replicas.get(honest).retainedSizes().get("decisionTentatives");
+        assertTrue(kept <= 2, kept + " decision tentative slots kept after 10,000 for batches not held");
+        for (int b = 1; b <= 3 * RegionReplica.CHECKPOINT_EVERY; b++) {
+            BlockWrite w0 = new BlockWrite(b % 8, data(b));
+            BlockWrite w1 = new BlockWrite(8 + (b + 3) % 8, data(b + 1));
+            assertTrue(client.submit(b % 2 == 0 ? List.of(w0, w1) : List.of(w1, w0)) > 0, "batch " + b);
+            drain();
+        }
+        assertEquals(3 * RegionReplica.CHECKPOINT_EVERY, acked.size(), "batches still commit");
     }
 
     /**

@@ -187,6 +187,28 @@ class CuratorCoordinationTest extends CoordinationContract {
         assertEquals(lcp(4, 40), a.putLcp(lcp(4, 41)), "the LCP created by the peer first is returned");
     }
 
+    /**
+     * Review finding: the reader and the pruner took a filed checkpoint for the region whose
+     * directory held it without checking the region its statement names. A faulty replica holding the
+     * ZooKeeper credentials copied a genuine CHECKPOINT of region 1 (all three signatures, a newer
+     * generation) into region 0's directory under its own correct name: region 0's latest checkpoint
+     * became region 1's, and pruning deleted every valid checkpoint of region 0.
+     */
+    @Test
+    void anotherRegionsGenuineCheckpointFiledUnderThisRegionIsNeitherReadNorPrunedFor() throws Exception {
+        CuratorCoordination c = (CuratorCoordination) newStore();
+        CuratorFramework raw = clients.get(clients.size() - 1);
+        Certificate mine = checkpoint(R0, 1, 7);
+        c.putCheckpoint(mine);
+        Certificate other = checkpoint(R1, 3, 11); // genuine, of region 1
+        c.putCheckpoint(other);
+        raw.create().forPath(c.checkpointPath(R0) + "/" + CuratorCoordination.checkpointName(other), other.encode());
+        assertEquals(Optional.of(mine), c.latestCheckpoint(R0, VALID), "region 1's checkpoint read as region 0's");
+        c.pruneCheckpoints(R0, VALID);
+        assertEquals(Optional.of(mine), c.latestCheckpoint(R0, VALID), "region 0's valid checkpoint was pruned");
+        assertEquals(Optional.of(other), c.latestCheckpoint(R1, VALID));
+    }
+
     @Test
     void foreignBytesInAZnodeAreReportedWithThePath() throws Exception {
         CuratorCoordination c = (CuratorCoordination) newStore();

@@ -509,6 +509,12 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
     return new Loc(current.number, off, rec.length, written);
   }
 
+  /** The highest index of the log truncated by a CHECKPOINT, or -1 if none. */
+  public long truncatedThrough(RegionId region, long generation) {
+    LogIndex li = logs.get(new LogKey(region, generation));
+    return li == null ? -1 : li.truncatedThrough;
+  }
+
   /** Logical write position known to be fsynced. */
   public long durablePosition() {
     return durable;

@@ -48,6 +48,12 @@ public final class WitnessService {
   private final WitnessTrust trust;
   private final NodeKeys keys;
   private final Map<RegionId, WitnessLog> logs = new ConcurrentHashMap<>();
+  /**
+   * Region locks, striped so that a query can take its region's lock without creating per-region
+   * state: every read or write of a region's slots (offer, query, truncate) holds
+   * {@link #lock(RegionId)}.
+   */
+  private final Object[] locks = new Object[64];
   private final CertificateStore deferred;
   final AtomicLong offersStored = new AtomicLong();
   final AtomicLong offersPending = new AtomicLong();
@@ -61,6 +67,9 @@ public final class WitnessService {
     }
     this.store = store;
     this.trust = trust;
+    for (int i = 0; i < locks.length; i++) {
+      locks[i] = new Object();
+    }
     this.keys = keys;
     // WitnessLog stores under its region lock; the write is made durable after the lock is released.
     this.deferred = new CertificateStore() {
@@ -95,6 +104,10 @@ public final class WitnessService {
 
   public NodeKeys keys() {
     return keys;
+  }
+
+  private Object lock(RegionId region) {
+    return locks[Math.floorMod(region.hashCode(), locks.length)];
   }
 
   private WitnessLog log(RegionId region) {
@@ -135,7 +148,7 @@ public final class WitnessService {
     WitnessLog log = log(st.region());
     WitnessLog.Offer result;
     long position;
-    synchronized (log) {
+    synchronized (lock(st.region())) {
       result = log.offer(c);
       position = store.writePosition();
       if (result == WitnessLog.Offer.PENDING) {
@@ -174,17 +187,41 @@ public final class WitnessService {
         + " already holds a different LOG_ENTRY";
   }
 
-  /** Handles a recovery QUERY: the stored LOG_ENTRY or a NO_NEXT_ENTRY signed by this witness. */
+  /**
+   * Handles a recovery QUERY: the stored LOG_ENTRY or a NO_NEXT_ENTRY signed by this witness. The
+   * NO_NEXT_ENTRY seals the slot (rule 15) also for a region with no {@link WitnessLog} here (none
+   * accepted an offer since this witness started, e.g. after a restart): it is stored durably before
+   * it is answered, without creating a {@code WitnessLog}, so a later offer for the slot finds it and
+   * is refused. Only a region with no known membership (whose offers are all refused) gets an
+   * unstored answer. An index a CHECKPOINT truncated is refused ({@link IllegalArgumentException}
+   * naming the truncation point): nothing true can be signed about it.
+   */
   public Certificate query(RegionId region, long generation, long index) {
     queries.incrementAndGet();
-    WitnessLog log = logs.get(region);
-    if (log == null) { // no offer was ever accepted for it here: create no state for a query
-      return store.get(region, generation, index).orElseGet(() -> Certificate.sign(
-          CertType.NO_NEXT_ENTRY, new Statement.NoNextEntry(region, generation, index),
-          keys.signer()));
-    }
-    synchronized (log) {
-      return log.query(region, generation, index);
+    synchronized (lock(region)) {
+      long truncated = store.truncatedThrough(region, generation);
+      if (index <= truncated) {
+        // A NO_NEXT_ENTRY here would be false (later entries may be stored) and would seal the live
+        // generation from this index; the asker read an older checkpoint than the one that truncated.
+        throw new IllegalArgumentException("index " + index + " of " + region + " generation " + generation
+            + " is covered by a CHECKPOINT (truncated through " + truncated + "): read the region's latest"
+            + " checkpoint certificate and query after its index");
+      }
+      WitnessLog log = logs.get(region);
+      if (log != null) {
+        return log.query(region, generation, index);
+      }
+      Optional<Certificate> stored = store.get(region, generation, index);
+      if (stored.isPresent()) {
+        return stored.get();
+      }
+      Certificate none = Certificate.sign(CertType.NO_NEXT_ENTRY,
+          new Statement.NoNextEntry(region, generation, index), keys.signer());
+      if (trust.members(region, generation) == null) {
+        return none;
+      }
+      store.putIfAbsent(region, generation, index, none); // durable before it is answered
+      return store.get(region, generation, index).orElse(none);
     }
   }
 
@@ -196,9 +233,9 @@ public final class WitnessService {
   /** Slots waiting for the other replicas' tentatives, over all regions. */
   public int pendingSlots() {
     int n = 0;
-    for (WitnessLog l : logs.values()) {
-      synchronized (l) {
-        n += l.pendingCount();
+    for (Map.Entry<RegionId, WitnessLog> e : logs.entrySet()) {
+      synchronized (lock(e.getKey())) {
+        n += e.getValue().pendingCount();
       }
     }
     return n;
@@ -226,7 +263,7 @@ public final class WitnessService {
       return Outcome.rejected(e.getMessage());
     }
     WitnessLog log = log(st.region());
-    synchronized (log) {
+    synchronized (lock(st.region())) {
       store.truncatePrefix(st.region(), st.generation(), st.throughIndex());
       log.dropPendingThrough(st.region(), st.generation(), st.throughIndex());
     }

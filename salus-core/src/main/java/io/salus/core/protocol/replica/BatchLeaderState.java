@@ -43,6 +43,12 @@ final class BatchLeaderState {
     private final Map<Long, Certificate> myDecisions = new HashMap<>();
     private final Map<Long, Set<NodeId>> decisionWaiters = new HashMap<>();
     /**
+     * Askers of decisions freed from memory, answered together from one read of the disk at the next
+     * tick (bounded: beyond it an asker is not remembered and asks again), so the rate of requests
+     * does not set the rate of disk scans.
+     */
+    private final Map<Long, Set<NodeId>> diskRequests = new HashMap<>();
+    /**
      * Batch ids below this are decided here and forgotten from memory (a CHECKPOINT certificate covers
      * their entries): they are never decided again, and their decision is read back from the disk.
      */
@@ -87,6 +93,16 @@ final class BatchLeaderState {
         return lb;
     }
 
+    /** True if an open batch led here waits for {@code batchId}'s decision (its previous batch). */
+    boolean awaitsDecisionOf(long batchId) {
+        for (LeaderBatch lb : leading.values()) {
+            if (lb.info != null && lb.info.prevBatchId() == batchId) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     boolean knowsInfo(long batchId) {
         LeaderBatch lb = leading.get(batchId);
         return lb != null && lb.info != null;
@@ -113,6 +129,28 @@ final class BatchLeaderState {
             // (beyond the bound the asker is not remembered; it asks again)
             decisionWaiters.computeIfAbsent(batchId, k -> new HashSet<>()).add(from);
         }
+    }
+
+    /** Remembers that {@code from} asked for a decision freed from memory (bounded). */
+    void addDiskRequest(long batchId, NodeId from) {
+        Set<NodeId> askers = diskRequests.get(batchId);
+        if (askers == null && diskRequests.size() < maxUnknown) {
+            askers = new HashSet<>();
+            diskRequests.put(batchId, askers);
+        }
+        if (askers != null && askers.size() < maxUnknown) {
+            askers.add(from);
+        }
+    }
+
+    /** The requests for freed decisions since the last call, removed (empty if none). */
+    Map<Long, Set<NodeId>> takeDiskRequests() {
+        if (diskRequests.isEmpty()) {
+            return Map.of();
+        }
+        Map<Long, Set<NodeId>> out = new HashMap<>(diskRequests);
+        diskRequests.clear();
+        return out;
     }
 
     /** The askers waiting for the batch's decision, removed (null if none). */
@@ -165,5 +203,6 @@ final class BatchLeaderState {
         m.put("leading", leading.size());
         m.put("myDecisions", myDecisions.size());
         m.put("decisionWaiters", decisionWaiters.size());
+        m.put("diskRequests", diskRequests.size());
     }
 }

@@ -273,6 +273,7 @@ public final class RegionReplica {
 
     /** Periodic retransmission (lost messages, restarted peers). Idempotent for every receiver. */
     public void tick() {
+        answerFreedDecisionRequests();
         if (++ticks % RETRANSMIT_TICKS != 0) {
             return;
         }
@@ -580,7 +581,10 @@ public final class RegionReplica {
     private void onDecisionRequest(NodeId from, long batchId) {
         Certificate d = batchLeader.decision(batchId);
         if (d == null && batchLeader.forgotten(batchId)) {
-            d = decisionOnDisk(batchId);
+            // answered from the disk at the next tick, with every other such request: one scan per tick
+            // whatever the request rate (anyone can ask, and the decision records grow with the run)
+            batchLeader.addDiskRequest(batchId, from);
+            return;
         }
         if (d != null) {
             net.send(from, new Message.DecisionMsg(d));
@@ -590,18 +594,29 @@ public final class RegionReplica {
     }
 
     /**
-     * The decision this replica signed for a batch whose decision was freed from memory (a checkpoint
-     * covers it), read back from the disk where it was recorded before it was sent; null if none.
+     * Answers the requests for decisions freed from memory (a checkpoint covers them) since the last
+     * tick with one read of the disk, where each decision was recorded before it was sent.
      */
-    private Certificate decisionOnDisk(long batchId) {
+    private void answerFreedDecisionRequests() {
+        Map<Long, Set<NodeId>> asked = batchLeader.takeDiskRequests();
+        if (asked.isEmpty()) {
+            return;
+        }
         for (Certificate d : disk.decisions(rrs.generation())) {
-            if ((d.type() == CertType.TENTATIVE_COMMIT || d.type() == CertType.TENTATIVE_ABORT)
-                    && d.signers().equals(Set.of(me))
-                    && d.statement(Statement.Decision.class).batchId() == batchId && d.verify(verifier, Set.of(me))) {
-                return d;
+            if (d.type() != CertType.TENTATIVE_COMMIT && d.type() != CertType.TENTATIVE_ABORT
+                    || !d.signers().equals(Set.of(me))) {
+                continue;
+            }
+            Set<NodeId> askers = asked.remove(d.statement(Statement.Decision.class).batchId());
+            if (askers != null && d.verify(verifier, Set.of(me))) {
+                for (NodeId n : askers) {
+                    net.send(n, new Message.DecisionMsg(d));
+                }
+            }
+            if (asked.isEmpty()) {
+                return;
             }
         }
-        return null;
     }
 
     private void onDecision(Certificate t) {
@@ -618,6 +633,12 @@ public final class RegionReplica {
         if (log.decision(st.batchId()) != null) {
             return; // (one freed below the batch floor may be learned again: a later batch's leader
                     // asks for it; the next checkpoint frees it again)
+        }
+        if (!log.hasBatch(st.batchId()) && !batchLeader.awaitsDecisionOf(st.batchId())) {
+            // neither logged here nor the previous batch of one this replica leads: keeping it let one
+            // faulty leader-region replica grow memory without bound (a participant that logs the batch
+            // later asks for the decision at its tick)
+            return;
         }
         Certificate cert = log.offerLeaderTentative(st.batchId(), t,
                 cfg.mutated(Mutation.DECISION_FROM_TWO_LEADER_TENTATIVES) ? 2 : Tentatives.UNANIMOUS);
@@ -772,6 +793,13 @@ public final class RegionReplica {
         Statement.Checkpoint st = t.statement(Statement.Checkpoint.class);
         if (!st.region().equals(regionId) || st.generation() != rrs.generation()
                 || st.throughIndex() <= checkpoints.checkpointedIndex) {
+            return;
+        }
+        if ((st.throughIndex() + 1) % CHECKPOINT_EVERY != 0 || st.throughIndex() >= log.nextIndex) {
+            // Not a flush index, or one this replica has not logged: an honest peer flushes an index only
+            // once its entry is stored by the witnesses, which needs this replica's tentative, sent after
+            // it logged the entry. Keeping such votes let one faulty peer grow memory without bound;
+            // an honest peer resends its vote (tick) until the certificate forms.
             return;
         }
         Certificate cp = checkpoints.offerVote(st.throughIndex(), t);
