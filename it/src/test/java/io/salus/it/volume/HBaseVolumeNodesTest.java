@@ -125,14 +125,29 @@ class HBaseVolumeNodesTest {
         // a suffix (this volume was opened before), hence the pattern.
         javax.management.MBeanServer mbs =
             java.lang.management.ManagementFactory.getPlatformMBeanServer();
-        java.util.Set<javax.management.ObjectName> names = mbs.queryNames(
-            new javax.management.ObjectName("Hadoop:name=SalusVolume-forgednode*,*"), null);
-        assertEquals(1, names.size(), names.toString());
-        javax.management.ObjectName n = names.iterator().next();
+        // The mini cluster's region servers share this JVM's metrics system, which may re-register
+        // its MBeans while we look (seen: the name listed, then InstanceNotFound): look again.
+        javax.management.ObjectName pattern =
+            new javax.management.ObjectName("Hadoop:name=SalusVolume-forgednode*,*");
         long deadline = System.currentTimeMillis() + 60_000;
-        while (((Number) mbs.getAttribute(n, "VerificationFailures")).longValue() < 2) {
-          assertTrue(System.currentTimeMillis() < deadline, "JMX never showed the failures");
-          Thread.sleep(250);
+        long seen = -1;
+        while (seen < 2) {
+          assertTrue(System.currentTimeMillis() < deadline,
+              "JMX never showed the failures (last seen " + seen + ", sources "
+                  + mbs.queryNames(pattern, null) + ")");
+          java.util.Set<javax.management.ObjectName> names = mbs.queryNames(pattern, null);
+          assertTrue(names.size() <= 1, names.toString());
+          if (names.size() == 1) {
+            try {
+              seen = ((Number) mbs.getAttribute(names.iterator().next(), "VerificationFailures"))
+                  .longValue();
+            } catch (javax.management.InstanceNotFoundException gone) {
+              // re-registered between the query and the read
+            }
+          }
+          if (seen < 2) {
+            Thread.sleep(250);
+          }
         }
         // block 5's path does not use the forged node as a sibling: it reads fine
         assertArrayEquals(Arrays.copyOfRange(d, 5 * 4096, 6 * 4096), v.read(5, 1).join());
