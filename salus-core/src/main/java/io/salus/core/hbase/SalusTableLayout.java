@@ -14,6 +14,7 @@ import org.apache.hadoop.hbase.client.TableDescriptor;
 import org.apache.hadoop.hbase.client.TableDescriptorBuilder;
 import org.apache.hadoop.hbase.regionserver.DisabledRegionSplitPolicy;
 import io.salus.core.hbase.endpoint.SalusReplicaEndpoint;
+import io.salus.core.hbase.storage.SalusFavoredNodes;
 import org.apache.hadoop.hbase.util.Bytes;
 
 /**
@@ -46,11 +47,13 @@ public final class SalusTableLayout {
 
     /**
      * The descriptor of replica table {@code replica} of a volume (what {@link #create} creates), with the replica
-     * endpoint ({@link SalusReplicaEndpoint}) as a table coprocessor: nothing cluster-wide for it.
+     * endpoint ({@link SalusReplicaEndpoint}) and the favored-node observer ({@link SalusFavoredNodes}: the region's
+     * HFiles on its colocated DataNode) as table coprocessors: nothing cluster-wide for them.
      */
     public static TableDescriptor descriptor(VolumeGeometry g, int replica) {
         TableDescriptorBuilder b = TableDescriptorBuilder.newBuilder(tableName(g.volume(), replica));
         try {
+            b.setCoprocessor(SalusFavoredNodes.class.getName());
             b.setCoprocessor(SalusReplicaEndpoint.class.getName());
         } catch (IOException e) {
             throw new java.io.UncheckedIOException(e); // only for a malformed class name: a constant here

@@ -97,6 +97,10 @@ class SalusReplicaEndpointTest {
         conf.setLong(SalusPlacementObserver.PERIOD_KEY, 1000);
         conf.setLong(EndpointKeyring.TEST_SEED_KEY, SEED);
         conf.set(ReplicaFaultInjector.CLASS_KEY, GetFaults.class.getName()); // inert until a test switches a fault on
+        // this class tests the protocol path on in-memory replica storage (no mini DFS); the real storage is
+        // tested by SalusReplicaStorageTest
+        conf.set(io.salus.core.hbase.endpoint.ReplicaStorageFactory.CLASS_KEY,
+                io.salus.core.hbase.endpoint.ReplicaStorageFactory.InMemory.class.getName());
         util.startMiniZKCluster();
         util.startMiniHBaseCluster(StartMiniClusterOption.builder().numMasters(1).numRegionServers(3).build());
         VolumeGeometry g = new VolumeGeometry("ev", REGIONS * BLOCKS_PER_REGION * BLOCK, BLOCK, BLOCKS_PER_REGION);

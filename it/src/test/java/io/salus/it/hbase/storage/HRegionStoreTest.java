@@ -212,8 +212,12 @@ class HRegionStoreTest {
             favoredByServer.put(rs.getServerName().getServerName(), dn);
         }
         TableName t = table(2);
+        // SalusTableLayout sets SalusFavoredNodes on the table; the regions opened before the region servers were
+        // told their DataNodes: a descriptor change reopens them so that postOpen runs again
+        assertTrue(admin.getDescriptor(t).hasCoprocessor(SalusFavoredNodes.class.getName()),
+                "SalusTableLayout sets SalusFavoredNodes on the replica tables");
         admin.modifyTable(TableDescriptorBuilder.newBuilder(admin.getDescriptor(t))
-                .setCoprocessor(SalusFavoredNodes.class.getName()).build()); // reopens the regions
+                .setValue("salus.test.reopen", "1").build()); // reopens the regions
         LocationHintMetrics hints = ((LocationHintPlacementPolicy) util.getDFSCluster().getNamesystem()
                 .getBlockManager().getBlockPlacementPolicy()).getMetrics();
         long followedBefore = hints.followed();

@@ -12,9 +12,10 @@ import io.salus.core.protocol.RrsConfig;
 import io.salus.core.protocol.Transport;
 import io.salus.core.protocol.message.Message;
 import io.salus.core.protocol.recovery.Coordination;
-import io.salus.core.protocol.recovery.RegionLogRecovery;
+import io.salus.core.protocol.recovery.RecoveryException;
 import io.salus.core.protocol.replica.RegionReplica;
 import io.salus.core.protocol.replica.RegionSnapshot;
+import io.salus.core.protocol.replica.RegionStore;
 import io.salus.core.protocol.replica.ReplicaDisk;
 import io.salus.core.protocol.witness.CertificateStore;
 import io.salus.core.protocol.witness.WitnessLog;
@@ -61,6 +62,9 @@ public final class ReplicaHost {
     private final AtomicInteger outboxSize = new AtomicInteger();
     private final AtomicLong received = new AtomicLong();
     private final AtomicLong outboxDropped = new AtomicLong();
+    private final long replayedFrom;
+    private final long replayedLogEnd;
+    private final long replayedSeqs;
 
     /**
      * @param disks  the Salus log of the replica
@@ -69,6 +73,19 @@ public final class ReplicaHost {
     public ReplicaHost(VolumeAddressing addressing, int region, int replicaIndex, EndpointKeyring keys,
                        ReplicaLink link, ReplicaDisk disk, Function<NodeId, CertificateStore> stores,
                        Coordination coordination, ReplicaFaultInjector faults) {
+        this(addressing, region, replicaIndex, keys, link, disk, stores, coordination, faults, null);
+    }
+
+    /**
+     * @param store the replica's region state (e.g. the HBase region's own cells); null: in memory, rebuilt from
+     *              the disk's checkpoint. Either way the replica starts from its verified base
+     *              ({@link RegionReplica#verifiedBase}) and re-applies the certified log entries after it (the
+     *              restart replay) inside this constructor, i.e. before it serves anything.
+     * @throws IllegalStateException if the base cannot be verified (the replica must be replaced through recovery)
+     */
+    public ReplicaHost(VolumeAddressing addressing, int region, int replicaIndex, EndpointKeyring keys,
+                       ReplicaLink link, ReplicaDisk disk, Function<NodeId, CertificateStore> stores,
+                       Coordination coordination, ReplicaFaultInjector faults, RegionStore store) {
         this.addressing = addressing;
         this.client = addressing.client();
         this.region = region;
@@ -86,9 +103,26 @@ public final class ReplicaHost {
         ex.setRemoveOnCancelPolicy(true);
         ex.setExecuteExistingDelayedTasksAfterShutdownPolicy(false);
         this.loop = ex;
-        this.replica = new RegionReplica(cfg, rrs, me, client, keys.signer(me), keys.verifier(),
-                addressing.membership(), transport(me), disk, coordination, faults.hooks(me),
-                RegionSnapshot.empty(rrs.generation(), RegionLogRecovery.emptyVolumeRoot(cfg)));
+        RegionSnapshot base;
+        try {
+            base = RegionReplica.verifiedBase(cfg, rrs, keys.verifier(), addressing.membership(), disk, coordination);
+        } catch (RecoveryException e) {
+            ex.shutdownNow();
+            throw new IllegalStateException(e.getMessage(), e);
+        }
+        long logEnd = disk.lastIndex(rrs.generation());
+        this.replica = store == null
+                ? new RegionReplica(cfg, rrs, me, client, keys.signer(me), keys.verifier(), addressing.membership(),
+                        transport(me), disk, coordination, faults.hooks(me), base)
+                : new RegionReplica(cfg, rrs, me, client, keys.signer(me), keys.verifier(), addressing.membership(),
+                        transport(me), disk, coordination, faults.hooks(me), base, store);
+        this.replayedFrom = base.throughIndex();
+        this.replayedLogEnd = logEnd;
+        this.replayedSeqs = replica.appliedSeq() - base.lastSeq();
+        if (logEnd > base.throughIndex()) {
+            LOG.info("{} replayed its Salus log: base checkpoint through index {} (seq {}), log ends at {}, applied"
+                    + " through seq {} before serving", me, base.throughIndex(), base.lastSeq(), logEnd, replica.appliedSeq());
+        }
         for (NodeId h : addressing.hostedBy(region, replicaIndex)) {
             if (!h.equals(me)) {
                 witnesses.put(h, new WitnessLog(keys.signer(h), keys.verifier(), stores.apply(h),
@@ -198,9 +232,14 @@ public final class ReplicaHost {
         return CompletableFuture.supplyAsync(() -> f.apply(replica), loop);
     }
 
-    /** Counters: messages received by RPC, replies dropped on a full outbox. */
+    /**
+     * Counters: messages received by RPC, replies dropped on a full outbox; the open-time replay: the verified
+     * base's checkpoint index, the last log index found on the disk, and the sequence numbers re-applied from the
+     * log before serving ({@code replayedSeqs > 0}: this replica replayed entries).
+     */
     public Map<String, Long> counters() {
-        return Map.of("received", received.get(), "outboxDropped", outboxDropped.get());
+        return Map.of("received", received.get(), "outboxDropped", outboxDropped.get(),
+                "replayBaseIndex", replayedFrom, "replayLogEnd", replayedLogEnd, "replayedSeqs", replayedSeqs);
     }
 
     public int region() {

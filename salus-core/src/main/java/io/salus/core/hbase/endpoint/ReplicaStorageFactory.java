@@ -1,6 +1,10 @@
 package io.salus.core.hbase.endpoint;
 
 import io.salus.core.crypto.NodeId;
+import io.salus.core.protocol.ProtocolConfig;
+import io.salus.core.protocol.recovery.Coordination;
+import io.salus.core.protocol.recovery.InMemoryCoordination;
+import io.salus.core.protocol.replica.RegionStore;
 import io.salus.core.protocol.replica.InMemoryReplicaDisk;
 import io.salus.core.protocol.replica.ReplicaDisk;
 import io.salus.core.protocol.witness.CertificateStore;
@@ -8,9 +12,12 @@ import io.salus.core.protocol.witness.InMemoryCertificateStore;
 import org.apache.hadoop.hbase.coprocessor.RegionCoprocessorEnvironment;
 
 /**
- * Where a hosted replica keeps its Salus log and a hosted metadata store its certificates. The default
- * ({@link InMemory}) keeps both in the region server's memory: nothing survives a region close. The HDFS-backed
- * log ({@code io.salus.core.hbase.storage}) plugs in here by class name ({@link #CLASS_KEY}).
+ * Where a hosted replica keeps its Salus log, its region state and its checkpoint certificates, and a hosted
+ * metadata store its certificates. {@link InMemory} keeps everything in the region server's memory: nothing
+ * survives a region close (simulator-like runs only). The real storage is
+ * {@code io.salus.core.hbase.storage.HdfsReplicaStorage} (the log on HDFS on the colocated DataNode, the region's
+ * own cells, checkpoint certificates in ZooKeeper), the endpoint's default; chosen by class name ({@link #CLASS_KEY}).
+ * One instance per replica region; {@link #close} when the region closes.
  */
 public interface ReplicaStorageFactory {
     /** Configuration key: a class implementing this interface with a public no-argument constructor. */
@@ -19,6 +26,23 @@ public interface ReplicaStorageFactory {
     ReplicaDisk disk(RegionCoprocessorEnvironment env, NodeId replica);
 
     CertificateStore certificateStore(RegionCoprocessorEnvironment env, NodeId holder);
+
+    /**
+     * The replica's region state. Called once the region is open (its cells readable). Null: an in-memory store
+     * rebuilt from the checkpoint snapshot on the disk.
+     */
+    default RegionStore regionStore(RegionCoprocessorEnvironment env, ProtocolConfig cfg, int regionIndex) {
+        return null;
+    }
+
+    /** Where the volume's CHECKPOINT certificates are filed (they must outlive the region, or a restart cannot verify its base). */
+    default Coordination coordination(RegionCoprocessorEnvironment env, String volume) {
+        return new InMemoryCoordination();
+    }
+
+    /** Releases what this factory opened (log files, ZooKeeper session). */
+    default void close() {
+    }
 
     /** In memory only (the interim default; the region's Salus log is lost when the region closes). */
     final class InMemory implements ReplicaStorageFactory {

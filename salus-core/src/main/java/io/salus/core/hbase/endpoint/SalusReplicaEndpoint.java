@@ -13,9 +13,10 @@ import io.salus.core.hbase.endpoint.generated.SalusReplicaProtos.PollRequest;
 import io.salus.core.hbase.endpoint.generated.SalusReplicaProtos.SalusReplicaService;
 import io.salus.core.protocol.message.Message;
 import io.salus.core.protocol.message.MessageCodec;
-import io.salus.core.protocol.recovery.InMemoryCoordination;
+import io.salus.core.hbase.storage.HdfsReplicaStorage;
 import java.io.IOException;
 import java.util.Collections;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hbase.CoprocessorEnvironment;
@@ -23,8 +24,10 @@ import org.apache.hadoop.hbase.client.AsyncConnection;
 import org.apache.hadoop.hbase.client.ConnectionFactory;
 import org.apache.hadoop.hbase.client.TableDescriptor;
 import org.apache.hadoop.hbase.coprocessor.CoprocessorException;
+import org.apache.hadoop.hbase.coprocessor.ObserverContext;
 import org.apache.hadoop.hbase.coprocessor.RegionCoprocessor;
 import org.apache.hadoop.hbase.coprocessor.RegionCoprocessorEnvironment;
+import org.apache.hadoop.hbase.coprocessor.RegionObserver;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -40,7 +43,7 @@ import org.slf4j.LoggerFactory;
  * leave from a separate executor through the async client ({@link ReplicaLink}). {@code poll} returns the
  * waiting replies at once.
  */
-public final class SalusReplicaEndpoint extends SalusReplicaService implements RegionCoprocessor {
+public final class SalusReplicaEndpoint extends SalusReplicaService implements RegionCoprocessor, RegionObserver {
     private static final Logger LOG = LoggerFactory.getLogger(SalusReplicaEndpoint.class);
 
     private static final Object SHARED_LOCK = new Object();
@@ -51,6 +54,16 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
     private volatile String startError = "the Salus replica endpoint is not running on this region (closing?)";
     private ReplicaLink link;
     private VolumeAddressing addressing;
+    private ReplicaStorageFactory storage;
+    private EndpointKeyring keys;
+    private ReplicaFaultInjector faults;
+    private int region;
+    private int replicaIndex;
+
+    @Override
+    public Optional<RegionObserver> getRegionObserver() {
+        return Optional.of(this);
+    }
 
     @Override
     public Iterable<Service> getServices() {
@@ -81,14 +94,12 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
         }
         addressing = new VolumeAddressing(g);
         byte[] start = renv.getRegionInfo().getStartKey();
-        int region = start.length == 0 ? 0 : g.regionOf(org.apache.hadoop.hbase.util.Bytes.toLong(start));
+        this.region = start.length == 0 ? 0 : g.regionOf(org.apache.hadoop.hbase.util.Bytes.toLong(start));
+        this.replicaIndex = k;
         Configuration conf = renv.getConfiguration();
-        EndpointKeyring keys;
-        ReplicaStorageFactory storage;
-        ReplicaFaultInjector faults;
         try {
             keys = EndpointKeyring.fromConfiguration(conf, addressing);
-            storage = conf.getClass(ReplicaStorageFactory.CLASS_KEY, ReplicaStorageFactory.InMemory.class,
+            storage = conf.getClass(ReplicaStorageFactory.CLASS_KEY, HdfsReplicaStorage.class,
                     ReplicaStorageFactory.class).getDeclaredConstructor().newInstance();
             Class<? extends ReplicaFaultInjector> fc = conf.getClass(ReplicaFaultInjector.CLASS_KEY, null,
                     ReplicaFaultInjector.class);
@@ -102,21 +113,63 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
             startError = "the Salus replica endpoint of " + renv.getRegionInfo().getRegionNameAsString()
                     + " is not running: " + e.getMessage();
             LOG.error(startError);
+            storage = null;
             return;
         }
-        link = new ReplicaLink(acquireConnection(conf), addressing, g.volume() + "-" + region + "-r" + k, null, null);
-        host = new ReplicaHost(addressing, region, k, keys, link, storage.disk(renv, addressing.replica(region, k)),
-                h -> storage.certificateStore(renv, h), new InMemoryCoordination(), faults);
-        LOG.info("Salus replica {} started on region {}", host.replicaId(), renv.getRegionInfo().getRegionNameAsString());
+        startError = "the Salus replica " + addressing.replica(region, k) + " on "
+                + renv.getRegionInfo().getRegionNameAsString() + " is opening (replaying its Salus log before it"
+                + " serves): retry";
+    }
+
+    /**
+     * The region is open (its cells readable): open the replica's log, region state and coordination, and start the
+     * replica, which re-applies the certified log entries after its verified base before this method returns, so
+     * before it serves anything ({@link #deliver} answers "opening" until then). A failure leaves the region open
+     * without a running replica; every call then says why.
+     */
+    @Override
+    public void postOpen(ObserverContext<RegionCoprocessorEnvironment> ctx) {
+        RegionCoprocessorEnvironment renv = ctx.getEnvironment();
+        if (storage == null || host != null) {
+            return;
+        }
+        String name = renv.getRegionInfo().getRegionNameAsString();
+        try {
+            NodeId me = addressing.replica(region, replicaIndex);
+            var disk = storage.disk(renv, me);
+            var coordination = storage.coordination(renv, addressing.protocolConfig().volume());
+            var store = storage.regionStore(renv, addressing.protocolConfig(), region);
+            link = new ReplicaLink(acquireConnection(renv.getConfiguration()), addressing,
+                    addressing.protocolConfig().volume() + "-" + region + "-r" + replicaIndex, null, null);
+            try {
+                host = new ReplicaHost(addressing, region, replicaIndex, keys, link, disk,
+                        h -> storage.certificateStore(renv, h), coordination, faults, store);
+            } catch (RuntimeException e) {
+                link.close();
+                releaseConnection();
+                link = null;
+                throw e;
+            }
+            LOG.info("Salus replica {} started on region {} ({})", host.replicaId(), name, host.counters());
+        } catch (RuntimeException e) {
+            startError = "the Salus replica endpoint of " + name + " is not running: " + e.getMessage();
+            LOG.error(startError, e);
+            storage.close();
+        }
     }
 
     @Override
     public void stop(CoprocessorEnvironment env) {
+        startError = "the Salus replica endpoint is not running on this region (closed)";
         if (host != null) {
             host.close();
             link.close();
             releaseConnection();
             host = null;
+        }
+        if (storage != null) {
+            storage.close();
+            storage = null;
         }
     }
 
@@ -144,6 +197,11 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
                 });
             }
         }
+    }
+
+    /** The storage of this region's replica (tests and metrics); null before start and after stop. */
+    public ReplicaStorageFactory storage() {
+        return storage;
     }
 
     /** The hosted nodes (tests and metrics); null before start and after stop. */

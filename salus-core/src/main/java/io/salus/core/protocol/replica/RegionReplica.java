@@ -91,6 +91,18 @@ public final class RegionReplica {
     public RegionReplica(ProtocolConfig cfg, RrsConfig rrs, NodeId me, NodeId clientId, Signer signer,
                          Verifier verifier, Membership membership, Transport net, ReplicaDisk disk,
                          Coordination coordination, ReplicaHooks hooks, RegionSnapshot base) {
+        this(cfg, rrs, me, clientId, signer, verifier, membership, net, disk, coordination, hooks, base,
+                new InMemoryRegionStore(cfg, base.blocks()));
+    }
+
+    /**
+     * As above, over a given {@link RegionStore} (an adapter's, e.g. the HBase region's own cells) instead of an
+     * in-memory store filled from {@code base.blocks()}: the store must already hold at least the state of
+     * {@code base} (the entries after {@code base.throughIndex()} are re-applied from the disk).
+     */
+    public RegionReplica(ProtocolConfig cfg, RrsConfig rrs, NodeId me, NodeId clientId, Signer signer,
+                         Verifier verifier, Membership membership, Transport net, ReplicaDisk disk,
+                         Coordination coordination, ReplicaHooks hooks, RegionSnapshot base, RegionStore store) {
         if (!rrs.replicas().contains(me)) {
             throw new IllegalArgumentException(me + " is not a replica of " + rrs);
         }
@@ -106,7 +118,7 @@ public final class RegionReplica {
         this.disk = disk;
         this.coordination = coordination;
         this.hooks = hooks;
-        this.store = new InMemoryRegionStore(cfg, base.blocks());
+        this.store = store;
         this.appliedSeq = base.lastSeq();
         this.rootRecord = base.rootRecord();
         this.log = new ReplicaLog(base.throughIndex(), base.lastSeq());

@@ -1,0 +1,124 @@
+package io.salus.core.hbase.storage;
+
+import io.salus.core.crypto.NodeId;
+import io.salus.core.hbase.endpoint.ReplicaStorageFactory;
+import io.salus.core.protocol.ProtocolConfig;
+import io.salus.core.protocol.recovery.Coordination;
+import io.salus.core.protocol.replica.RegionStore;
+import io.salus.core.protocol.replica.ReplicaDisk;
+import io.salus.core.protocol.witness.CertificateStore;
+import io.salus.core.protocol.witness.InMemoryCertificateStore;
+import io.salus.core.zk.CuratorCoordination;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.util.concurrent.TimeUnit;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.hbase.coprocessor.RegionCoprocessorEnvironment;
+import org.apache.hadoop.hbase.util.CommonFSUtils;
+import org.apache.hadoop.hbase.zookeeper.ZKConfig;
+import org.apache.hadoop.hdfs.DistributedFileSystem;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The real storage of a replica region (issue 13 item 1), the endpoint's default {@link ReplicaStorageFactory}:
+ * <ul>
+ * <li>the Salus log: an {@link HdfsReplicaDisk} under {@value #LOG_ROOT_KEY} (default {@value #DEFAULT_LOG_ROOT})
+ * {@code /<table>/<encoded region>} on the cluster's HDFS, replication 1, favouring the DataNode colocated with the
+ * region server ({@link SalusFavoredNodes#favoredDataNode}); its own HDFS client, closed with the region;</li>
+ * <li>the region state: {@link HRegionStore} over the region's own cells (SKIP_WAL puts);</li>
+ * <li>checkpoint certificates: {@link CuratorCoordination} over the cluster's ZooKeeper ({@code hbase.zookeeper.quorum}),
+ * under {@value #ZK_ROOT_KEY} (default {@value #DEFAULT_ZK_ROOT}), so a reopened region verifies its base;</li>
+ * <li>certificate stores of hosted metadata holders: still in memory (the DataNode witness plugins hold the durable
+ * ones; an HDFS-backed store for the interim hosted holders is not built).</li>
+ * </ul>
+ */
+public final class HdfsReplicaStorage implements ReplicaStorageFactory {
+    private static final Logger LOG = LoggerFactory.getLogger(HdfsReplicaStorage.class);
+    public static final String LOG_ROOT_KEY = "salus.log.root";
+    public static final String DEFAULT_LOG_ROOT = "/salus/logs";
+    public static final String ZK_ROOT_KEY = "salus.zk.root";
+    public static final String DEFAULT_ZK_ROOT = "/salus";
+
+    private DistributedFileSystem fs;
+    private HdfsReplicaDisk disk;
+    private CuratorFramework zk;
+
+    @Override
+    public synchronized ReplicaDisk disk(RegionCoprocessorEnvironment env, NodeId replica) {
+        Configuration conf = env.getConfiguration();
+        try {
+            Path root = CommonFSUtils.getRootDir(conf);
+            FileSystem f = FileSystem.newInstance(root.toUri(), conf);
+            if (!(f instanceof DistributedFileSystem d)) {
+                f.close();
+                throw new IllegalStateException("hbase.rootdir " + root + " is on " + f.getClass().getSimpleName()
+                        + ", not HDFS: the Salus log needs HDFS (hflush/hsync, favored nodes)");
+            }
+            fs = d;
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot open HDFS for the Salus log of " + replica, e);
+        }
+        InetSocketAddress dn = SalusFavoredNodes.favoredDataNode(conf, env.getServerName().getHostname());
+        disk = HdfsReplicaDisk.forRegion(fs, new Path(conf.get(LOG_ROOT_KEY, DEFAULT_LOG_ROOT)),
+                env.getRegionInfo().getTable().getNameAsString(), env.getRegionInfo().getEncodedName(), dn);
+        LOG.info("Salus log of {} at {} (favored DataNode {})", replica, disk.directory(), dn);
+        return disk;
+    }
+
+    @Override
+    public CertificateStore certificateStore(RegionCoprocessorEnvironment env, NodeId holder) {
+        return new InMemoryCertificateStore();
+    }
+
+    @Override
+    public RegionStore regionStore(RegionCoprocessorEnvironment env, ProtocolConfig cfg, int regionIndex) {
+        return HRegionStore.open(env.getRegion(), cfg, regionIndex);
+    }
+
+    @Override
+    public synchronized Coordination coordination(RegionCoprocessorEnvironment env, String volume) {
+        Configuration conf = env.getConfiguration();
+        String quorum = ZKConfig.getZKQuorumServersString(conf);
+        zk = CuratorFrameworkFactory.newClient(quorum, new ExponentialBackoffRetry(200, 10));
+        zk.start();
+        try {
+            if (!zk.blockUntilConnected(60, TimeUnit.SECONDS)) {
+                throw new IllegalStateException("cannot reach ZooKeeper at " + quorum + " (hbase.zookeeper.quorum)"
+                        + " for the Salus checkpoint certificates of volume " + volume);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while connecting to ZooKeeper " + quorum, e);
+        }
+        return new CuratorCoordination(zk, CuratorCoordination.volumePath(conf.get(ZK_ROOT_KEY, DEFAULT_ZK_ROOT), volume));
+    }
+
+    /** The log of this region (tests and metrics); null before {@link #disk}. */
+    public synchronized HdfsReplicaDisk replicaDisk() {
+        return disk;
+    }
+
+    @Override
+    public synchronized void close() {
+        if (disk != null) {
+            disk.close();
+        }
+        if (zk != null) {
+            zk.close();
+        }
+        if (fs != null) {
+            try {
+                fs.close();
+            } catch (IOException e) {
+                LOG.warn("closing the Salus log's HDFS client: {}", e.toString());
+            }
+        }
+    }
+}
