@@ -46,6 +46,22 @@ final class SalusMiniCluster implements AutoCloseable {
     util.startMiniHBaseCluster(StartMiniClusterOption.builder().numMasters(1).numRegionServers(3).build());
   }
 
+  /** An hbase-site.xml for the CLI: the cluster's ZooKeeper and the endpoint's (test) keyring seed. */
+  java.io.File writeSiteXml(java.io.File dir) throws java.io.IOException {
+    dir.mkdirs();
+    java.io.File f = new java.io.File(dir, "hbase-site.xml");
+    Configuration conf = util.getConfiguration();
+    Configuration c = new Configuration(false);
+    c.set("hbase.zookeeper.quorum", conf.get("hbase.zookeeper.quorum"));
+    c.set("hbase.zookeeper.property.clientPort", conf.get("hbase.zookeeper.property.clientPort"));
+    c.set("zookeeper.znode.parent", conf.get("zookeeper.znode.parent", "/hbase"));
+    c.setLong(EndpointKeyring.TEST_SEED_KEY, SEED);
+    try (java.io.OutputStream o = new java.io.FileOutputStream(f)) {
+      c.writeXml(o);
+    }
+    return f;
+  }
+
   Connection connection() throws java.io.IOException {
     return util.getConnection();
   }

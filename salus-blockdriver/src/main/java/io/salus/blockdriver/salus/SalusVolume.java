@@ -72,6 +72,8 @@ public final class SalusVolume implements Volume {
   public static final int MAX_BLOCKS_PER_BATCH = 64;
   /** Retransmission / GET-retry period of the client. */
   public static final long RETRANSMIT_MILLIS = 5_000;
+  /** How long {@link #open} waits for the replicas of every RRS to be on three distinct servers. */
+  public static final long PLACEMENT_WAIT_MILLIS = 120_000;
 
   private final VolumeGeometry geometry;
   private final VolumeLease lease;
@@ -118,6 +120,7 @@ public final class SalusVolume implements Volume {
     try (Admin admin = connection.getAdmin()) {
       g = SalusTableLayout.read(admin, name);
     }
+    awaitPlacement(connection, g, PLACEMENT_WAIT_MILLIS);
     EndpointKeyring keys;
     try {
       keys = EndpointKeyring.fromConfiguration(connection.getConfiguration(), new VolumeAddressing(g));
@@ -139,6 +142,91 @@ public final class SalusVolume implements Volume {
       lease.close();
       throw new IOException("cannot open Salus volume '" + name + "': " + e, e);
     }
+  }
+
+  /**
+   * Opens a Salus volume of the catalog ({@code salus volume create --kind salus}): as {@link #open}, and refuses
+   * a volume that was mounted before (its client state is gone; remounting needs the mount protocol after
+   * recovery, not built yet) with a message saying so.
+   */
+  public static SalusVolume openFromCatalog(Connection connection, String name) throws IOException {
+    io.salus.blockdriver.volume.VolumeCatalog catalog = new io.salus.blockdriver.volume.VolumeCatalog(connection);
+    io.salus.blockdriver.volume.VolumeInfo info = catalog.require(name);
+    if (!io.salus.blockdriver.volume.VolumeCatalog.KIND_SALUS.equals(info.kind())) {
+      throw new IllegalArgumentException("volume '" + name + "' is of kind " + info.kind() + ", not "
+          + io.salus.blockdriver.volume.VolumeCatalog.KIND_SALUS);
+    }
+    SalusVolume v = open(connection, name); // takes the lease first: only the lease holder claims the mount
+    try {
+      if (!catalog.claimFirstSalusMount(name)) {
+        throw new IllegalStateException("Salus volume '" + name + "' was mounted before and cannot be mounted"
+            + " again yet: the client's volume tree lived in the previous writer's memory and remounting needs the"
+            + " mount protocol after recovery (not built). Copy the data out while it is mounted, or delete the"
+            + " volume with 'salus volume delete " + name + "' and create it anew");
+      }
+      return v;
+    } catch (IOException | RuntimeException e) {
+      v.close();
+      throw e;
+    }
+  }
+
+  /**
+   * Waits until region {@code i} of the three replica tables is open on three distinct region servers, for every
+   * RRS {@code i} (the master's placement rule moves replicas apart after a create; with the endpoint's
+   * in-memory storage a move after the first write would lose that replica's state).
+   *
+   * @throws IOException naming the RRS that is not placed and what to check
+   */
+  static void awaitPlacement(Connection connection, VolumeGeometry g, long millis) throws IOException {
+    long end = System.currentTimeMillis() + millis;
+    String problem;
+    while ((problem = placementProblem(connection, g)) != null) {
+      if (System.currentTimeMillis() > end) {
+        throw new IOException("Salus volume '" + g.volume() + "' is not placed after " + millis / 1000 + " s: "
+            + problem + ". A Salus volume needs at least three region servers and the master coprocessor "
+            + "io.salus.core.hbase.SalusPlacementObserver (hbase.coprocessor.master.classes); see "
+            + "docs/salus-on-hbase.md");
+      }
+      try {
+        Thread.sleep(100);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IOException("interrupted while waiting for the placement of '" + g.volume() + "'", e);
+      }
+    }
+  }
+
+  private static String placementProblem(Connection connection, VolumeGeometry g) throws IOException {
+    List<Map<Integer, org.apache.hadoop.hbase.ServerName>> where = new ArrayList<>();
+    for (int k = 0; k < SalusTableLayout.REPLICAS; k++) {
+      Map<Integer, org.apache.hadoop.hbase.ServerName> m = new HashMap<>();
+      try (org.apache.hadoop.hbase.client.RegionLocator l =
+          connection.getRegionLocator(SalusTableLayout.tableName(g.volume(), k))) {
+        for (org.apache.hadoop.hbase.HRegionLocation loc : l.getAllRegionLocations()) {
+          byte[] start = loc.getRegion().getStartKey();
+          long first = start.length == 0 ? 0 : org.apache.hadoop.hbase.util.Bytes.toLong(start);
+          if (loc.getServerName() != null) {
+            m.put((int) (first / g.blocksPerRegion()), loc.getServerName());
+          }
+        }
+      }
+      where.add(m);
+    }
+    for (int r = 0; r < g.numRegions(); r++) {
+      java.util.Set<org.apache.hadoop.hbase.ServerName> servers = new java.util.HashSet<>();
+      for (int k = 0; k < SalusTableLayout.REPLICAS; k++) {
+        org.apache.hadoop.hbase.ServerName s = where.get(k).get(r);
+        if (s == null) {
+          return "region " + r + " of replica table " + k + " is not open";
+        }
+        servers.add(s);
+      }
+      if (servers.size() != SalusTableLayout.REPLICAS) {
+        return "the replicas of RRS " + r + " share a region server (" + servers + ")";
+      }
+    }
+    return null;
   }
 
   private static void closeQuietly(AsyncConnection c) {
