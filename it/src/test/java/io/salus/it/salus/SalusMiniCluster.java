@@ -42,6 +42,8 @@ final class SalusMiniCluster implements AutoCloseable {
     conf.set("hbase.coprocessor.master.classes", SalusPlacementObserver.class.getName());
     conf.setLong(SalusPlacementObserver.PERIOD_KEY, 1000);
     conf.setLong(EndpointKeyring.TEST_SEED_KEY, SEED);
+    // inert until a test puts a replica into LyingReplicas.corrupt
+    conf.set(io.salus.core.hbase.endpoint.ReplicaFaultInjector.CLASS_KEY, LyingReplicas.class.getName());
     util.startMiniZKCluster();
     util.startMiniHBaseCluster(StartMiniClusterOption.builder().numMasters(1).numRegionServers(3).build());
   }

@@ -46,6 +46,30 @@ class SalusVolumeTest {
     return f.get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS);
   }
 
+  /**
+   * A replica that answers GETs with a flipped bit (honest proof) is caught by the client's end-to-end check: the
+   * read returns the written data from another replica and the liar is counted.
+   */
+  @Test
+  void readFromLyingReplicaIsRetriedElsewhereAndCounted() throws Exception {
+    VolumeGeometry g = new VolumeGeometry("liar", 2 * PER_REGION * BLOCK, BLOCK, PER_REGION);
+    cluster.createVolume(g);
+    byte[] d = new byte[2 * BLOCK];
+    new Random(3).nextBytes(d);
+    try (SalusVolume v = SalusVolume.open(cluster.connection(), "liar")) {
+      await(v.write(PER_REGION + 2, d, true));
+      var liar = new io.salus.core.hbase.endpoint.VolumeAddressing(g).replica(1, 0);
+      LyingReplicas.corrupt.add(liar);
+      try {
+        assertArrayEquals(d, await(v.read(PER_REGION + 2, 2)), "the corrupted replies were not accepted");
+      } finally {
+        LyingReplicas.corrupt.clear();
+      }
+      assertTrue(v.getRetriesByReplica().getOrDefault(liar, 0L) >= 1,
+          "the lying replica is counted: " + v.getRetriesByReplica());
+    }
+  }
+
   /** Many large writes in flight at once (what nbdcopy does: 256 KiB requests, many outstanding). */
   @Test
   void manyLargeWritesInFlightAllCommitAndReadBack() throws Exception {
