@@ -1,8 +1,11 @@
 package io.salus.blockdriver.cli;
 
 import io.salus.blockdriver.nbd.NbdServer;
-import io.salus.blockdriver.nbd.HBaseExports;
+import io.salus.blockdriver.salus.CatalogExports;
+import io.salus.blockdriver.salus.SalusVolume;
 import io.salus.blockdriver.volume.HBaseVolume;
+import io.salus.blockdriver.volume.Volume;
+import io.salus.blockdriver.volume.VolumeLease;
 import io.salus.blockdriver.volume.VolumeCatalog;
 import io.salus.blockdriver.volume.VolumeException;
 import java.io.File;
@@ -17,7 +20,10 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
-/** {@code salus nbd --volume NAME}: serves a volume of a running cluster over NBD. */
+/**
+ * {@code salus nbd --volume NAME}: serves a volume of a running cluster over NBD. The volume's kind in the
+ * catalog picks the implementation: {@code salus} a {@link SalusVolume}, {@code hbase} an {@link HBaseVolume}.
+ */
 @Command(name = "nbd", mixinStandardHelpOptions = true,
     description = "Export a volume over NBD until interrupted (Ctrl-C).")
 public final class NbdCommand implements Callable<Integer> {
@@ -47,13 +53,23 @@ public final class NbdCommand implements Callable<Integer> {
   /** A running export: the server, the volume it serves and the HBase connection. */
   public static final class Running implements AutoCloseable {
     public final NbdServer server;
-    public final HBaseVolume volume;
+    public final Volume volume;
     private final Connection connection;
 
-    Running(NbdServer server, HBaseVolume volume, Connection connection) {
+    Running(NbdServer server, Volume volume, Connection connection) {
       this.server = server;
       this.volume = volume;
       this.connection = connection;
+    }
+
+    /** The volume's kind: {@code salus} or {@code hbase}. */
+    public String kind() {
+      return volume instanceof SalusVolume ? VolumeCatalog.KIND_SALUS : VolumeCatalog.KIND_HBASE;
+    }
+
+    /** The writer lease the exported volume holds. */
+    public VolumeLease lease() {
+      return volume instanceof SalusVolume s ? s.lease() : ((HBaseVolume) volume).lease();
     }
 
     @Override
@@ -85,10 +101,10 @@ public final class NbdCommand implements Callable<Integer> {
     }
     VolumeCatalog.checkName(volume);
     Connection c = HBaseConf.connect(hbaseConf);
-    HBaseExports exports = null;
+    CatalogExports exports = null;
     try {
-      exports = HBaseExports.single(c, volume, acceptCurrentState);
-      HBaseVolume v = exports.volume(volume);
+      exports = new CatalogExports(c, volume, acceptCurrentState);
+      Volume v = exports.volume();
       NbdServer server;
       try {
         server = new NbdServer(InetAddress.getByName(bind), port, exports).start();
@@ -113,8 +129,8 @@ public final class NbdCommand implements Callable<Integer> {
     Running r;
     try {
       r = serve(volume, bind, port, hbaseConf, acceptCurrentState);
-    } catch (IllegalArgumentException | BindException | VolumeException.InUse
-        | VolumeException.RootMismatch e) {
+    } catch (IllegalArgumentException | IllegalStateException | BindException
+        | VolumeException.InUse | VolumeException.RootMismatch e) {
       err.println("error: " + e.getMessage());
       err.flush();
       return 2;
@@ -128,8 +144,8 @@ public final class NbdCommand implements Callable<Integer> {
       return 1;
     }
     String uri = r.server.uri(r.volume.name());
-    out.println("serving volume " + r.volume.name() + " (" + r.volume.sizeInBytes()
-        + " bytes) at " + uri);
+    out.println("serving " + r.kind() + " volume " + r.volume.name() + " ("
+        + r.volume.sizeInBytes() + " bytes) at " + uri);
     out.println("attach: nbdfuse DIR " + uri + "   or   nbd-client -N " + r.volume.name() + " "
         + bind + " " + r.server.port() + " /dev/nbd0");
     out.flush();
@@ -137,7 +153,7 @@ public final class NbdCommand implements Callable<Integer> {
     StopSignals.install(stop::countDown, err);
     Thread hook = new Thread(r::close, "salus-nbd-shutdown"); // other ways the JVM may end
     Runtime.getRuntime().addShutdownHook(hook);
-    int code = awaitEnd(r.volume.name(), r.volume.lease(), stop, r::close, err);
+    int code = awaitEnd(r.volume.name(), r.lease(), stop, r::close, err);
     try {
       Runtime.getRuntime().removeShutdownHook(hook);
     } catch (IllegalStateException shuttingDown) {

@@ -64,7 +64,8 @@ public final class VolumeCommand implements Runnable {
   }
 
   @Command(name = "create", mixinStandardHelpOptions = true,
-      description = "Create a plain-HBase volume.")
+      description = "Create a volume: a Salus volume (three replica tables driven by the Salus"
+          + " replica endpoint) with --kind salus, or a plain-HBase volume with --kind hbase.")
   static final class Create extends Base {
     @Parameters(index = "0", paramLabel = "NAME", description = "Volume name.")
     String name;
@@ -77,6 +78,16 @@ public final class VolumeCommand implements Runnable {
     @Option(names = "--block-size", paramLabel = "BYTES", defaultValue = "4096",
         description = "Block size: power of two from 512 to 262144 (default ${DEFAULT-VALUE}).")
     int blockSize;
+
+    @Option(names = "--kind", defaultValue = "hbase", paramLabel = "KIND",
+        description = "salus or hbase (default ${DEFAULT-VALUE}). A salus volume needs the"
+            + " cluster set up for Salus (docs/salus-on-hbase.md).")
+    String kind;
+
+    @Option(names = "--blocks-per-region", paramLabel = "N",
+        description = "Salus volumes only: blocks per region (RRS), a power of two"
+            + " (default 65536).")
+    Long blocksPerRegion;
 
     @Option(names = "--hash", defaultValue = "SHA-256",
         description = "Volume tree hash: SHA-256 or BLAKE3 (default ${DEFAULT-VALUE}).")
@@ -97,10 +108,41 @@ public final class VolumeCommand implements Runnable {
       blocks = size / blockSize;
       BlockGeometry.checkSize(blocks, blockSize);
       io.salus.blockdriver.tree.TreeHashes.forName(hash);
+      if (!VolumeCatalog.KIND_SALUS.equals(kind) && !VolumeCatalog.KIND_HBASE.equals(kind)) {
+        throw new IllegalArgumentException("bad --kind " + kind + ": use salus or hbase");
+      }
+      if (VolumeCatalog.KIND_SALUS.equals(kind)) {
+        if (regions != null) {
+          throw new IllegalArgumentException("--regions is for hbase volumes; a salus volume's"
+              + " regions follow from --blocks-per-region");
+        }
+        if (!"SHA-256".equals(hash)) {
+          throw new IllegalArgumentException("--hash " + hash + ": salus volumes use SHA-256"
+              + " (the replica endpoint's tree hash)");
+        }
+        salusGeometry(); // validates
+      } else if (blocksPerRegion != null) {
+        throw new IllegalArgumentException("--blocks-per-region is for salus volumes; use"
+            + " --regions for an hbase volume");
+      }
+    }
+
+    io.salus.core.hbase.VolumeGeometry salusGeometry() {
+      return new io.salus.core.hbase.VolumeGeometry(name, size, blockSize,
+          blocksPerRegion != null ? blocksPerRegion
+              : io.salus.core.hbase.VolumeGeometry.DEFAULT_BLOCKS_PER_REGION);
     }
 
     @Override
     int run(VolumeCatalog catalog, PrintWriter out) throws Exception {
+      if (VolumeCatalog.KIND_SALUS.equals(kind)) {
+        io.salus.core.hbase.VolumeGeometry g = salusGeometry();
+        VolumeInfo i = catalog.createSalus(g);
+        out.println("created salus volume " + i.name() + ": " + i.sizeInBytes() + " bytes, "
+            + i.sizeInBlocks() + " blocks of " + i.blockSize() + " B, " + g.numRegions()
+            + " regions of " + g.blocksPerRegion() + " blocks, tables " + i.table());
+        return 0;
+      }
       int r = regions != null ? regions
           : (int) Math.max(1, Math.min(64, (blocks * blockSize) >> 30));
       VolumeInfo i = catalog.create(name, blocks, blockSize, hash, r);

@@ -39,6 +39,8 @@ public final class VolumeCatalog {
   public static final String NAMESPACE = "salus";
   public static final TableName CATALOG_TABLE = TableName.valueOf(NAMESPACE, "volumes");
   public static final String KIND_HBASE = "hbase";
+  /** A Salus volume: three replica tables {@code salus:<vol>_r0/_r1/_r2} (SalusTableLayout). */
+  public static final String KIND_SALUS = "salus";
   static final byte[] FAMILY = Bytes.toBytes("m");
   private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9_-]{0,63}");
   public static final int DEFAULT_SUBTREE_HEIGHT = 10;
@@ -55,6 +57,7 @@ public final class VolumeCatalog {
   private static final byte[] Q_ROOT_SEQ = Bytes.toBytes("rootSeq");
   private static final byte[] Q_CLEAN = Bytes.toBytes("cleanClose");
   private static final byte[] Q_EPOCH = Bytes.toBytes("writerEpoch");
+  private static final byte[] Q_SALUS_MOUNTED = Bytes.toBytes("salusMounted");
 
   private final Connection connection;
 
@@ -171,6 +174,59 @@ public final class VolumeCatalog {
     return describe(name).orElseThrow();
   }
 
+  /**
+   * Creates a Salus volume (kind {@link #KIND_SALUS}): claims the catalog row atomically (a clash is
+   * reported, nothing is overwritten), then creates the three replica tables with
+   * {@link io.salus.core.hbase.SalusTableLayout#create}; the claim is undone when that fails.
+   */
+  public VolumeInfo createSalus(io.salus.core.hbase.VolumeGeometry g) throws IOException {
+    checkName(g.volume());
+    BlockGeometry.checkSize(g.numBlocks(), g.blockSize());
+    ensureCatalog();
+    byte[] row = Bytes.toBytes(g.volume());
+    Put put = new Put(row)
+        .addColumn(FAMILY, Q_KIND, Bytes.toBytes(KIND_SALUS))
+        .addColumn(FAMILY, Q_BLOCK_SIZE, Bytes.toBytes(g.blockSize()))
+        .addColumn(FAMILY, Q_SIZE, Bytes.toBytes(g.numBlocks()))
+        .addColumn(FAMILY, Q_CREATED, Bytes.toBytes(Instant.now().toEpochMilli()))
+        .addColumn(FAMILY, Q_TABLE, Bytes.toBytes(
+            io.salus.core.hbase.SalusTableLayout.tableName(g.volume(), 0).getNameAsString()
+                .replaceAll("_r0$", "_r{0,1,2}")))
+        .addColumn(FAMILY, Q_HASH, Bytes.toBytes("SHA-256"))
+        .addColumn(FAMILY, Q_REGIONS, Bytes.toBytes(g.numRegions()))
+        .addColumn(FAMILY, Q_ROOT_SEQ, Bytes.toBytes(0L))
+        .addColumn(FAMILY, Q_CLEAN, Bytes.toBytes(true));
+    try (Table t = connection.getTable(CATALOG_TABLE)) {
+      boolean claimed = t.checkAndMutate(CheckAndMutate.newBuilder(row)
+          .ifNotExists(FAMILY, Q_KIND).build(put)).isSuccess();
+      if (!claimed) {
+        throw new IllegalArgumentException("volume '" + g.volume() + "' already exists: pick"
+            + " another name, or delete it first with 'salus volume delete " + g.volume() + "'");
+      }
+    }
+    try (Admin admin = connection.getAdmin()) {
+      io.salus.core.hbase.SalusTableLayout.create(admin, g);
+    } catch (IOException | RuntimeException e) {
+      deleteRow(g.volume());
+      throw e;
+    }
+    return describe(g.volume()).orElseThrow();
+  }
+
+  /**
+   * Marks a Salus volume as mounted; true only for the first mount of its life. (The Salus client's
+   * volume tree lives in the writer's memory; a second mount needs the mount protocol after
+   * recovery, which is not built, so the caller refuses it.)
+   */
+  public boolean claimFirstSalusMount(String name) throws IOException {
+    try (Table t = connection.getTable(CATALOG_TABLE)) {
+      byte[] row = Bytes.toBytes(name);
+      return t.checkAndMutate(CheckAndMutate.newBuilder(row).ifNotExists(FAMILY, Q_SALUS_MOUNTED)
+          .build(new Put(row).addColumn(FAMILY, Q_SALUS_MOUNTED,
+              Bytes.toBytes(Instant.now().toEpochMilli())))).isSuccess();
+    }
+  }
+
   public Optional<VolumeInfo> describe(String name) throws IOException {
     checkName(name);
     try (Table t = connection.getTable(CATALOG_TABLE)) {
@@ -214,6 +270,13 @@ public final class VolumeCatalog {
     if (holder.isPresent()) {
       throw new VolumeException.InUse("volume '" + name + "' is open for writing by "
           + holder.get() + "; stop that 'salus nbd' / 'salus up' before deleting the volume");
+    }
+    if (KIND_SALUS.equals(info.get().kind())) {
+      try (Admin admin = connection.getAdmin()) {
+        io.salus.core.hbase.SalusTableLayout.delete(admin, name);
+      }
+      deleteRow(name);
+      return true;
     }
     TableName table = TableName.valueOf(info.get().table());
     try (Admin admin = connection.getAdmin()) {

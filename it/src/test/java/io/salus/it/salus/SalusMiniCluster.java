@@ -1,0 +1,155 @@
+package io.salus.it.salus;
+
+import io.salus.core.hbase.SalusPlacementObserver;
+import io.salus.core.hbase.SalusTableLayout;
+import io.salus.core.hbase.VolumeGeometry;
+import io.salus.core.hbase.endpoint.EndpointKeyring;
+import io.salus.core.hbase.endpoint.SalusReplicaEndpoint;
+import java.util.HashSet;
+import java.util.Set;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.hbase.HBaseTestingUtility;
+import org.apache.hadoop.hbase.ServerName;
+import org.apache.hadoop.hbase.StartMiniClusterOption;
+import org.apache.hadoop.hbase.TableName;
+import org.apache.hadoop.hbase.client.Admin;
+import org.apache.hadoop.hbase.client.Connection;
+import org.apache.hadoop.hbase.regionserver.HRegion;
+import org.apache.hadoop.hbase.regionserver.HRegionServer;
+import org.apache.hadoop.hbase.util.Bytes;
+import org.apache.hadoop.hbase.util.JVMClusterUtil;
+import org.apache.log4j.Level;
+import org.apache.log4j.LogManager;
+
+/**
+ * One HBase mini cluster with three region servers running the Salus replica endpoint (as in
+ * SalusReplicaEndpointTest): the deterministic test keyring, the placement observer, in-memory replica storage
+ * (the endpoint's default). Nothing is mocked.
+ */
+final class SalusMiniCluster implements AutoCloseable {
+  static final long SEED = 4242;
+  static final long DEADLINE_MS = 240_000;
+  final HBaseTestingUtility util = new HBaseTestingUtility();
+
+  SalusMiniCluster() throws Exception {
+    LogManager.getRootLogger().setLevel(Level.WARN);
+    Configuration conf = util.getConfiguration();
+    conf.setInt("hbase.master.info.port", -1);
+    conf.setInt("hbase.regionserver.info.port", -1);
+    conf.setBoolean("hbase.unsafe.stream.capability.enforce", false);
+    conf.set("hbase.wal.provider", "filesystem");
+    conf.setInt("hbase.client.retries.number", 10);
+    conf.set("hbase.coprocessor.master.classes", SalusPlacementObserver.class.getName());
+    conf.setLong(SalusPlacementObserver.PERIOD_KEY, 1000);
+    conf.setLong(EndpointKeyring.TEST_SEED_KEY, SEED);
+    // inert until a test puts a replica into LyingReplicas.corrupt
+    conf.set(io.salus.core.hbase.endpoint.ReplicaFaultInjector.CLASS_KEY, LyingReplicas.class.getName());
+    util.startMiniZKCluster();
+    util.startMiniHBaseCluster(StartMiniClusterOption.builder().numMasters(1).numRegionServers(3).build());
+  }
+
+  /** An hbase-site.xml for the CLI: the cluster's ZooKeeper and the endpoint's (test) keyring seed. */
+  java.io.File writeSiteXml(java.io.File dir) throws java.io.IOException {
+    dir.mkdirs();
+    java.io.File f = new java.io.File(dir, "hbase-site.xml");
+    Configuration conf = util.getConfiguration();
+    Configuration c = new Configuration(false);
+    c.set("hbase.zookeeper.quorum", conf.get("hbase.zookeeper.quorum"));
+    c.set("hbase.zookeeper.property.clientPort", conf.get("hbase.zookeeper.property.clientPort"));
+    c.set("zookeeper.znode.parent", conf.get("zookeeper.znode.parent", "/hbase"));
+    c.setLong(EndpointKeyring.TEST_SEED_KEY, SEED);
+    try (java.io.OutputStream o = new java.io.FileOutputStream(f)) {
+      c.writeXml(o);
+    }
+    return f;
+  }
+
+  Connection connection() throws java.io.IOException {
+    return util.getConnection();
+  }
+
+  /** Creates a Salus volume and waits until its replica regions run their endpoints on three servers each. */
+  void createVolume(VolumeGeometry g) throws Exception {
+    try (Admin admin = connection().getAdmin()) {
+      SalusTableLayout.create(admin, g);
+    }
+    awaitPlaced(g);
+  }
+
+  void awaitPlaced(VolumeGeometry g) throws Exception {
+    long end = System.currentTimeMillis() + DEADLINE_MS;
+    while (!placed(g)) {
+      if (System.currentTimeMillis() > end) {
+        throw new AssertionError("volume " + g.volume() + ": replica regions not on three servers with endpoints");
+      }
+      Thread.sleep(50);
+    }
+    try (Admin admin = connection().getAdmin()) {
+      admin.balancerSwitch(false, true); // in-memory replica state would be lost on a move
+    }
+  }
+
+  private boolean placed(VolumeGeometry g) {
+    if (!util.getMiniHBaseCluster().getMaster().getAssignmentManager().getRegionsInTransition().isEmpty()) {
+      return false;
+    }
+    for (int r = 0; r < g.numRegions(); r++) {
+      Set<ServerName> servers = new HashSet<>();
+      for (int k = 0; k < 3; k++) {
+        ServerName s = locate(g, r, k);
+        if (s == null) {
+          return false;
+        }
+        servers.add(s);
+      }
+      if (servers.size() != 3) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** The server where region {@code r} of replica table {@code k} runs its endpoint, or null. */
+  ServerName locate(VolumeGeometry g, int r, int k) {
+    HRegion region = region(g, r, k);
+    if (region == null) {
+      return null;
+    }
+    SalusReplicaEndpoint ep = region.getCoprocessorHost().findCoprocessor(SalusReplicaEndpoint.class);
+    return ep == null || ep.host() == null ? null : serverOf(region);
+  }
+
+  private ServerName serverOf(HRegion region) {
+    for (JVMClusterUtil.RegionServerThread rst : util.getMiniHBaseCluster().getLiveRegionServerThreads()) {
+      if (rst.getRegionServer().getRegions(region.getTableDescriptor().getTableName()).contains(region)) {
+        return rst.getRegionServer().getServerName();
+      }
+    }
+    return null;
+  }
+
+  HRegion region(VolumeGeometry g, int r, int k) {
+    TableName t = SalusTableLayout.tableName(g.volume(), k);
+    for (JVMClusterUtil.RegionServerThread rst : util.getMiniHBaseCluster().getLiveRegionServerThreads()) {
+      HRegionServer rs = rst.getRegionServer();
+      for (HRegion region : rs.getRegions(t)) {
+        byte[] start = region.getRegionInfo().getStartKey();
+        long first = start.length == 0 ? 0 : Bytes.toLong(start);
+        if (first == r * g.blocksPerRegion()) {
+          return region;
+        }
+      }
+    }
+    return null;
+  }
+
+  SalusReplicaEndpoint endpoint(VolumeGeometry g, int r, int k) {
+    HRegion region = region(g, r, k);
+    return region == null ? null : region.getCoprocessorHost().findCoprocessor(SalusReplicaEndpoint.class);
+  }
+
+  @Override
+  public void close() throws Exception {
+    util.shutdownMiniCluster();
+  }
+}
