@@ -23,8 +23,8 @@ import org.apache.log4j.LogManager;
 
 /**
  * One HBase mini cluster with three region servers running the Salus replica endpoint (as in
- * SalusReplicaEndpointTest): the deterministic test keyring, the placement observer, in-memory replica storage
- * (the endpoint's default). Nothing is mocked.
+ * SalusReplicaEndpointTest): the deterministic test keyring, the placement observer, and the endpoint's default replica storage
+ * (Salus log on a mini HDFS, each region server paired with its own DataNode; blocks in the region's cells). Nothing is mocked.
  */
 final class SalusMiniCluster implements AutoCloseable {
   static final long SEED = 4242;
@@ -44,8 +44,21 @@ final class SalusMiniCluster implements AutoCloseable {
     conf.setLong(EndpointKeyring.TEST_SEED_KEY, SEED);
     // inert until a test puts a replica into LyingReplicas.corrupt
     conf.set(io.salus.core.hbase.endpoint.ReplicaFaultInjector.CLASS_KEY, LyingReplicas.class.getName());
+    // The endpoint's default replica storage: the Salus log on HDFS (each region server paired with
+    // its own DataNode, the favored node of its log) and the blocks in the region's cells.
+    org.apache.hadoop.hdfs.MiniDFSCluster dfs = util.startMiniDFSCluster(3);
+    java.util.List<String> dataNodes = new java.util.ArrayList<>();
+    for (var dn : dfs.getDataNodes()) {
+      dataNodes.add("127.0.0.1:" + dn.getXferAddress().getPort());
+    }
     util.startMiniZKCluster();
-    util.startMiniHBaseCluster(StartMiniClusterOption.builder().numMasters(1).numRegionServers(3).build());
+    conf.set(io.salus.core.hbase.storage.SalusFavoredNodes.DATANODE_KEY, dataNodes.get(0));
+    util.startMiniHBaseCluster(StartMiniClusterOption.builder().numMasters(1).numRegionServers(1).build());
+    for (int i = 1; i < 3; i++) { // each region server copies the cluster configuration when it starts
+      util.getMiniHBaseCluster().getConfiguration()
+          .set(io.salus.core.hbase.storage.SalusFavoredNodes.DATANODE_KEY, dataNodes.get(i));
+      util.getMiniHBaseCluster().startRegionServer();
+    }
   }
 
   /** An hbase-site.xml for the CLI: the cluster's ZooKeeper and the endpoint's (test) keyring seed. */
