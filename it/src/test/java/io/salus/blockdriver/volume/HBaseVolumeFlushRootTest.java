@@ -2,7 +2,9 @@ package io.salus.blockdriver.volume;
 
 import static org.junit.jupiter.api.Assertions.*;
 
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import org.apache.hadoop.hbase.HBaseTestingUtility;
@@ -70,6 +72,43 @@ class HBaseVolumeFlushRootTest {
       assertArrayEquals(covered[0], recorded, "the recorded root is the one the sync covered");
       v.flush().join(); // the next FLUSH covers the late write
       assertArrayEquals(v.tree().root(), catalog.require("flushroot").rootHash());
+    }
+  }
+
+  /**
+   * Review finding: a written subtree's changed nodes stay in memory until FLUSH or close, and a
+   * subtree with unstored nodes is never evicted, so writes without FLUSH (a client that never
+   * syncs) grow the subtree cache without bound: memory no longer bounded by the cache capacity.
+   * Writes one block into more subtrees than the cache holds, never flushing; the cache must
+   * stay within its capacity, and the evicted subtrees must read back (paths re-fetched from the
+   * stored nodes) and remount to the same root.
+   */
+  @Test
+  void writesWithoutFlushKeepTheSubtreeCacheBounded() throws Exception {
+    VolumeCatalog catalog = new VolumeCatalog(util.getConnection());
+    int subtrees = HBaseVolume.SUBTREE_CACHE + 104;
+    long leaves = 1L << VolumeCatalog.DEFAULT_SUBTREE_HEIGHT;
+    catalog.create("noflush", subtrees * leaves, 512, "SHA-256", 1);
+    byte[] root;
+    try (HBaseVolume v = HBaseVolume.open(util.getConnection(), "noflush")) {
+      for (int s = 0; s < subtrees; s += 64) {
+        List<CompletableFuture<Void>> batch = new ArrayList<>();
+        for (int k = s; k < Math.min(subtrees, s + 64); k++) {
+          batch.add(v.write(k * leaves, Arrays.copyOf(random(k), 512), false));
+        }
+        CompletableFuture.allOf(batch.toArray(new CompletableFuture[0])).join();
+      }
+      assertTrue(v.tree().cachedSubtrees() <= HBaseVolume.SUBTREE_CACHE,
+          "subtree cache grew to " + v.tree().cachedSubtrees() + " without a FLUSH (capacity "
+              + HBaseVolume.SUBTREE_CACHE + ")");
+      for (int k : new int[] {0, 1, 17, subtrees - 1}) {
+        assertArrayEquals(Arrays.copyOf(random(k), 512), v.read(k * leaves, 1).join());
+      }
+      root = v.tree().root();
+    }
+    try (HBaseVolume v = HBaseVolume.open(util.getConnection(), "noflush")) {
+      assertArrayEquals(root, v.tree().root());
+      assertArrayEquals(Arrays.copyOf(random(5), 512), v.read(5 * leaves, 1).join());
     }
   }
 }

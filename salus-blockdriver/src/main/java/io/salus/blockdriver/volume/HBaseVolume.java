@@ -72,7 +72,7 @@ public final class HBaseVolume implements Volume {
   /** Row saying the volume's nodes are all persisted (written once, after a scanning mount). */
   static final byte[] NODES_COMPLETE_ROW = {NODE_PREFIX};
   private static final int TRIM_BATCH = 4096;
-  private static final int SUBTREE_CACHE = 4096;
+  static final int SUBTREE_CACHE = 4096;
   private static final int CLOSE_WAIT_SECONDS = 60;
 
   private final VolumeInfo info;
@@ -462,7 +462,7 @@ public final class HBaseVolume implements Volume {
         }
         return null;
       });
-    });
+    }).thenCompose(v -> writeBackOverCapacity());
     result.whenComplete((r, t) -> {
       synchronized (inflight) {
         for (int i = 0; i < leaves.length; i++) {
@@ -561,6 +561,24 @@ public final class HBaseVolume implements Volume {
     List<Row> rows = new ArrayList<>(dirty.size());
     dirty.forEach((id, h) -> rows.add(nodeMutation(id, h, version)));
     return table.batchAll(rows).thenRun(() -> tree.nodesStored(dirty));
+  }
+
+  /**
+   * A subtree whose changed nodes are not stored is never evicted, so without a FLUSH every
+   * written subtree would stay cached: when the cache is over its capacity, the changed nodes
+   * are stored now (as FLUSH does; the subtrees' dirty markers stay, so a crash still
+   * recomputes them) and the subtrees become evictable. A failure only leaves them cached: the
+   * write it follows is stored and committed already.
+   */
+  private CompletableFuture<Void> writeBackOverCapacity() {
+    if (tree.cachedSubtrees() <= SUBTREE_CACHE) {
+      return CompletableFuture.completedFuture(null);
+    }
+    return persistNodes().exceptionally(t -> {
+      LOG.warn("volume '{}': could not store changed tree nodes of a full subtree cache",
+          info.name(), t);
+      return null;
+    });
   }
 
   static Row nodeMutation(io.salus.blockdriver.tree.NodeId id, io.salus.core.merkle.Hash h,
