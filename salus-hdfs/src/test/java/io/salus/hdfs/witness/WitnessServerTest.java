@@ -142,6 +142,25 @@ class WitnessServerTest {
     }
   }
 
+  /** A v1 client (unsigned QUERY layout) gets a clear version error, not a silent misparse. */
+  @Test
+  void aVersion1ClientIsRefusedWithAClearError() throws Exception {
+    try (Socket s = new Socket(node.address().getAddress(), node.address().getPort())) {
+      DataOutputStream out = new DataOutputStream(s.getOutputStream());
+      byte[] body = new io.salus.core.cert.Wire.Out().str8("vol").i32(0).i64(0).i64(1).toByteArray();
+      out.writeInt(WitnessProtocol.FRAME_HEADER + body.length);
+      out.writeByte(1); // version 1
+      out.writeByte(WitnessProtocol.OP_QUERY);
+      out.writeLong(1);
+      out.write(body);
+      out.flush();
+      WitnessProtocol.Frame f = WitnessProtocol.read(new DataInputStream(s.getInputStream()), 1 << 20);
+      assertEquals(WitnessProtocol.ST_BAD_REQUEST, f.code());
+      String msg = WitnessClient.readMessage(f.body());
+      assertTrue(msg.contains("unsupported witness protocol version 1"), msg);
+    }
+  }
+
   /** A forged, replayed or non-recoverer-signed query does not seal (and is refused with a reason). */
   @Test
   void aForgedOrReplayedSignedQueryForAnotherSlotDoesNotSeal() throws Exception {
