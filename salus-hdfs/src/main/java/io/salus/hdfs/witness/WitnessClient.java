@@ -15,6 +15,7 @@ import io.salus.core.cert.RegionId;
 import io.salus.core.cert.Wire;
 import io.salus.core.crypto.NodeId;
 import io.salus.core.crypto.SignatureScheme;
+import io.salus.core.crypto.Signer;
 
 /**
  * Client of the witness protocol (region servers broadcasting TENTATIVE_LOG_ENTRY certificates,
@@ -111,10 +112,34 @@ public final class WitnessClient implements Closeable {
     };
   }
 
-  /** The LOG_ENTRY at {@code index}, or this witness's signed NO_NEXT_ENTRY. Verify before use. */
+  /**
+   * Unsigned, read-only query: what the witness stores at the slot (a LOG_ENTRY or an earlier
+   * seal's NO_NEXT_ENTRY), or null. Never seals. Verify before use.
+   */
   public Certificate query(RegionId region, long generation, long index) throws IOException {
+    return queryBytes(region, generation, index, generation + 1, "", new byte[0]);
+  }
+
+  /**
+   * Recovery query signed by a trust-file {@code recoverer} (the Master): the LOG_ENTRY at
+   * {@code index}, or this witness's signed NO_NEXT_ENTRY, which seals the slot. {@code attempt} is
+   * the new generation the recovery installs. Verify before use.
+   */
+  public Certificate query(RegionId region, long generation, long index, long attempt,
+      Signer recoverer) throws IOException {
+    RecoveryQuery q = new RecoveryQuery(region, generation, index, attempt);
+    return queryBytes(region, generation, index, attempt, recoverer.id().name(), q.sign(recoverer));
+  }
+
+  /** A QUERY with explicit credentials (tests send forged or replayed ones). */
+  public Certificate queryBytes(RegionId region, long generation, long index, long attempt,
+      String signer, byte[] signature) throws IOException {
     WitnessProtocol.Frame f = call(WitnessProtocol.OP_QUERY, new Wire.Out().str8(region.volume())
-        .i32(region.index()).i64(generation).i64(index).toByteArray());
+        .i32(region.index()).i64(generation).i64(index).i64(attempt).str8(signer).blob(signature)
+        .toByteArray());
+    if (f.code() == WitnessProtocol.ST_NOTHING_STORED) {
+      return null;
+    }
     if (f.code() != WitnessProtocol.ST_CERT) {
       throw new IOException("unexpected status " + f.code() + " to QUERY");
     }

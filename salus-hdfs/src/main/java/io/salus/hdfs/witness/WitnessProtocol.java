@@ -6,28 +6,34 @@ import java.io.EOFException;
 import java.io.IOException;
 
 /**
- * The witness wire protocol, version 1: length-prefixed frames over TCP, big-endian, one response per
+ * The witness wire protocol, version 2 (v2 added authenticated recovery queries; a v1 peer gets a
+ * clear "unsupported witness protocol version" error and the connection is closed): length-prefixed frames over TCP, big-endian, one response per
  * request, in request order (clients may pipeline). Documented in {@code docs/hdfs.md}.
  *
  * <pre>
- * request:  u32 frame length (bytes after this field) | u8 version=1 | u8 op | u64 request id | body
- * response: u32 frame length | u8 version=1 | u8 status | u64 request id | body
+ * request:  u32 frame length (bytes after this field) | u8 version=2 | u8 op | u64 request id | body
+ * response: u32 frame length | u8 version=2 | u8 status | u64 request id | body
  *
  * op OFFER    (1) body: u32 n, n bytes of a TENTATIVE_LOG_ENTRY or LOG_ENTRY certificate
  *                  -> STORED (durable LOG_ENTRY for that slot) | PENDING (waiting for the other
  *                     replicas' tentatives) | REJECTED (reason)
- * op QUERY    (2) body: u8 len, volume (UTF-8), i32 region, i64 generation, i64 index
+ * op QUERY    (2) body: u8 len, volume (UTF-8), i32 region, i64 generation, i64 index,
+ *                  i64 attempt, u8 len, signer id (empty = unsigned), u32 n, signature
+ *                  signed by a trust-file `recoverer` over {@link RecoveryQuery#signedBytes()}:
  *                  -> CERT with the stored LOG_ENTRY or a NO_NEXT_ENTRY signed by this witness
+ *                     (which seals the slot, rule 15) | REJECTED (bad signature / not a recoverer)
+ *                  unsigned: read-only -> CERT with what is stored | NOTHING_STORED (never seals)
  * op TRUNCATE (3) body: u32 n, n bytes of a CHECKPOINT certificate
  *                  -> TRUNCATED (entries &lt;= its throughIndex dropped) | REJECTED (reason)
  * op IDENTITY (4) body: empty -> IDENTITY: u8 len, node id, u8 scheme code, u32 n, verification key
  *
  * status: 0 STORED, 1 PENDING, 2 CERT (body u32 n + certificate), 3 TRUNCATED, 4 IDENTITY,
+ *         5 NOTHING_STORED (empty body),
  *         16 REJECTED, 17 BAD_REQUEST, 18 BUSY, 19 ERROR   (16..19 carry u16 n + UTF-8 message)
  * </pre>
  */
 public final class WitnessProtocol {
-  public static final int VERSION = 1;
+  public static final int VERSION = 2;
 
   public static final int OP_OFFER = 1;
   public static final int OP_QUERY = 2;
@@ -39,6 +45,7 @@ public final class WitnessProtocol {
   public static final int ST_CERT = 2;
   public static final int ST_TRUNCATED = 3;
   public static final int ST_IDENTITY = 4;
+  public static final int ST_NOTHING_STORED = 5;
   public static final int ST_REJECTED = 16;
   public static final int ST_BAD_REQUEST = 17;
   public static final int ST_BUSY = 18;
@@ -86,7 +93,8 @@ public final class WitnessProtocol {
     in.readFully(body);
     if (version != VERSION) {
       throw new ProtocolException("unsupported witness protocol version " + version
-          + " (this build speaks " + VERSION + ")");
+          + " (this build speaks " + VERSION + "; v2 authenticates recovery queries: upgrade the"
+          + " older side)");
     }
     return new Frame(code, id, body);
   }

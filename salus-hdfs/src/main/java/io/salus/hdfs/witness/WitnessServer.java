@@ -25,6 +25,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import io.salus.core.cert.Certificate;
 import io.salus.core.cert.RegionId;
 import io.salus.core.cert.Wire;
+import io.salus.core.crypto.NodeId;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -292,12 +293,30 @@ public final class WitnessServer implements Closeable {
           int region = in.i32("region index");
           long gen = in.i64("generation");
           long index = in.i64("index");
+          long attempt = in.i64("attempt");
+          String signer = in.str8("signer");
+          byte[] sig = in.blob("signature");
           in.expectEnd("query");
-          if (vol.isEmpty() || region < 0 || gen < 0 || index < 0) {
-            throw new IllegalArgumentException("invalid query (" + vol + "#" + region + ", gen "
-                + gen + ", index " + index + ")");
+          RecoveryQuery q = new RecoveryQuery(new RegionId(vol, region), gen, index, attempt);
+          if (signer.isEmpty()) {
+            java.util.Optional<Certificate> c = service.read(q.region(), gen, index);
+            if (c.isPresent()) {
+              WitnessProtocol.write(out, WitnessProtocol.ST_CERT, id,
+                  new Wire.Out().blob(c.get().encode()).toByteArray());
+            } else {
+              WitnessProtocol.write(out, WitnessProtocol.ST_NOTHING_STORED, id, new byte[0]);
+            }
+            return;
           }
-          Certificate c = service.query(new RegionId(vol, region), gen, index);
+          NodeId who = NodeId.of(signer);
+          String why = !service.trust().isRecoverer(who)
+              ? who + " is not a recoverer in the witness trust file (add `recoverer <id> <hex-key>`)"
+              : q.checkSignature(who, sig, service.trust().keys());
+          if (why != null) {
+            WitnessProtocol.write(out, WitnessProtocol.ST_REJECTED, id, message(why));
+            return;
+          }
+          Certificate c = service.query(q.region(), gen, index);
           WitnessProtocol.write(out, WitnessProtocol.ST_CERT, id, new Wire.Out().blob(c.encode())
               .toByteArray());
         }

@@ -188,7 +188,8 @@ public final class WitnessService {
   }
 
   /**
-   * Handles a recovery QUERY: the stored LOG_ENTRY or a NO_NEXT_ENTRY signed by this witness. The
+   * Handles an authorised recovery QUERY (the caller checked the recoverer's signature, see
+   * {@link RecoveryQuery}): the stored LOG_ENTRY or a NO_NEXT_ENTRY signed by this witness. The
    * NO_NEXT_ENTRY seals the slot (rule 15) also for a region with no {@link WitnessLog} here (none
    * accepted an offer since this witness started, e.g. after a restart): it is stored durably before
    * it is answered, without creating a {@code WitnessLog}, so a later offer for the slot finds it and
@@ -222,6 +223,19 @@ public final class WitnessService {
       }
       store.putIfAbsent(region, generation, index, none); // durable before it is answered
       return store.get(region, generation, index).orElse(none);
+    }
+  }
+
+  /**
+   * Handles an unauthenticated (unsigned) QUERY read-only: the certificate stored at the slot (a
+   * LOG_ENTRY, or the NO_NEXT_ENTRY of an earlier authorised seal), or empty. It never seals and never
+   * signs anything, so a stranger cannot stall a live generation nor obtain a NO_NEXT_ENTRY recovery
+   * could use.
+   */
+  public Optional<Certificate> read(RegionId region, long generation, long index) {
+    queries.incrementAndGet();
+    synchronized (lock(region)) {
+      return store.get(region, generation, index);
     }
   }
 

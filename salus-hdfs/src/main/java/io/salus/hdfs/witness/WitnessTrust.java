@@ -43,6 +43,8 @@ public final class WitnessTrust {
   public static final SignatureScheme DEFAULT_SCHEME = SignatureScheme.ED25519;
   private final KeyDirectory keys;
   private final Map<String, Set<NodeId>> rules = new ConcurrentHashMap<>();
+  /** Principals (the Master / recovery orchestrator) whose signed queries may seal a slot. */
+  private final Set<NodeId> recoverers = ConcurrentHashMap.newKeySet();
   private volatile java.util.function.BiFunction<RegionId, Long, Set<NodeId>> membership;
 
   public WitnessTrust(SignatureScheme scheme) {
@@ -60,6 +62,17 @@ public final class WitnessTrust {
   public WitnessTrust register(NodeId id, byte[] verificationKey) {
     keys.register(id, verificationKey);
     return this;
+  }
+
+  /** Trusts {@code id} (the Master's recovery key) to sign sealing recovery queries. */
+  public WitnessTrust registerRecoverer(NodeId id, byte[] verificationKey) {
+    keys.register(id, verificationKey);
+    recoverers.add(id);
+    return this;
+  }
+
+  public boolean isRecoverer(NodeId id) {
+    return recoverers.contains(id);
   }
 
   /** Sets the RRS of {@code pattern}: "volume#index", "volume#*" or "*". */
@@ -110,6 +123,7 @@ public final class WitnessTrust {
     List<String> lines = Files.readAllLines(file, StandardCharsets.UTF_8);
     WitnessTrust t = null;
     Map<NodeId, byte[]> pendingKeys = new HashMap<>();
+    Map<NodeId, byte[]> pendingRecoverers = new HashMap<>();
     for (int i = 0; i < lines.size(); i++) {
       String line = lines.get(i).strip();
       if (line.isEmpty() || line.startsWith("#")) {
@@ -153,6 +167,26 @@ public final class WitnessTrust {
           }
           pendingKeys.put(NodeId.of(f[1]), key);
         }
+        case "recoverer" -> {
+          if (t == null) {
+            t = new WitnessTrust(DEFAULT_SCHEME);
+          }
+          if (f.length < 2 || f.length > 3) {
+            throw new IOException(where + "expected `recoverer <id> <hex-key>` (the Master's key"
+                + " that signs sealing recovery queries)");
+          }
+          byte[] key;
+          try {
+            key = f.length == 3 ? HexFormat.of().parseHex(f[2]) : new byte[0];
+          } catch (IllegalArgumentException e) {
+            throw new IOException(where + "verification key is not hex: " + e.getMessage());
+          }
+          if (t.scheme() != SignatureScheme.WEAK_CRC32C && key.length == 0) {
+            throw new IOException(where + "scheme " + t.scheme() + " needs the recoverer's"
+                + " verification key in hex (`recoverer <id> <hex-key>`)");
+          }
+          pendingRecoverers.put(NodeId.of(f[1]), key);
+        }
         case "rrs" -> {
           if (t == null) {
             t = new WitnessTrust(DEFAULT_SCHEME);
@@ -171,7 +205,7 @@ public final class WitnessTrust {
           t.setMembers(f[1], m);
         }
         default -> throw new IOException(where + "unknown directive `" + f[0]
-            + "` (expected scheme, node or rrs)");
+            + "` (expected scheme, node, recoverer or rrs)");
       }
     }
     if (t == null) {
@@ -179,6 +213,13 @@ public final class WitnessTrust {
     }
     for (Map.Entry<NodeId, byte[]> e : pendingKeys.entrySet()) {
       t.register(e.getKey(), e.getValue());
+    }
+    for (Map.Entry<NodeId, byte[]> e : pendingRecoverers.entrySet()) {
+      if (pendingKeys.containsKey(e.getKey())) {
+        throw new IOException(file + ": " + e.getKey() + " is both a `node` and a `recoverer`;"
+            + " give the Master its own id and key");
+      }
+      t.registerRecoverer(e.getKey(), e.getValue());
     }
     return t;
   }

@@ -18,12 +18,15 @@ import io.salus.core.merkle.Hash;
 final class Certs {
   final SignatureScheme scheme;
   final List<NodeKeys> replicas = new ArrayList<>();
+  /** The Master's recovery key: a trust-file `recoverer` whose signed queries may seal. */
+  final NodeKeys master;
 
   Certs(SignatureScheme scheme) {
     this.scheme = scheme;
     for (int i = 0; i < 3; i++) {
       replicas.add(NodeKeys.deterministic(scheme, NodeId.of("rs" + i), 42));
     }
+    master = NodeKeys.deterministic(scheme, NodeId.of("master"), 7);
   }
 
   WitnessTrust trust() {
@@ -31,6 +34,7 @@ final class Certs {
     for (NodeKeys k : replicas) {
       t.register(k.id(), k.verificationKey());
     }
+    t.registerRecoverer(master.id(), master.verificationKey());
     t.setMembers("*", java.util.Set.of(replicas.get(0).id(), replicas.get(1).id(),
         replicas.get(2).id()));
     return t;
@@ -38,7 +42,12 @@ final class Certs {
 
   /** Trust file text for the weak scheme (used by child processes). */
   String weakTrustFile() {
-    return "scheme weak\nnode rs0\nnode rs1\nnode rs2\nrrs * rs0 rs1 rs2\n";
+    return "scheme weak\nnode rs0\nnode rs1\nnode rs2\nrecoverer master\nrrs * rs0 rs1 rs2\n";
+  }
+
+  /** The Master's signed (sealing) recovery query; attempt = generation + 1. */
+  Certificate seal(WitnessClient c, RegionId r, long gen, long index) throws java.io.IOException {
+    return c.query(r, gen, index, gen + 1, master.signer());
   }
 
   static Statement.LogEntry entry(RegionId r, long gen, long index) {

@@ -73,7 +73,7 @@ class WitnessDataNodePluginTest {
           + dn0.getXferAddress().getPort(), c.identity().id().name());
     }
     try (WitnessClient c = WitnessClient.connect(w1.address())) {
-      assertEquals(CertType.NO_NEXT_ENTRY, c.query(R, 0, 0).type(), "stores are independent");
+      assertEquals(CertType.NO_NEXT_ENTRY, CERTS.seal(c, R, 0, 0).type(), "stores are independent");
     }
 
     // Metrics through JMX, registered under the DataNode's metrics system.

@@ -1,6 +1,7 @@
 package io.salus.hdfs.witness;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -65,7 +66,7 @@ class WitnessServerTest {
       // Index 1 holds nothing: the witness signs NO_NEXT_ENTRY with its own key.
       WitnessClient.Identity id = c.identity();
       assertEquals(NodeId.of("w1"), id.id());
-      Certificate none = c.query(R, 0, 1);
+      Certificate none = certs.seal(c, R, 0, 1);
       assertEquals(CertType.NO_NEXT_ENTRY, none.type());
       assertEquals(new Statement.NoNextEntry(R, 0, 1), none.statement());
       KeyDirectory witnessKeys = new KeyDirectory(SignatureScheme.ED25519)
@@ -90,12 +91,12 @@ class WitnessServerTest {
   @Test
   void aNoNextEntryAnsweredBeforeAnyOfferOrAfterARestartSealsTheSlot() throws Exception {
     try (WitnessClient c = WitnessClient.connect(node.address())) {
-      assertEquals(CertType.NO_NEXT_ENTRY, c.query(R, 0, 0).type());
+      assertEquals(CertType.NO_NEXT_ENTRY, certs.seal(c, R, 0, 0).type());
       WitnessClient.WitnessException e = assertThrows(WitnessClient.WitnessException.class,
           () -> c.offer(certs.logEntry(Certs.entry(R, 0, 0))),
           "a LOG_ENTRY for a slot answered NO_NEXT_ENTRY was stored");
       assertTrue(e.rejected(), e.getMessage());
-      assertEquals(CertType.NO_NEXT_ENTRY, c.query(R, 0, 0).type());
+      assertEquals(CertType.NO_NEXT_ENTRY, certs.seal(c, R, 0, 0).type());
       // Generation 1: one entry stored, then the witness restarts (its WitnessLogs are gone).
       assertEquals(WitnessClient.OfferResult.STORED, c.offer(certs.logEntry(Certs.entry(R, 1, 0))));
     }
@@ -103,11 +104,11 @@ class WitnessServerTest {
     node = WitnessDaemon.start(WitnessNode.Settings.of(dir.resolve("w"), 0)
         .withTrust(certs.trust()).withNodeId("w1"));
     try (WitnessClient c = WitnessClient.connect(node.address())) {
-      assertEquals(CertType.NO_NEXT_ENTRY, c.query(R, 1, 1).type());
+      assertEquals(CertType.NO_NEXT_ENTRY, certs.seal(c, R, 1, 1).type());
       assertThrows(WitnessClient.WitnessException.class,
           () -> c.offer(certs.logEntry(Certs.entry(R, 1, 1))),
           "after a restart, a LOG_ENTRY for a slot just answered NO_NEXT_ENTRY was stored");
-      assertEquals(CertType.NO_NEXT_ENTRY, c.query(R, 1, 1).type());
+      assertEquals(CertType.NO_NEXT_ENTRY, certs.seal(c, R, 1, 1).type());
     }
     // The seal is durable: still there after another restart.
     node.close();
@@ -130,14 +131,66 @@ class WitnessServerTest {
    * the recovery orchestrator, whose key the witness trust file would list) through
    * {@code RegionLogRecovery.MetadataHolder}, {@code WitnessClient} and the wire format.
    */
-  @org.junit.jupiter.api.Disabled("review finding: an unauthenticated witness QUERY seals a live generation's next slot and stalls it")
   @Test
   void aQueryFromAnyoneDoesNotSealALiveGenerationsNextSlot() throws Exception {
     try (WitnessClient c = WitnessClient.connect(node.address())) {
       assertEquals(WitnessClient.OfferResult.STORED, c.offer(certs.logEntry(Certs.entry(R, 0, 0))));
-      c.query(R, 0, 1); // a stranger's query: no credentials are asked for
+      assertNull(c.query(R, 0, 1), "an unsigned query is read-only: nothing stored, nothing signed");
       assertEquals(WitnessClient.OfferResult.PENDING, c.offer(certs.tentative(0, Certs.entry(R, 0, 1))),
           "the live generation's next entry is refused after a stranger's query");
+      assertEquals(CertType.LOG_ENTRY, c.query(R, 0, 0).type(), "unsigned reads still see stored entries");
+    }
+  }
+
+  /** A v1 client (unsigned QUERY layout) gets a clear version error, not a silent misparse. */
+  @Test
+  void aVersion1ClientIsRefusedWithAClearError() throws Exception {
+    try (Socket s = new Socket(node.address().getAddress(), node.address().getPort())) {
+      DataOutputStream out = new DataOutputStream(s.getOutputStream());
+      byte[] body = new io.salus.core.cert.Wire.Out().str8("vol").i32(0).i64(0).i64(1).toByteArray();
+      out.writeInt(WitnessProtocol.FRAME_HEADER + body.length);
+      out.writeByte(1); // version 1
+      out.writeByte(WitnessProtocol.OP_QUERY);
+      out.writeLong(1);
+      out.write(body);
+      out.flush();
+      WitnessProtocol.Frame f = WitnessProtocol.read(new DataInputStream(s.getInputStream()), 1 << 20);
+      assertEquals(WitnessProtocol.ST_BAD_REQUEST, f.code());
+      String msg = WitnessClient.readMessage(f.body());
+      assertTrue(msg.contains("unsupported witness protocol version 1"), msg);
+    }
+  }
+
+  /** A forged, replayed or non-recoverer-signed query does not seal (and is refused with a reason). */
+  @Test
+  void aForgedOrReplayedSignedQueryForAnotherSlotDoesNotSeal() throws Exception {
+    try (WitnessClient c = WitnessClient.connect(node.address())) {
+      assertEquals(WitnessClient.OfferResult.STORED, c.offer(certs.logEntry(Certs.entry(R, 0, 0))));
+      // A captured genuine query for slot 1 (generation 0, attempt 1)...
+      byte[] captured = new RecoveryQuery(R, 0, 1, 1).sign(certs.master.signer());
+      // ...replayed for slot 2, for another generation, another region, or another attempt.
+      for (Object[] q : new Object[][] {{R, 0L, 2L, 1L}, {R, 1L, 1L, 2L}, {new RegionId("other", 0), 0L, 1L, 1L},
+          {R, 0L, 1L, 5L}}) {
+        WitnessClient.WitnessException e = assertThrows(WitnessClient.WitnessException.class,
+            () -> c.queryBytes((RegionId) q[0], (Long) q[1], (Long) q[2], (Long) q[3], "master", captured));
+        assertTrue(e.rejected() && e.getMessage().contains("bad signature"), e.getMessage());
+      }
+      // A forged key under the Master's name, and a replica's own (trusted) key: no sealing right.
+      NodeKeys forger = NodeKeys.deterministic(SignatureScheme.ED25519, NodeId.of("master"), 999);
+      assertThrows(WitnessClient.WitnessException.class, () -> c.query(R, 0, 1, 1, forger.signer()));
+      WitnessClient.WitnessException e = assertThrows(WitnessClient.WitnessException.class,
+          () -> c.query(R, 0, 1, 1, certs.replicas.get(0).signer()));
+      assertTrue(e.getMessage().contains("not a recoverer"), e.getMessage());
+      // An attempt that is not a newer generation is refused even when well signed.
+      assertThrows(WitnessClient.WitnessException.class, () -> c.query(R, 0, 1, 0, certs.master.signer()));
+      // None of that sealed anything: the live generation goes on.
+      assertEquals(WitnessClient.OfferResult.STORED, c.offer(certs.logEntry(Certs.entry(R, 0, 1))));
+      assertEquals(WitnessClient.OfferResult.STORED, c.offer(certs.logEntry(Certs.entry(R, 0, 2))));
+      assertEquals(WitnessClient.OfferResult.STORED, c.offer(certs.logEntry(Certs.entry(R, 1, 1))));
+      // The genuine query seals its own slot only.
+      assertEquals(CertType.NO_NEXT_ENTRY, c.queryBytes(R, 0, 3, 1, "master",
+          new RecoveryQuery(R, 0, 3, 1).sign(certs.master.signer())).type());
+      assertThrows(WitnessClient.WitnessException.class, () -> c.offer(certs.logEntry(Certs.entry(R, 0, 3))));
     }
   }
 
@@ -169,7 +222,7 @@ class WitnessServerTest {
       assertTrue(e.getMessage().contains("already holds"), e.getMessage());
       assertEquals(st, c.query(R, 0, 5).statement());
       // The connection is still usable after errors.
-      assertEquals(CertType.NO_NEXT_ENTRY, c.query(R, 0, 6).type());
+      assertEquals(CertType.NO_NEXT_ENTRY, certs.seal(c, R, 0, 6).type());
     }
   }
 
@@ -191,7 +244,7 @@ class WitnessServerTest {
       }
       c.truncate(certs.checkpoint(R, 0, 6));
       WitnessClient.WitnessException e = assertThrows(WitnessClient.WitnessException.class,
-          () -> c.query(R, 0, 5), "a truncated index was answered (NO_NEXT_ENTRY while 7..9 are stored)");
+          () -> certs.seal(c, R, 0, 5), "a truncated index was answered (NO_NEXT_ENTRY while 7..9 are stored)");
       assertTrue(e.getMessage().contains("truncated"), e.getMessage());
       assertEquals(CertType.LOG_ENTRY, c.query(R, 0, 7).type());
       assertEquals(WitnessClient.OfferResult.STORED, c.offer(certs.logEntry(Certs.entry(R, 0, 10))),
@@ -207,7 +260,7 @@ class WitnessServerTest {
       }
       c.truncate(certs.checkpoint(R, 0, 6));
       // a truncated index is refused, not answered NO_NEXT_ENTRY (see aQueryForATruncatedIndex...)
-      assertTrue(assertThrows(WitnessClient.WitnessException.class, () -> c.query(R, 0, 6)).getMessage()
+      assertTrue(assertThrows(WitnessClient.WitnessException.class, () -> certs.seal(c, R, 0, 6)).getMessage()
           .contains("truncated through 6"));
       assertEquals(CertType.LOG_ENTRY, c.query(R, 0, 7).type());
       // A checkpoint with only a tentative signature is not enough.

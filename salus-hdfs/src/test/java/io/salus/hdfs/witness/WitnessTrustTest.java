@@ -45,6 +45,22 @@ class WitnessTrustTest {
   }
 
   @Test
+  void aRecovererLineTrustsTheMastersKeyForSealingQueriesOnly() throws Exception {
+    NodeKeys m = NodeKeys.deterministic(SignatureScheme.ED25519, NodeId.of("master"), 5);
+    String hex = java.util.HexFormat.of().formatHex(m.verificationKey());
+    WitnessTrust t = WitnessTrust.load(file("recoverer master " + hex + "\nrrs * a b c\n"));
+    assertTrue(t.isRecoverer(NodeId.of("master")));
+    assertTrue(!t.isRecoverer(NodeId.of("a")));
+    RecoveryQuery q = new RecoveryQuery(new RegionId("vol", 0), 3, 9, 4);
+    assertNull(q.checkSignature(m.id(), q.sign(m.signer()), t.keys()));
+    IOException e = assertThrows(IOException.class,
+        () -> WitnessTrust.load(file("recoverer master\n")));
+    assertTrue(e.getMessage().contains(":1:") && e.getMessage().contains("key"), e.getMessage());
+    e = assertThrows(IOException.class, () -> WitnessTrust.load(file("scheme weak\nnode a\nrecoverer a\n")));
+    assertTrue(e.getMessage().contains("both"), e.getMessage());
+  }
+
+  @Test
   void badFilesNameTheLineAndTheFix() throws Exception {
     IOException e = assertThrows(IOException.class,
         () -> WitnessTrust.load(file("node a\n")));
