@@ -42,8 +42,9 @@ final class SalusMiniCluster implements AutoCloseable {
     conf.set("hbase.coprocessor.master.classes", SalusPlacementObserver.class.getName());
     conf.setLong(SalusPlacementObserver.PERIOD_KEY, 1000);
     conf.setLong(EndpointKeyring.TEST_SEED_KEY, SEED);
-    // inert until a test puts a replica into LyingReplicas.corrupt
-    conf.set(io.salus.core.hbase.endpoint.ReplicaFaultInjector.CLASS_KEY, LyingReplicas.class.getName());
+    // inert until a test puts a replica into GetFaults.corrupt
+    conf.set(io.salus.core.hbase.endpoint.ReplicaFaultInjector.CLASS_KEY,
+        io.salus.it.hbase.endpoint.GetFaults.class.getName());
     // The endpoint's default replica storage: the Salus log on HDFS (each region server paired with
     // its own DataNode, the favored node of its log) and the blocks in the region's cells.
     org.apache.hadoop.hdfs.MiniDFSCluster dfs = util.startMiniDFSCluster(3);

@@ -59,11 +59,11 @@ class SalusVolumeTest {
     try (SalusVolume v = SalusVolume.open(cluster.connection(), "liar")) {
       await(v.write(PER_REGION + 2, d, true));
       var liar = new io.salus.core.hbase.endpoint.VolumeAddressing(g).replica(1, 0);
-      LyingReplicas.corrupt.add(liar);
+      io.salus.it.hbase.endpoint.GetFaults.corrupt.add(liar);
       try {
         assertArrayEquals(d, await(v.read(PER_REGION + 2, 2)), "the corrupted replies were not accepted");
       } finally {
-        LyingReplicas.corrupt.clear();
+        io.salus.it.hbase.endpoint.GetFaults.corrupt.clear();
       }
       assertTrue(v.getRetriesByReplica().getOrDefault(liar, 0L) >= 1,
           "the lying replica is counted: " + v.getRetriesByReplica());

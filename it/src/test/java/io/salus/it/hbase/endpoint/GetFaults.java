@@ -11,10 +11,11 @@ import java.util.concurrent.ConcurrentHashMap;
  * Test fault injection for the mini cluster (its region servers run in the test JVM, so the test switches faults
  * on and off through these sets): replicas in {@link #corrupt} return GET data with one bit flipped (the proof stays
  * the honest one, so the client's end-to-end check fails); replicas in {@link #silent} never send a GET reply.
+ * Inert while both sets are empty. Used by the endpoint tests and by the SalusVolume tests (it.salus).
  */
 public final class GetFaults implements ReplicaFaultInjector {
-    static final Set<NodeId> corrupt = ConcurrentHashMap.newKeySet();
-    static final Set<NodeId> silent = ConcurrentHashMap.newKeySet();
+    public static final Set<NodeId> corrupt = ConcurrentHashMap.newKeySet();
+    public static final Set<NodeId> silent = ConcurrentHashMap.newKeySet();
 
     @Override
     public ReplicaHooks hooks(NodeId replica) {
