@@ -293,6 +293,7 @@ public final class SalusVsHBaseBenchmark implements Callable<Integer> {
       VolumeGeometry g = new VolumeGeometry(SALUS_VOLUME, volumeSize, BLOCK, blocksPerRegion);
       catalog.createSalus(g);
       catalog.create(HBASE_VOLUME, volumeSize / BLOCK, BLOCK, "SHA-256", hbaseRegions);
+      awaitEndpoints(hbase, g);
       Volume salus = SalusVolume.openFromCatalog(util.getConnection(), SALUS_VOLUME);
       try (Admin admin = util.getConnection().getAdmin()) {
         // the endpoint's replica state is bound to the region's server pairing: no moves during the run
@@ -306,13 +307,18 @@ public final class SalusVsHBaseBenchmark implements Callable<Integer> {
         Map<Target, String> uris = Map.of(Target.SALUS, server.uri(SALUS_VOLUME), Target.HBASE,
             server.uri(HBASE_VOLUME), Target.CEILING, ceilingUri);
         String ws = (workingSet >> 20) + "M";
+        // warm-up (discarded): one 64 KiB write per target, so that the first measured batch does not pay for
+        // connections, region locations and JIT
+        for (Target t : Target.values()) {
+          runFio(t, uris.get(t), new Workload("warm-up", "write", "64k", 1, false), "64k", 0);
+        }
         // 1. the fill: 1M sequential write of the whole working set, with the servers' byte counters around it
         Map<Target, Fio> fill = new LinkedHashMap<>();
         for (Target t : Target.values()) {
           progress(FILL.name() + " (fill " + ws + ") on " + t.name().toLowerCase(Locale.ROOT)
               + (t == Target.CEILING ? "" : ", counting server bytes incl. a flush of its tables"));
           ServerByteCounters.Snapshot before = ServerByteCounters.take(hbase, dfs);
-          Fio f = NbdBenchmark.fio(uris.get(t), FILL, ws, 0);
+          Fio f = runFio(t, uris.get(t), FILL, ws, 0);
           fill.put(t, f);
           if (t != Target.CEILING) {
             flushTables(util, t);
@@ -327,7 +333,7 @@ public final class SalusVsHBaseBenchmark implements Callable<Integer> {
           Map<Target, Fio> r = new LinkedHashMap<>();
           for (Target t : Target.values()) {
             progress(w.name() + " on " + t.name().toLowerCase(Locale.ROOT) + " (" + runtime + " s)");
-            Fio f = NbdBenchmark.fio(uris.get(t), w, ws, runtime);
+            Fio f = runFio(t, uris.get(t), w, ws, runtime);
             r.put(t, f);
             System.out.printf(Locale.ROOT, "    %-8s %9.2f MiB/s %9.0f IOPS  mean lat %9.0f us%n", t, f.mibps(),
                 f.iops(), f.latUsec());
@@ -348,6 +354,9 @@ public final class SalusVsHBaseBenchmark implements Callable<Integer> {
           + "ceiling: " + kitVersion + " file plugin on a " + (ceilingSize >> 20) + " MiB local file; disk (dd "
           + (ddSize >> 20) + " MiB oflag=direct) " + String.format(Locale.ROOT, "%.1f", ddMibps)
           + " MiB/s; load before: " + loadBefore + "; load after: " + loadAfter;
+      if (!failures.isEmpty()) {
+        header += "; FAILED runs (NaN): " + String.join(" | ", failures).replace('\n', ' ');
+      }
       writeResults(header, results);
       writeNetwork(header, traffic);
       List<String[]> goals = goals(results, traffic, ddMibps);
@@ -397,6 +406,79 @@ public final class SalusVsHBaseBenchmark implements Callable<Integer> {
     util.waitFor(120_000, () -> util.getMiniHBaseCluster().getLiveRegionServerThreads().size() == 3);
   }
 
+  /** Failed fio runs ("target workload: error"), reported in the CSV and the summary instead of a number. */
+  private final List<String> failures = new ArrayList<>();
+
+  /** One fio run; a failure (e.g. EIO from the volume) is recorded and reads as NaN, and the run goes on. */
+  private Fio runFio(Target t, String uri, Workload w, String size, int seconds) {
+    try {
+      return NbdBenchmark.fio(uri, w, size, seconds);
+    } catch (Exception e) {
+      String msg = String.valueOf(e.getMessage());
+      int cut = msg.indexOf('{');
+      msg = (cut > 0 ? msg.substring(0, cut) : msg).replaceAll("\\s+", " ").trim();
+      if (msg.length() > 300) {
+        msg = msg.substring(0, 300) + "...";
+      }
+      String line = t.name().toLowerCase(Locale.ROOT) + " " + w.name() + ": " + msg;
+      failures.add(line);
+      System.out.println("    FAILED " + line);
+      return new Fio(Double.NaN, Double.NaN, Double.NaN);
+    }
+  }
+
+  /**
+   * Waits until every replica region of the Salus volume runs its endpoint (opened, log replayed) on three distinct
+   * region servers, with nothing in transition (as it/.../SalusMiniCluster#awaitPlaced): SalusVolume.open checks
+   * only the region locations, and batches sent to an endpoint still opening wait for retransmissions.
+   */
+  private static void awaitEndpoints(MiniHBaseCluster hbase, VolumeGeometry g) throws Exception {
+    long end = System.currentTimeMillis() + 240_000;
+    while (true) {
+      String missing = endpointsMissing(hbase, g);
+      if (missing == null) {
+        return;
+      }
+      if (System.currentTimeMillis() > end) {
+        throw new IOException("Salus volume " + g.volume() + " not ready after 240 s: " + missing);
+      }
+      Thread.sleep(100);
+    }
+  }
+
+  private static String endpointsMissing(MiniHBaseCluster hbase, VolumeGeometry g) {
+    if (!hbase.getMaster().getAssignmentManager().getRegionsInTransition().isEmpty()) {
+      return "regions in transition";
+    }
+    for (int r = 0; r < g.numRegions(); r++) {
+      java.util.Set<String> servers = new java.util.HashSet<>();
+      for (int k = 0; k < SalusTableLayout.REPLICAS; k++) {
+        TableName t = SalusTableLayout.tableName(g.volume(), k);
+        String found = null;
+        for (org.apache.hadoop.hbase.util.JVMClusterUtil.RegionServerThread rst
+            : hbase.getLiveRegionServerThreads()) {
+          for (org.apache.hadoop.hbase.regionserver.HRegion region : rst.getRegionServer().getRegions(t)) {
+            byte[] start = region.getRegionInfo().getStartKey();
+            long first = start.length == 0 ? 0 : org.apache.hadoop.hbase.util.Bytes.toLong(start);
+            var ep = region.getCoprocessorHost()
+                .findCoprocessor(io.salus.core.hbase.endpoint.SalusReplicaEndpoint.class);
+            if (first == r * g.blocksPerRegion() && ep != null && ep.host() != null) {
+              found = rst.getRegionServer().getServerName().toString();
+            }
+          }
+        }
+        if (found == null) {
+          return "replica " + k + " of RRS " + r + " has no running endpoint yet";
+        }
+        servers.add(found);
+      }
+      if (servers.size() != SalusTableLayout.REPLICAS) {
+        return "RRS " + r + " is on " + servers.size() + " region server(s), not 3";
+      }
+    }
+    return null;
+  }
+
   /** Flushes the volume's tables (memstore to HFiles), as the paper's byte count includes flushing. */
   private static void flushTables(HBaseTestingUtility util, Target t) throws IOException {
     try (Admin admin = util.getConnection().getAdmin()) {
@@ -434,6 +516,11 @@ public final class SalusVsHBaseBenchmark implements Callable<Integer> {
 
   private static double ratio(Fio a, Fio b) {
     return a.mibps() / b.mibps();
+  }
+
+  /** For the plot: a failed run (NaN) is drawn as 0. */
+  private static double plotted(double v) {
+    return Double.isNaN(v) || Double.isInfinite(v) ? 0 : v;
   }
 
   private void writeResults(String header, Map<String, Map<Target, Fio>> results) throws IOException {
@@ -494,9 +581,12 @@ public final class SalusVsHBaseBenchmark implements Callable<Integer> {
     g.add(goal("salus barrier (fsync per write) / salus without barriers", barrier, 0.9, true));
     double hbBarrier = ratio(r.get(BARRIER.name()).get(Target.HBASE), r.get(SEQ_WRITE_4K.name()).get(Target.HBASE));
     g.add(goal("hbase barrier (fsync per write) / hbase without barriers (for reference)", hbBarrier, 0.9, true));
-    g.add(goal("salus network bytes per byte written", traffic.get(Target.SALUS).networkPerByte(), 2.4, false));
+    boolean salusFilled = !Double.isNaN(r.get(FILL.name()).get(Target.SALUS).mibps());
+    boolean hbaseFilled = !Double.isNaN(r.get(FILL.name()).get(Target.HBASE).mibps());
+    g.add(goal("salus network bytes per byte written",
+        salusFilled ? traffic.get(Target.SALUS).networkPerByte() : Double.NaN, 2.4, false));
     g.add(goal("hbase network bytes per byte written (baseline, for reference)",
-        traffic.get(Target.HBASE).networkPerByte(), 2.4, false));
+        hbaseFilled ? traffic.get(Target.HBASE).networkPerByte() : Double.NaN, 2.4, false));
     String rr = "rand-read-4k-qd32";
     g.add(goal("salus 4k random read QD32 / ceiling", ratio(r.get(rr).get(Target.SALUS), r.get(rr).get(Target.CEILING)),
         0.25, true));
@@ -506,12 +596,15 @@ public final class SalusVsHBaseBenchmark implements Callable<Integer> {
     g.add(new String[] {"salus 1M sequential write MiB/s vs 50% of disk / copies written ("
         + String.format(Locale.ROOT, "%.1f MiB/s / %.2f copies", ddMibps, copies) + ")",
         String.format(Locale.ROOT, "%.2f", s1m), String.format(Locale.ROOT, ">= %.2f", target1m),
-        s1m >= target1m ? "met" : "missed"});
+        Double.isNaN(s1m) ? "not measured (a run failed)" : s1m >= target1m ? "met" : "missed"});
     return g;
   }
 
   private static String[] goal(String what, double value, double bound, boolean atLeast) {
     boolean met = atLeast ? value >= bound : value <= bound;
+    if (Double.isNaN(value)) {
+      return new String[] {what, "NaN", (atLeast ? ">= " : "<= ") + bound, "not measured (a run failed)"};
+    }
     return new String[] {what, String.format(Locale.ROOT, "%.3f", value),
         (atLeast ? ">= " : "<= ") + bound, met ? "met" : "missed"};
   }
@@ -531,13 +624,17 @@ public final class SalusVsHBaseBenchmark implements Callable<Integer> {
   private void plot(Map<String, Map<Target, Fio>> results) throws IOException {
     List<String> names = new ArrayList<>(results.keySet());
     CategoryChart chart = new CategoryChartBuilder().width(1100).height(550)
-        .title("fio over NBD: SalusVolume vs HBaseVolume vs nbdkit file (one run, one cluster)")
-        .xAxisTitle("fio workload").yAxisTitle("MiB/s (log scale)").build();
-    chart.getStyler().setYAxisLogarithmic(true);
-    for (Target t : Target.values()) {
-      chart.addSeries(t == Target.CEILING ? "nbdkit file (ceiling)" : t == Target.SALUS ? "SalusVolume"
-          : "HBaseVolume", names, names.stream().map(n -> Math.max(0.01, results.get(n).get(t).mibps())).toList());
-    }
+        .title("fio over NBD, one run, one cluster: throughput ratios (" + name + ".csv)")
+        .xAxisTitle("fio workload").yAxisTitle("throughput ratio").build();
+    chart.addSeries("SalusVolume / HBaseVolume", names,
+        names.stream().map(n -> plotted(ratio(results.get(n).get(Target.SALUS), results.get(n).get(Target.HBASE))))
+            .toList());
+    chart.addSeries("SalusVolume / nbdkit file (ceiling)", names,
+        names.stream().map(n -> plotted(ratio(results.get(n).get(Target.SALUS), results.get(n).get(Target.CEILING))))
+            .toList());
+    chart.addSeries("HBaseVolume / nbdkit file (ceiling)", names,
+        names.stream().map(n -> plotted(ratio(results.get(n).get(Target.HBASE), results.get(n).get(Target.CEILING))))
+            .toList());
     BitmapEncoder.saveBitmap(chart, new File(out, name).getPath(), BitmapEncoder.BitmapFormat.PNG);
     System.out.println("wrote " + new File(out, name + ".png"));
   }
@@ -560,6 +657,9 @@ public final class SalusVsHBaseBenchmark implements Callable<Integer> {
           + " %.3f (DataNodes received %.3f copies, r=%d; read %.3f; location hints followed %d, fallbacks %d)%n",
           e.getKey(), t.networkPerByte(), t.rpcPerByte(), t.dnNetworkPerByte(), t.copiesPerByte(), t.replication(),
           t.dnReadPerByte(), t.delta().hintsFollowed(), t.delta().hintFallbacks());
+    }
+    for (String f : failures) {
+      System.out.println("FAILED: " + f);
     }
     System.out.printf(Locale.ROOT, "disk (dd oflag=direct): %.1f MiB/s; %s -> %s%n", ddMibps, loadBefore, loadAfter);
     for (String[] g : goals) {

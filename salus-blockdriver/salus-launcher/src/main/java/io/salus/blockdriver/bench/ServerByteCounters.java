@@ -65,8 +65,10 @@ final class ServerByteCounters {
 
   static Snapshot take(MiniHBaseCluster hbase, MiniDFSCluster dfs) {
     List<Server> out = new ArrayList<>();
-    // several servers of one JVM may share one IPC metrics source (HBase keys them by name): count each once
-    Map<Object, Boolean> seen = new IdentityHashMap<>();
+    // several servers of one JVM share one IPC metrics source (HBase keys them by name; in a mini cluster the
+    // three region servers do): count each source once and name every server it covers
+    Map<Object, List<String>> sources = new IdentityHashMap<>();
+    List<Object> order = new ArrayList<>();
     List<HRegionServer> servers = new ArrayList<>();
     servers.add(hbase.getMaster()); // HMaster is an HRegionServer in HBase 2.x: its RPC server takes reports
     for (JVMClusterUtil.RegionServerThread t : hbase.getLiveRegionServerThreads()) {
@@ -74,11 +76,15 @@ final class ServerByteCounters {
     }
     for (HRegionServer rs : servers) {
       Object src = rs.getRpcServer().getMetrics().getMetricsSource();
-      if (seen.put(src, Boolean.TRUE) != null) {
-        continue;
+      if (!sources.containsKey(src)) {
+        order.add(src);
       }
-      out.add(new Server(rs.getServerName().toShortString(), "hbase-rpc",
-          fastCounter(src, "receivedBytes"), fastCounter(src, "sentBytes")));
+      sources.computeIfAbsent(src, k -> new ArrayList<>())
+          .add((rs == hbase.getMaster() ? "master:" : "rs:") + rs.getServerName().getPort());
+    }
+    for (Object src : order) {
+      out.add(new Server(String.join("+", sources.get(src)), "hbase-rpc", fastCounter(src, "receivedBytes"),
+          fastCounter(src, "sentBytes")));
     }
     for (DataNode dn : dfs.getDataNodes()) {
       DataNodeMetrics m = dn.getMetrics();
