@@ -294,7 +294,7 @@ public final class SalusVsHBaseBenchmark implements Callable<Integer> {
       catalog.createSalus(g);
       catalog.create(HBASE_VOLUME, volumeSize / BLOCK, BLOCK, "SHA-256", hbaseRegions);
       awaitEndpoints(hbase, g);
-      Volume salus = SalusVolume.openFromCatalog(util.getConnection(), SALUS_VOLUME);
+      SalusVolume salus = SalusVolume.openFromCatalog(util.getConnection(), SALUS_VOLUME);
       try (Admin admin = util.getConnection().getAdmin()) {
         // the endpoint's replica state is bound to the region's server pairing: no moves during the run
         admin.balancerSwitch(false, true);
@@ -318,7 +318,21 @@ public final class SalusVsHBaseBenchmark implements Callable<Integer> {
           progress(FILL.name() + " (fill " + ws + ") on " + t.name().toLowerCase(Locale.ROOT)
               + (t == Target.CEILING ? "" : ", counting server bytes incl. a flush of its tables"));
           ServerByteCounters.Snapshot before = ServerByteCounters.take(hbase, dfs);
+          long[] msgBefore = replicaMessages(hbase, g);
+          Map<String, Long> linkBefore = salus.counters();
           Fio f = runFio(t, uris.get(t), FILL, ws, 0);
+          if (t == Target.SALUS) {
+            long[] msgAfter = replicaMessages(hbase, g);
+            Map<String, Long> linkAfter = salus.counters();
+            protocolCounters.put("replica_messages_received", msgAfter[0] - msgBefore[0]);
+            protocolCounters.put("replica_outbox_dropped", msgAfter[1] - msgBefore[1]);
+            for (Map.Entry<String, Long> e : linkAfter.entrySet()) {
+              protocolCounters.put("client_link_" + e.getKey(), e.getValue() - linkBefore.getOrDefault(e.getKey(), 0L));
+            }
+            protocolCounters.put("client_batches_of_" + SalusVolume.MAX_BLOCKS_PER_BATCH + "_blocks",
+                workingSet / BLOCK / SalusVolume.MAX_BLOCKS_PER_BATCH);
+            System.out.println("    salus protocol counters over the fill: " + protocolCounters);
+          }
           fill.put(t, f);
           if (t != Target.CEILING) {
             flushTables(util, t);
@@ -404,6 +418,28 @@ public final class SalusVsHBaseBenchmark implements Callable<Integer> {
       util.getMiniHBaseCluster().startRegionServer();
     }
     util.waitFor(120_000, () -> util.getMiniHBaseCluster().getLiveRegionServerThreads().size() == 3);
+  }
+
+  /** The Salus replicas' and the client's message counters over the Salus fill window. */
+  private final Map<String, Long> protocolCounters = new LinkedHashMap<>();
+
+  /** Sum over every replica endpoint of the volume: {messages received by RPC, replies dropped on a full outbox}. */
+  private static long[] replicaMessages(MiniHBaseCluster hbase, VolumeGeometry g) {
+    long[] sum = new long[2];
+    for (int k = 0; k < SalusTableLayout.REPLICAS; k++) {
+      TableName t = SalusTableLayout.tableName(g.volume(), k);
+      for (org.apache.hadoop.hbase.util.JVMClusterUtil.RegionServerThread rst : hbase.getLiveRegionServerThreads()) {
+        for (org.apache.hadoop.hbase.regionserver.HRegion region : rst.getRegionServer().getRegions(t)) {
+          var ep = region.getCoprocessorHost().findCoprocessor(io.salus.core.hbase.endpoint.SalusReplicaEndpoint.class);
+          if (ep != null && ep.host() != null) {
+            Map<String, Long> c = ep.host().counters();
+            sum[0] += c.getOrDefault("received", 0L);
+            sum[1] += c.getOrDefault("outboxDropped", 0L);
+          }
+        }
+      }
+    }
+    return sum;
   }
 
   /** Failed fio runs ("target workload: error"), reported in the CSV and the summary instead of a number. */
@@ -551,6 +587,9 @@ public final class SalusVsHBaseBenchmark implements Callable<Integer> {
           + " region server shares a machine with its DataNode (first replica local): (r-1)/r of the DataNode"
           + " bytes received for replication r");
       pw.println("target,row,server,received_bytes,sent_bytes");
+      for (Map.Entry<String, Long> e : protocolCounters.entrySet()) {
+        pw.printf(Locale.ROOT, "salus,%s,,%d,%n", e.getKey(), e.getValue());
+      }
       for (Map.Entry<Target, Traffic> e : traffic.entrySet()) {
         String t = e.getKey().name().toLowerCase(Locale.ROOT);
         Traffic tr = e.getValue();
@@ -626,6 +665,7 @@ public final class SalusVsHBaseBenchmark implements Callable<Integer> {
     CategoryChart chart = new CategoryChartBuilder().width(1100).height(550)
         .title("fio over NBD, one run, one cluster: throughput ratios (" + name + ".csv)")
         .xAxisTitle("fio workload").yAxisTitle("throughput ratio").build();
+    chart.getStyler().setXAxisLabelRotation(15);
     chart.addSeries("SalusVolume / HBaseVolume", names,
         names.stream().map(n -> plotted(ratio(results.get(n).get(Target.SALUS), results.get(n).get(Target.HBASE))))
             .toList());
