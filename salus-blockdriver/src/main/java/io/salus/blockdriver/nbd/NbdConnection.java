@@ -544,9 +544,9 @@ final class NbdConnection implements Runnable {
             // small aligned read from a volume with views (MemoryVolume): copy the stored
             // bytes straight into the reply buffer after the header; no payload buffer, no
             // future, no permits (the reply is written before the next request is read)
-            long t0 = metrics.begin();
             ByteBuffer[] views = volume.readViews(offset / bsz, (int) (length / bsz));
             if (views != null) {
+              long t0 = metrics.begin();
               Throwable failed = null;
               try {
                 smallViewReply(handle, off, (int) length, views);
@@ -558,7 +558,6 @@ final class NbdConnection implements Runnable {
               }
               break;
             }
-            metrics.inFlight.decrement(); // not begun after all: the general path below
           }
           acquire((int) length);
           if (length >= ZERO_COPY_BYTES && offset % bsz == 0 && length % bsz == 0) {
