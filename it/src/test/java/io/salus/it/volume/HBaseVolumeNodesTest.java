@@ -219,4 +219,56 @@ class HBaseVolumeNodesTest {
       assertArrayEquals(expect, again.read(0, 64).join());
     }
   }
+
+  /**
+   * An old-format volume's scanning mount stores every node row and is interrupted before it
+   * marks them complete (modelled by removing the completion row {@code 0x80}: the state such a
+   * crash leaves). Then a writer that keeps no nodes (the block driver before nodes were
+   * persisted) zeroes blocks 0..31 by deleting their rows. The next mount must not keep the
+   * interrupted rebuild's rows for those blocks: before, it rebuilt only the nodes it recomputed,
+   * kept the stale node over blocks 0..31, and every read of block 40 (whose path uses it)
+   * answered EIO with no repair command. The recorded root still stops a strict mount.
+   */
+  @Test
+  void interruptedNodeRebuildOfAnOldFormatVolumeLeavesNoStaleNodes() throws Exception {
+    String name = "interrupted";
+    catalog.create(name, 4096, 4096, "SHA-256", 1);
+    byte[] d = random(64 * 4096, 21);
+    try (HBaseVolume v = HBaseVolume.open(hbase.connection(), name)) {
+      v.write(0, d, false).join();
+    }
+    try (Table t = hbase.connection().getTable(VolumeCatalog.dataTable(name))) {
+      byte[] complete = {(byte) 0x80};
+      Result r = t.get(new Get(complete));
+      assertFalse(r.isEmpty(), "a completed mount/close marks the node rows complete");
+      long ts = r.rawCells()[0].getTimestamp();
+      t.delete(new org.apache.hadoop.hbase.client.Delete(complete)
+          .addFamily(HBaseVolume.FAMILY, ts));
+      assertNotNull(t.get(new Get(HBaseVolume.nodeRow(5, 0)))
+          .getValue(HBaseVolume.FAMILY, HBaseVolume.NODE), "node (5, 0) over blocks 0..31");
+      for (long b = 0; b < 32; b++) { // an old-format writer zeroes blocks 0..31: row deletes
+        byte[] row = org.apache.hadoop.hbase.util.Bytes.toBytes(b);
+        long bts = t.get(new Get(row)).rawCells()[0].getTimestamp();
+        t.delete(new org.apache.hadoop.hbase.client.Delete(row)
+            .addFamily(HBaseVolume.FAMILY, bts));
+      }
+    }
+    // the blocks differ from the recorded root: a strict mount still refuses
+    assertThrows(VolumeException.RootMismatch.class,
+        () -> HBaseVolume.open(hbase.connection(), name));
+    byte[] expect = d.clone();
+    Arrays.fill(expect, 0, 32 * 4096, (byte) 0);
+    try (HBaseVolume v = HBaseVolume.open(hbase.connection(), name, true)) {
+      assertArrayEquals(Arrays.copyOfRange(d, 40 * 4096, 41 * 4096), v.read(40, 1).join(),
+          "block 40 reads back (its path must not use a stale node of the interrupted rebuild)");
+      assertArrayEquals(expect, v.read(0, 64).join());
+      assertEquals(0, v.metrics().verificationFailures.sum());
+      v.write(10, random(4096, 22), false).join();
+      System.arraycopy(random(4096, 22), 0, expect, 10 * 4096, 4096);
+    }
+    try (HBaseVolume v = HBaseVolume.open(hbase.connection(), name)) {
+      assertTrue(v.mountRootMatchesRecorded());
+      assertArrayEquals(expect, v.read(0, 64).join());
+    }
+  }
 }

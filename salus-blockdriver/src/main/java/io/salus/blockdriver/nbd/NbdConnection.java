@@ -507,11 +507,22 @@ final class NbdConnection implements Runnable {
           wf.whenComplete((v, t) -> metrics.end(BlockDriverMetrics.Op.WRITE, t0, t));
           wf.whenComplete((v, t) -> pool.release(data));
         } else {
-          final long off = offset;
-          wf = timed(BlockDriverMetrics.Op.WRITE, () -> io.write(off, data, fua));
+          long t0 = metrics.begin();
+          try {
+            wf = io.write(offset, data, fua);
+          } catch (RuntimeException e) {
+            wf = CompletableFuture.failedFuture(e);
+          }
           if (!viewed) {
             pool.release(data); // volumes consume the buffer before write() returns
           }
+          if (wf.isDone()) {
+            // completed synchronously (MemoryVolume, refusals): record and answer inline,
+            // without a completion callback, a reply closure or in-flight permits
+            replyDone(BlockDriverMetrics.Op.WRITE, t0, handle, wf);
+            continue;
+          }
+          wf.whenComplete((v, t) -> metrics.end(BlockDriverMetrics.Op.WRITE, t0, t));
         }
         submit(handle, (int) length, wf);
         continue;
@@ -527,9 +538,28 @@ final class NbdConnection implements Runnable {
           }
           metrics.reads.increment();
           metrics.bytesRead.add(length);
-          acquire((int) length);
           final long off = offset;
           int bsz = volume.blockSize();
+          if (length < ZERO_COPY_BYTES && offset % bsz == 0 && length % bsz == 0) {
+            // small aligned read from a volume with views (MemoryVolume): copy the stored
+            // bytes straight into the reply buffer after the header; no payload buffer, no
+            // future, no permits (the reply is written before the next request is read)
+            ByteBuffer[] views = volume.readViews(offset / bsz, (int) (length / bsz));
+            if (views != null) {
+              long t0 = metrics.begin();
+              Throwable failed = null;
+              try {
+                smallViewReply(handle, off, (int) length, views);
+              } catch (RuntimeException | Error e) {
+                failed = e;
+                throw e;
+              } finally {
+                metrics.end(BlockDriverMetrics.Op.READ, t0, failed);
+              }
+              break;
+            }
+          }
+          acquire((int) length);
           if (length >= ZERO_COPY_BYTES && offset % bsz == 0 && length % bsz == 0) {
             ByteBuffer[] views = volume.readViews(offset / bsz, (int) (length / bsz));
             if (views != null) {
@@ -642,6 +672,29 @@ final class NbdConnection implements Runnable {
   }
 
   /**
+   * Answers a request whose volume operation {@code f} (begun at {@code t0}) is already
+   * complete: records it and writes the reply on this thread.
+   */
+  private void replyDone(BlockDriverMetrics.Op op, long t0, long handle,
+      CompletableFuture<Void> f) {
+    Throwable t = failure(f);
+    metrics.end(op, t0, t);
+    answer(handle, t);
+  }
+
+  /** The failure of a completed future, or null when it succeeded. */
+  private static Throwable failure(CompletableFuture<?> f) {
+    if (f.isCompletedExceptionally()) {
+      try {
+        f.join();
+      } catch (CompletionException | java.util.concurrent.CancellationException e) {
+        return e;
+      }
+    }
+    return null;
+  }
+
+  /**
    * Runs a volume operation, counting it in flight until it completes and recording its
    * latency and outcome per operation ({@link BlockDriverMetrics#end}).
    */
@@ -654,7 +707,11 @@ final class NbdConnection implements Runnable {
     } catch (RuntimeException e) {
       f = CompletableFuture.failedFuture(e);
     }
-    f.whenComplete((r, t) -> metrics.end(op, t0, t));
+    if (f.isDone()) {
+      metrics.end(op, t0, failure(f)); // no completion callback for what completed already
+    } else {
+      f.whenComplete((r, t) -> metrics.end(op, t0, t));
+    }
     return f;
   }
 
@@ -694,6 +751,10 @@ final class NbdConnection implements Runnable {
   }
 
   private void submit(long handle, int bytes, CompletableFuture<Void> f) throws IOException {
+    if (f.isDone() && Thread.currentThread() == readerThread) {
+      answer(handle, failure(f)); // no permits, callback or reply closure for a finished request
+      return;
+    }
     acquire(bytes);
     f.whenComplete((v, t) -> replyOn(() -> {
       try {
@@ -706,6 +767,14 @@ final class NbdConnection implements Runnable {
         release(bytes);
       }
     }));
+  }
+
+  private void answer(long handle, Throwable t) {
+    if (t == null) {
+      reply(handle, 0, null);
+    } else {
+      reply(handle, errno(t), message(t));
+    }
   }
 
   private int errno(Throwable t) {
@@ -744,6 +813,24 @@ final class NbdConnection implements Runnable {
       try {
         writeReadHeader(handle, offset, length);
         out.write(views);
+      } catch (IOException e) {
+        broken(e);
+      }
+    }
+  }
+
+  /** A read reply whose (small) payload is copied from {@code views} into the reply buffer. */
+  private void smallViewReply(long handle, long offset, int length, ByteBuffer[] views) {
+    synchronized (writeLock) {
+      if (outputBroken) {
+        return;
+      }
+      try {
+        writeReadHeader(handle, offset, length);
+        for (ByteBuffer v : views) {
+          out.write(v);
+        }
+        afterReply();
       } catch (IOException e) {
         broken(e);
       }

@@ -1015,6 +1015,11 @@ public final class HBaseVolume implements Volume {
       try (Table t = connection.getTable(tableName)) {
         metrics.mountRowsRead.increment();
         if (!t.exists(new Get(NODES_COMPLETE_ROW).addColumn(FAMILY, NODE))) {
+          // the node rows are not complete: an old-format volume, or one whose scanning mount
+          // was interrupted while storing them. Rows such an interrupted rebuild stored may be
+          // stale by now (the volume changed since), and the rebuild below overwrites only the
+          // nodes it recomputes: remove every node row first, so the rebuild starts from none.
+          clearNodeRows(t);
           return null;
         }
         Map<Long, byte[]> roots = new HashMap<>();
@@ -1045,6 +1050,31 @@ public final class HBaseVolume implements Volume {
         }
         staleMarkers.addAll(dirty);
         return new PersistedTop(roots, dirty);
+      }
+    }
+
+    /**
+     * Deletes every node row (key space 0x80) before a scanning mount rebuilds them; an
+     * interruption leaves the completion row absent, so the next mount clears again.
+     */
+    private void clearNodeRows(Table t) throws IOException {
+      long version = versions.next(); // newer than every node of earlier opens
+      long cleared = 0;
+      try (ResultScanner s = t.getScanner(new Scan().withStartRow(new byte[] {NODE_PREFIX})
+              .withStopRow(new byte[] {DIRTY_PREFIX}).addColumn(FAMILY, NODE)
+              .setFilter(new org.apache.hadoop.hbase.filter.KeyOnlyFilter()).setCaching(10_000));
+          org.apache.hadoop.hbase.client.BufferedMutator m =
+              connection.getBufferedMutator(tableName)) {
+        for (Result r : s) {
+          metrics.mountRowsRead.increment();
+          m.mutate(new Delete(r.getRow(), version));
+          cleared++;
+        }
+        m.flush();
+      }
+      if (cleared > 0) {
+        LOG.warn("volume '{}': removed {} node rows of an interrupted node rebuild; rebuilding"
+            + " them from the blocks", info.name(), cleared);
       }
     }
 

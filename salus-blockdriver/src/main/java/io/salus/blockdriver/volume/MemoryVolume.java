@@ -15,6 +15,8 @@ public final class MemoryVolume implements Volume {
   private static final ByteBuffer ZERO_CHUNK =
       ByteBuffer.allocateDirect(CHUNK_BYTES).asReadOnlyBuffer();
   private static final byte[] ZEROS = new byte[CHUNK_BYTES];
+  /** The result of every successful write and flush (complete; callers only chain on it). */
+  private static final CompletableFuture<Void> DONE = CompletableFuture.completedFuture(null);
 
   private final String name;
   private final int blockSize;
@@ -162,7 +164,7 @@ public final class MemoryVolume implements Volume {
       src.position(src.position() + n);
       pos += n;
     }
-    return CompletableFuture.completedFuture(null);
+    return DONE;
   }
 
   @Override
@@ -174,7 +176,7 @@ public final class MemoryVolume implements Volume {
   public CompletableFuture<Void> flush() {
     return closed
         ? CompletableFuture.failedFuture(new VolumeException.Closed("volume '" + name + "' is closed"))
-        : CompletableFuture.completedFuture(null);
+        : DONE;
   }
 
   @Override
