@@ -73,10 +73,9 @@ public final class SalusVolume implements Volume {
   /** Batches in flight in the client's pipeline. */
   public static final int PIPELINE = 32;
   /**
-   * At most this many blocks per batch. With 64 (256 KiB batches, 32 in flight) no batch ever reached PUT_SUCCESS
-   * on the 3-RS mini cluster (SalusVolumeTest#manyLargeWritesInFlightAllCommitAndReadBack and the nbdcopy test
-   * failed with "no PUT_SUCCESS after 4 retries"); with 16 both pass. The cause on the endpoint side is not
-   * found yet (see docs/blockdriver.md).
+   * At most this many blocks per batch (256 KiB). It was 16 while 64-block batches never committed: a retransmission
+   * storm between the replicas (copies of unresolved 256 KiB sub-batches queued behind each other and re-validated
+   * by every receiver), fixed in ReplicaLink and RegionReplica (docs/salus-on-hbase.md, "64-block batches").
    */
   public static final int MAX_BLOCKS_PER_BATCH = 64;
   /** Retransmission / GET-retry period of the client. */
