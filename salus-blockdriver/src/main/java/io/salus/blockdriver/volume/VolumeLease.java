@@ -39,6 +39,10 @@ import org.slf4j.LoggerFactory;
  *       may expire the session and give the lease to another writer. On {@code RECONNECTED} the
  *       lease counts as held again only if the znode still exists and is owned by this session;
  *       otherwise, and on {@code LOST}, it is gone for good and {@link #onLost} callbacks run.
+ *   <li>Epoch: {@link #epoch()} is the lease znode's creation zxid ({@code czxid}). ZooKeeper orders every
+ *       transaction, and a new lease znode can only be created after the previous one was deleted (its
+ *       session ended), so a later lease always has a higher epoch. Salus region servers refuse writes that
+ *       carry a lower epoch than the highest they have been fenced with (fencing enforced by storage).
  * </ul>
  */
 public final class VolumeLease implements AutoCloseable {
@@ -49,16 +53,26 @@ public final class VolumeLease implements AutoCloseable {
   private final CuratorFramework zk;
   private final String path;
   private final String volume;
+  private final long epoch;
   /** False for good once the lease is lost (session lost, znode gone) or closed. */
   private volatile boolean held = true;
   /** True while the ZooKeeper connection is suspended: writes are fenced until it reconnects. */
   private volatile boolean suspended;
   private final java.util.List<Runnable> lostCallbacks = new java.util.concurrent.CopyOnWriteArrayList<>();
 
-  private VolumeLease(CuratorFramework zk, String path, String volume) {
+  private VolumeLease(CuratorFramework zk, String path, String volume, long epoch) {
     this.zk = zk;
     this.path = path;
     this.volume = volume;
+    this.epoch = epoch;
+  }
+
+  /**
+   * This lease's epoch: the creation zxid of its znode, higher than that of every earlier lease of the volume
+   * (and positive).
+   */
+  public long epoch() {
+    return epoch;
   }
 
   static String path(String volume) {
@@ -143,7 +157,23 @@ public final class VolumeLease implements AutoCloseable {
       throw new IOException("cannot take the writer lease of volume '" + volume + "' in"
           + " ZooKeeper (" + path + ")", e);
     }
-    VolumeLease lease = new VolumeLease(zk, path, volume);
+    long epoch;
+    try {
+      org.apache.zookeeper.data.Stat st = zk.checkExists().forPath(path);
+      if (st == null
+          || st.getEphemeralOwner() != zk.getZookeeperClient().getZooKeeper().getSessionId()) {
+        zk.close();
+        throw new IOException("the writer lease of volume '" + volume + "' (" + path + ") vanished"
+            + " right after it was taken (ZooKeeper session expired?); retry the open");
+      }
+      epoch = st.getCzxid();
+    } catch (IOException e) {
+      throw e;
+    } catch (Exception e) {
+      zk.close();
+      throw new IOException("cannot read the writer lease " + path + " of volume '" + volume + "'", e);
+    }
+    VolumeLease lease = new VolumeLease(zk, path, volume, epoch);
     zk.getConnectionStateListenable().addListener((client, state) -> lease.onState(state));
     return lease;
   }

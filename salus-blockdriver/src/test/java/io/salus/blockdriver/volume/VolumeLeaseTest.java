@@ -134,6 +134,27 @@ class VolumeLeaseTest {
     }
   }
 
+  /**
+   * The lease epoch (the lease znode's creation zxid) that Salus region servers fence with: a lease taken after
+   * another one ended, even one taken over after the holder's session expired, has a higher epoch.
+   */
+  @Test
+  void aLaterLeaseHasAHigherEpoch() throws Exception {
+    long first;
+    try (VolumeLease lease = VolumeLease.acquire(conf, "vol")) {
+      first = lease.epoch();
+      assertTrue(first > 0, "epoch " + first);
+    }
+    VolumeLease second = VolumeLease.acquire(conf, "vol");
+    assertTrue(second.epoch() > first, second.epoch() + " > " + first);
+    expire(second);
+    try (VolumeLease third = VolumeLease.acquire(conf, "vol")) {
+      assertTrue(third.epoch() > second.epoch(), third.epoch() + " > " + second.epoch());
+    } finally {
+      second.close();
+    }
+  }
+
   @Test
   void aLostLeaseStopsTheExportWithAnError() throws Exception {
     VolumeLease lease = VolumeLease.acquire(conf, "vol");

@@ -19,7 +19,12 @@ public enum CertType {
     TENTATIVE_COMMIT(9, StatementKind.COMMIT, 1),
     COMMIT(10, StatementKind.COMMIT, 3),
     TENTATIVE_ABORT(11, StatementKind.ABORT, 1),
-    ABORT(12, StatementKind.ABORT, 3);
+    ABORT(12, StatementKind.ABORT, 3),
+    /**
+     * The volume's writer announces its lease epoch (signed by the client alone): a replica that records it refuses
+     * every sub-batch and BatchInfo of a lower epoch (fencing enforced by storage).
+     */
+    WRITER_EPOCH(13, StatementKind.WRITER_EPOCH, 1);
 
     /** Replicas per RRS whose signatures make a combined certificate. */
     public static final int RRS_SIZE = 3;
@@ -69,6 +74,6 @@ public enum CertType {
                 return t;
             }
         }
-        throw new CertificateFormatException("unknown certificate type code " + code + " (known: 1..12)", offset);
+        throw new CertificateFormatException("unknown certificate type code " + code + " (known: 1.." + values().length + ")", offset);
     }
 }

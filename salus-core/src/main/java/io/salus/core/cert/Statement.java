@@ -9,7 +9,7 @@ import io.salus.core.merkle.VolumeRootRecord;
  * never be confused.
  */
 public sealed interface Statement permits Statement.LogEntry, Statement.PutOutcome, Statement.NoNextEntry,
-        Statement.Checkpoint, Statement.Decision {
+        Statement.Checkpoint, Statement.Decision, Statement.WriterEpoch {
 
     StatementKind kind();
 
@@ -167,6 +167,28 @@ public sealed interface Statement permits Statement.LogEntry, Statement.PutOutco
         }
     }
 
+    /**
+     * The writer of {@code volume} holds its single-writer lease with epoch {@code epoch} (the lease's ZooKeeper
+     * creation zxid: a later lease always has a higher one). Signed by the client; a replica that records it
+     * (durably, before it answers) refuses sub-batches and BatchInfos of any other epoch.
+     */
+    record WriterEpoch(String volume, long epoch) implements Statement {
+        @Override
+        public StatementKind kind() {
+            return StatementKind.WRITER_EPOCH;
+        }
+
+        @Override
+        public void write(Wire.Out o) {
+            o.str8(volume).i64(epoch);
+        }
+
+        static WriterEpoch read(Wire.In in) {
+            String v = in.str8("volume");
+            return new WriterEpoch(v, in.i64NonNegative("writer epoch"));
+        }
+    }
+
     /** Decodes a statement of the given kind; the whole input must be consumed. */
     static Statement read(StatementKind kind, Wire.In in) {
         Statement s = switch (kind) {
@@ -177,6 +199,7 @@ public sealed interface Statement permits Statement.LogEntry, Statement.PutOutco
             case CHECKPOINT -> Checkpoint.read(in);
             case COMMIT -> Decision.read(in, true);
             case ABORT -> Decision.read(in, false);
+            case WRITER_EPOCH -> WriterEpoch.read(in);
         };
         in.expectEnd(kind + " statement");
         return s;

@@ -33,7 +33,8 @@ class CertificateTest {
                 new Statement.NoNextEntry(R, 1, 18),
                 new Statement.Checkpoint(R, 1, 17, 12, h, HashAlgorithm.SHA256.hash(new byte[] {12})),
                 new Statement.Decision(true, "vol1", 3, 10, 12, R, 1),
-                new Statement.Decision(false, "vol1", 3, 10, 12, R, 1));
+                new Statement.Decision(false, "vol1", 3, 10, 12, R, 1),
+                new Statement.WriterEpoch("vol1", 4_294_967_301L));
     }
 
     public static CertType tentativeFor(Statement s) {
@@ -45,6 +46,7 @@ class CertificateTest {
             case CHECKPOINT -> CertType.TENTATIVE_CHECKPOINT;
             case COMMIT -> CertType.TENTATIVE_COMMIT;
             case ABORT -> CertType.TENTATIVE_ABORT;
+            case WRITER_EPOCH -> CertType.WRITER_EPOCH;
         };
     }
 

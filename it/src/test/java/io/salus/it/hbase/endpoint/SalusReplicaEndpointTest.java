@@ -376,4 +376,98 @@ class SalusReplicaEndpointTest {
         // (no assertion that honest replicas have no count: on a loaded machine an honest replica can miss the
         // retransmission period, and a timeout is counted as such)
     }
+
+    /**
+     * Item 2 of issue 13: 64-block batches (256 KiB) with 32 in flight commit. Before, the replicas re-forwarded every
+     * unresolved 256 KiB sub-batch each retransmission period while earlier copies still waited in the link's queue,
+     * re-validated each copy (signature and 64 block hashes), and the event loops fell behind until the client gave
+     * up ("no PUT_SUCCESS after 4 retries"). A volume of its own (4 RRSs of 1024 blocks), a client of its own.
+     */
+    @Test
+    @Order(4)
+    void sixtyFourBlockBatchesWithThirtyTwoInFlightAllCommit() throws Exception {
+        VolumeGeometry g = new VolumeGeometry("evbig", 4096L * BLOCK, BLOCK, 1024);
+        try (Admin admin = util.getConnection().getAdmin()) {
+            SalusTableLayout.create(admin, g);
+        }
+        VolumeAddressing big = new VolumeAddressing(g);
+        awaitTrue("every replica region of evbig on three distinct servers with its endpoint running", () -> {
+            if (!util.getMiniHBaseCluster().getMaster().getAssignmentManager().getRegionsInTransition().isEmpty()) {
+                return false;
+            }
+            for (int r = 0; r < 4; r++) {
+                Set<ServerName> servers = new HashSet<>();
+                for (int k = 0; k < 3; k++) {
+                    HRegion region = null;
+                    ServerName where = null;
+                    for (JVMClusterUtil.RegionServerThread rst : util.getMiniHBaseCluster().getLiveRegionServerThreads()) {
+                        for (HRegion x : rst.getRegionServer().getRegions(SalusTableLayout.tableName("evbig", k))) {
+                            byte[] start = x.getRegionInfo().getStartKey();
+                            long first = start.length == 0 ? 0 : org.apache.hadoop.hbase.util.Bytes.toLong(start);
+                            if (first == r * 1024L) {
+                                region = x;
+                                where = rst.getRegionServer().getServerName();
+                            }
+                        }
+                    }
+                    SalusReplicaEndpoint ep = region == null ? null
+                            : region.getCoprocessorHost().findCoprocessor(SalusReplicaEndpoint.class);
+                    if (ep == null || ep.host() == null) {
+                        return false;
+                    }
+                    servers.add(where);
+                }
+                if (servers.size() != 3) {
+                    return false;
+                }
+            }
+            return true;
+        });
+        EndpointKeyring bigKeys = EndpointKeyring.deterministic(SignatureScheme.ED25519, SEED, big);
+        Set<Long> bigAcked = ConcurrentHashMap.newKeySet();
+        List<String> bigTrouble = new java.util.concurrent.CopyOnWriteArrayList<>();
+        try (HBaseVolumeClientRunner r = new HBaseVolumeClientRunner(conn, big, bigKeys.signer(big.client()),
+                bigKeys.verifier(), new ClientListener() {
+                    @Override
+                    public void putSucceeded(long batchId, long firstSeq, long lastSeq, List<Certificate> certs) {
+                        bigAcked.add(batchId);
+                    }
+
+                    @Override
+                    public void putFailed(long batchId) {
+                        bigTrouble.add("batch " + batchId + " failed");
+                    }
+
+                    @Override
+                    public void recoveryNeeded(String reason) {
+                        bigTrouble.add(reason);
+                    }
+
+                    @Override
+                    public void getSucceeded(long requestId, long block, byte[] data) {
+                    }
+                }, 32, 5_000)) {
+            Random rnd = new Random(64);
+            List<Long> ids = new ArrayList<>();
+            for (int b = 0; b < 64; b++) {
+                List<BlockWrite> ws = new ArrayList<>();
+                for (int i = 0; i < 64; i++) {
+                    ws.add(new BlockWrite(b * 64L + i, data(rnd)));
+                }
+                long end = System.currentTimeMillis() + DEADLINE_MS;
+                long id;
+                while ((id = r.call(c -> c.submit(ws)).get(60, TimeUnit.SECONDS)) < 0 && bigTrouble.isEmpty()) {
+                    if (System.currentTimeMillis() > end) {
+                        fail("the pipeline stayed full: " + r.call(Object::toString).get());
+                    }
+                    Thread.sleep(2);
+                }
+                assertEquals(List.of(), bigTrouble);
+                ids.add(id);
+            }
+            awaitTrue("all 64 batches of 64 blocks acknowledged", () -> bigAcked.containsAll(ids) || !bigTrouble.isEmpty());
+            assertEquals(List.of(), bigTrouble);
+            System.out.println("64-block batches, client link counters: " + r.counters());
+        }
+    }
 }

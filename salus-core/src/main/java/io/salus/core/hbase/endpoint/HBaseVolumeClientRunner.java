@@ -25,13 +25,17 @@ import org.slf4j.LoggerFactory;
 /**
  * Runs a {@link VolumeClient} against the replica endpoints of a volume on HBase: a single-threaded loop owns
  * the client (the protocol class is not thread-safe), its transport is a {@link ReplicaLink} (async client), and
- * its replies arrive piggy-backed on {@code deliver} responses and through the non-blocking {@code poll} RPC,
- * which the loop issues to every replica region every {@link #POLL_MILLIS} while the client has work
- * outstanding (one poll in flight per region). No server ever holds a handler for the client.
+ * its replies arrive piggy-backed on {@code deliver} responses and through the non-blocking {@code poll} RPC.
+ * The loop polls only the replica regions the client awaits a reply from ({@link VolumeClient#awaitedReplicas}),
+ * one poll in flight per region; a region is polled again {@link #POLL_MILLIS} after a poll that brought
+ * replies or after the client sent it something, and each empty poll doubles that wait up to
+ * {@link #MAX_POLL_MILLIS}. No server ever holds a handler for the client.
  */
 public final class HBaseVolumeClientRunner implements Closeable {
     private static final Logger LOG = LoggerFactory.getLogger(HBaseVolumeClientRunner.class);
     public static final long POLL_MILLIS = 5;
+    /** Longest wait between polls of a region the client awaits replies from (after empty polls). */
+    public static final long MAX_POLL_MILLIS = 40;
     public static final long TICK_MILLIS = 50;
 
     private final VolumeAddressing addressing;
@@ -39,10 +43,17 @@ public final class HBaseVolumeClientRunner implements Closeable {
     private final ScheduledThreadPoolExecutor loop;
     private final ReplicaLink link;
     private final VolumeClient client;
-    private final Map<VolumeAddressing.Address, Boolean> polling = new ConcurrentHashMap<>();
+    /** Per polled region, touched only on the loop: when to poll next, the current back-off, a poll in flight. */
+    private final Map<VolumeAddressing.Address, PollState> polling = new java.util.HashMap<>();
     private final AtomicLong polls = new AtomicLong();
     private final AtomicLong badReplies = new AtomicLong();
     private final Map<NodeId, AtomicLong> getRetries = new ConcurrentHashMap<>();
+
+    private static final class PollState {
+        long interval = POLL_MILLIS;
+        long nextAt;
+        boolean inFlight;
+    }
 
     /**
      * @param retransmitMillis the client retransmits unacknowledged batches and retries GETs at another replica
@@ -50,6 +61,18 @@ public final class HBaseVolumeClientRunner implements Closeable {
      */
     public HBaseVolumeClientRunner(AsyncConnection conn, VolumeAddressing addressing, Signer signer, Verifier verifier,
                                    ClientListener listener, int maxOutstandingBatches, long retransmitMillis) {
+        this(conn, addressing, signer, verifier, listener, maxOutstandingBatches, retransmitMillis, 0);
+    }
+
+    /**
+     * @param epoch the writer's lease epoch, carried by every sub-batch and BatchInfo (0: no lease; the replicas
+     *              then accept the client only while no writer has fenced them). With an epoch &gt; 0 the caller
+     *              runs {@link VolumeClient#fence} first and writes once {@link VolumeClient#fenceOutstanding} is
+     *              empty ({@code SalusVolume.open} does).
+     */
+    public HBaseVolumeClientRunner(AsyncConnection conn, VolumeAddressing addressing, Signer signer, Verifier verifier,
+                                   ClientListener listener, int maxOutstandingBatches, long retransmitMillis,
+                                   long epoch) {
         this.addressing = addressing;
         this.me = addressing.client();
         if (!signer.id().equals(me)) {
@@ -86,6 +109,13 @@ public final class HBaseVolumeClientRunner implements Closeable {
             }
 
             @Override
+            public void fenced(String reason) {
+                LOG.error("volume {}: this writer (epoch {}) is fenced: {}", addressing.geometry().volume(), epoch,
+                        reason);
+                listener.fenced(reason);
+            }
+
+            @Override
             public void getRetried(long requestId, long block, NodeId replica, String reason) {
                 long n = getRetries.computeIfAbsent(replica, k -> new AtomicLong()).incrementAndGet();
                 LOG.warn("GET {} of block {}: replica {} {} ({} time(s) so far); retrying at another replica",
@@ -94,7 +124,8 @@ public final class HBaseVolumeClientRunner implements Closeable {
             }
         };
         this.client = new VolumeClient(addressing.protocolConfig(), me, signer, verifier, addressing.membership(),
-                (to, m) -> link.send(me, to, m), counting, maxOutstandingBatches, retransmitMillis);
+                (to, m) -> send(to, m), counting, maxOutstandingBatches, retransmitMillis,
+                VolumeClient.DEFAULT_RETRIES_BEFORE_RECOVERY, epoch);
         loop.scheduleWithFixedDelay(this::tick, TICK_MILLIS, TICK_MILLIS, TimeUnit.MILLISECONDS);
         loop.scheduleWithFixedDelay(this::pollAll, POLL_MILLIS, POLL_MILLIS, TimeUnit.MILLISECONDS);
     }
@@ -117,18 +148,45 @@ public final class HBaseVolumeClientRunner implements Closeable {
         client.tick(System.currentTimeMillis());
     }
 
+    /** On the loop: the client's transport. A region just sent to will have replies soon: poll it soon. */
+    private void send(NodeId to, Message m) {
+        VolumeAddressing.Address a = addressing.route(to);
+        link.send(a, ReplicaLink.envelope(me, to, m));
+        PollState st = polling.computeIfAbsent(a, k -> new PollState());
+        st.interval = POLL_MILLIS;
+        st.nextAt = Math.min(st.nextAt, System.currentTimeMillis() + POLL_MILLIS);
+    }
+
+    /** On the loop: polls the regions the client awaits replies from, each when its back-off has passed. */
     private void pollAll() {
-        if (client.outstandingBatches() == 0 && client.outstandingGets() == 0) {
+        if (client.outstandingBatches() == 0 && client.outstandingGets() == 0
+                && (client.fenceOutstanding() == null || client.fenceOutstanding().isEmpty())) {
             return;
         }
-        for (int r = 0; r < addressing.geometry().numRegions(); r++) {
-            for (int k = 0; k < 3; k++) {
-                VolumeAddressing.Address a = addressing.address(r, k);
-                if (polling.putIfAbsent(a, Boolean.TRUE) == null) {
-                    polls.incrementAndGet();
-                    link.poll(a).whenComplete((n, err) -> polling.remove(a));
-                }
+        long now = System.currentTimeMillis();
+        java.util.Set<VolumeAddressing.Address> due = new java.util.HashSet<>();
+        for (NodeId n : client.awaitedReplicas()) {
+            due.add(addressing.route(n));
+        }
+        for (VolumeAddressing.Address a : due) {
+            PollState st = polling.computeIfAbsent(a, k -> new PollState());
+            if (st.inFlight || now < st.nextAt) {
+                continue;
             }
+            st.inFlight = true;
+            polls.incrementAndGet();
+            link.poll(a).whenComplete((n, err) -> {
+                try {
+                    loop.execute(() -> {
+                        st.inFlight = false;
+                        boolean got = err == null && n != null && n > 0;
+                        st.interval = got ? POLL_MILLIS : Math.min(2 * st.interval, MAX_POLL_MILLIS);
+                        st.nextAt = System.currentTimeMillis() + st.interval;
+                    });
+                } catch (java.util.concurrent.RejectedExecutionException closed) {
+                    // the runner is closed
+                }
+            });
         }
     }
 
@@ -140,6 +198,11 @@ public final class HBaseVolumeClientRunner implements Closeable {
     /** Sends one raw message as the client (tests of hostile input: forged sub-batches). */
     public void sendRaw(NodeId to, Message m) {
         link.send(me, to, m);
+    }
+
+    /** The link's envelopes waiting to be delivered, over all destinations (tests). */
+    public int queued() {
+        return link.queued();
     }
 
     /** Per replica: GETs retried elsewhere because of it (a reply that failed verification, or no answer). */

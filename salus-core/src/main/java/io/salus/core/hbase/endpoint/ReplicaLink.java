@@ -29,7 +29,11 @@ import org.slf4j.LoggerFactory;
  * Sends envelopes to replica regions through HBase's <b>async</b> client ({@link AsyncConnection}, the
  * coprocessor service on the region's first row), from its own executor: nothing that calls {@link #send} waits,
  * and no RPC handler is ever held for a peer. Per destination region one {@code deliver} is in flight at a time;
- * what queues behind it goes in the next call (coalescing). A full queue drops (the protocol retransmits:
+ * what queues behind it goes in the next call (coalescing), at most {@link #MAX_PER_CALL} envelopes and
+ * {@link #MAX_BYTES_PER_CALL} bytes. A message still waiting in a destination's queue is not queued a second time:
+ * the protocol retransmits unresolved work periodically, and without this a slow destination's queue filled with
+ * copies of the same 256 KiB sub-batches, each call grew to tens of MiB, and the receivers spent their time
+ * re-validating copies (64-block batches never committed). A full queue drops (the protocol retransmits:
  * delivery is unreliable by contract), and so does a failed call, with a log line and a counter.
  *
  * <p>Replies piggy-backed on {@code deliver} responses and returned by {@code poll} go to {@code replies}.
@@ -40,6 +44,8 @@ public final class ReplicaLink implements Closeable {
     public static final int MAX_QUEUED = 4096;
     /** Envelopes per deliver call. */
     public static final int MAX_PER_CALL = 256;
+    /** Bytes of messages per deliver call (a single larger message still goes, alone). */
+    public static final int MAX_BYTES_PER_CALL = 4 << 20;
 
     private final CompletableFuture<AsyncConnection> conn;
     private final VolumeAddressing addressing;
@@ -50,10 +56,13 @@ public final class ReplicaLink implements Closeable {
     private final AtomicLong dropped = new AtomicLong();
     private final AtomicLong failedCalls = new AtomicLong();
     private final AtomicLong calls = new AtomicLong();
+    private final AtomicLong duplicates = new AtomicLong();
 
     private static final class Dest {
         final VolumeAddressing.Address address;
         final ConcurrentLinkedQueue<Envelope> queue = new ConcurrentLinkedQueue<>();
+        /** The envelopes in {@link #queue} (equal bytes = the same message to the same node from the same node). */
+        final java.util.Set<Envelope> waiting = ConcurrentHashMap.newKeySet();
         final AtomicInteger size = new AtomicInteger();
         final AtomicBoolean inFlight = new AtomicBoolean();
 
@@ -91,8 +100,13 @@ public final class ReplicaLink implements Closeable {
 
     public void send(VolumeAddressing.Address a, Envelope e) {
         Dest d = dests.computeIfAbsent(a, Dest::new);
+        if (!d.waiting.add(e)) {
+            duplicates.incrementAndGet(); // the same message is still waiting: one copy goes
+            return;
+        }
         if (d.size.incrementAndGet() > MAX_QUEUED) {
             d.size.decrementAndGet();
+            d.waiting.remove(e);
             dropped.incrementAndGet();
             return;
         }
@@ -113,8 +127,16 @@ public final class ReplicaLink implements Closeable {
     private void flush(Dest d) {
         DeliverRequest.Builder req = DeliverRequest.newBuilder();
         Envelope e;
-        while (req.getEnvelopesCount() < MAX_PER_CALL && (e = d.queue.poll()) != null) {
+        long bytes = 0;
+        while (req.getEnvelopesCount() < MAX_PER_CALL && (e = d.queue.peek()) != null) {
+            int size = e.getSerializedSize();
+            if (req.getEnvelopesCount() > 0 && bytes + size > MAX_BYTES_PER_CALL) {
+                break; // the next call takes it
+            }
+            d.queue.poll();
             d.size.decrementAndGet();
+            d.waiting.remove(e);
+            bytes += size;
             req.addEnvelopes(e);
         }
         if (req.getEnvelopesCount() == 0) {
@@ -181,9 +203,10 @@ public final class ReplicaLink implements Closeable {
                 });
     }
 
-    /** Counters: calls made, failed, envelopes dropped on a full queue. */
+    /** Counters: calls made, failed, envelopes dropped on a full queue, copies not queued (already waiting). */
     public Map<String, Long> counters() {
-        return Map.of("calls", calls.get(), "failedCalls", failedCalls.get(), "dropped", dropped.get());
+        return Map.of("calls", calls.get(), "failedCalls", failedCalls.get(), "dropped", dropped.get(),
+                "duplicatesSkipped", duplicates.get());
     }
 
     /** Envelopes waiting, over all destinations. */

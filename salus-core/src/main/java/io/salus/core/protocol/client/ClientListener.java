@@ -37,4 +37,12 @@ public interface ClientListener {
      */
     default void getRetried(long requestId, long block, NodeId replica, String reason) {
     }
+
+    /**
+     * A replica holds a newer writer epoch than this client's: another writer took the volume's lease and fenced
+     * this one. Called once, before {@link #putFailed} for each outstanding batch; the client refuses every write
+     * and read from then on. Default: nothing.
+     */
+    default void fenced(String reason) {
+    }
 }

@@ -67,6 +67,12 @@ public final class VolumeClient {
     private final Map<Long, OutGet> gets = new HashMap<>();
     private long nextGetId = 1;
     private long now;
+    /** The writer's lease epoch (0: no lease, no fencing: simulations). */
+    private final long epoch;
+    /** Replicas that have not yet confirmed this writer's fence (null: {@link #fence} not called). */
+    private Set<NodeId> fencePending;
+    private Certificate fenceCert;
+    private long fenceSentAt;
 
     private static final class OutBatch {
         BatchInfo info;
@@ -103,6 +109,21 @@ public final class VolumeClient {
     public VolumeClient(ProtocolConfig cfg, NodeId me, Signer signer, Verifier verifier, Membership membership,
                         Transport net, ClientListener listener, int maxOutstandingBatches, long retransmitEvery,
                         int retriesBeforeRecovery) {
+        this(cfg, me, signer, verifier, membership, net, listener, maxOutstandingBatches, retransmitEvery,
+                retriesBeforeRecovery, 0);
+    }
+
+    /**
+     * @param epoch the writer's lease epoch (&gt; 0: the client must {@link #fence} every replica before it writes,
+     *              and every sub-batch and BatchInfo carries it; 0: no lease, no fencing)
+     */
+    public VolumeClient(ProtocolConfig cfg, NodeId me, Signer signer, Verifier verifier, Membership membership,
+                        Transport net, ClientListener listener, int maxOutstandingBatches, long retransmitEvery,
+                        int retriesBeforeRecovery, long epoch) {
+        if (epoch < 0) {
+            throw new IllegalArgumentException("writer epoch must be >= 0, got " + epoch);
+        }
+        this.epoch = epoch;
         if (retriesBeforeRecovery < 1) {
             throw new IllegalArgumentException("retriesBeforeRecovery must be >= 1, got " + retriesBeforeRecovery);
         }
@@ -156,6 +177,11 @@ public final class VolumeClient {
      */
     public long submit(List<BlockWrite> writes) {
         requireMounted("write");
+        if (epoch > 0 && (fencePending == null || !fencePending.isEmpty())) {
+            throw new IllegalStateException("volume " + cfg.volume() + ": writer epoch " + epoch + " is not fenced at"
+                    + " every replica yet (" + (fencePending == null ? "fence() was not called"
+                    : "waiting for " + fencePending) + "); call fence() and wait until fenceOutstanding() is empty");
+        }
         if (writes.isEmpty() || outstanding.size() >= maxOutstanding) {
             return -1;
         }
@@ -184,13 +210,13 @@ public final class VolumeClient {
         int leader = (int) layout.regionOf(writes.get(0).block());
         OutBatch ob = new OutBatch();
         for (Map.Entry<Integer, List<Put>> e : byRegion.entrySet()) {
-            SubBatch sb = new SubBatch(cfg.volume(), e.getKey(), batchId, leader, e.getValue(), null);
+            SubBatch sb = new SubBatch(cfg.volume(), e.getKey(), batchId, leader, epoch, e.getValue(), null);
             ob.subs.put(e.getKey(), sb.withSignature(signer.sign(sb.signedBytes())));
             regionRootHistory.get(e.getKey()).put(sb.lastSeq(), tree.node(layout.regionLevel(), e.getKey()));
             pruneHistory(e.getKey());
         }
         BatchInfo info = new BatchInfo(cfg.volume(), batchId, firstSeq, nextSeq - 1, new ArrayList<>(byRegion.keySet()),
-                prevBatchId, prevLeader, null);
+                prevBatchId, prevLeader, epoch, null);
         ob.info = info.withSignature(signer.sign(info.signedBytes()));
         prevBatchId = batchId;
         prevLeader = leader;
@@ -238,12 +264,88 @@ public final class VolumeClient {
             onPutReply(from, p.tentative());
         } else if (m instanceof Message.GetReply g) {
             onGetReply(from, g);
+        } else if (m instanceof Message.WriterEpochReply r) {
+            onWriterEpochReply(from, r);
         }
+    }
+
+    // ------------------------------------------------------------------ writer fencing
+
+    /**
+     * First thing a writer does after it takes the lease: sends its client-signed WRITER_EPOCH to every replica of
+     * every region (and again every retransmission period to those that have not confirmed it). A replica records
+     * it durably and from then on refuses sub-batches and BatchInfos of any other epoch, so the previous writer
+     * cannot get a write accepted, even before this writer writes anything. Writes are refused until every replica
+     * confirmed ({@link #fenceOutstanding} empty); a replica that already holds a higher epoch makes this client
+     * fenced ({@link #needsRemount}).
+     */
+    public void fence() {
+        if (epoch <= 0) {
+            throw new IllegalStateException("a client without a writer epoch (0) cannot fence: open it with its lease's epoch");
+        }
+        fenceCert = Certificate.sign(CertType.WRITER_EPOCH, new Statement.WriterEpoch(cfg.volume(), epoch), signer);
+        fencePending = new HashSet<>();
+        for (int r = 0; r < cfg.regionCount(); r++) {
+            fencePending.addAll(membership.current(r).replicas());
+        }
+        sendFence(fencePending);
+    }
+
+    private void sendFence(Set<NodeId> to) {
+        fenceSentAt = now;
+        for (NodeId n : to) {
+            net.send(n, new Message.WriterFence(fenceCert));
+        }
+    }
+
+    /** Replicas that have not confirmed this writer's fence yet (empty: fenced everywhere; null before {@link #fence}). */
+    public Set<NodeId> fenceOutstanding() {
+        return fencePending == null ? null : Set.copyOf(fencePending);
+    }
+
+    public long epoch() {
+        return epoch;
+    }
+
+    private void onWriterEpochReply(NodeId from, Message.WriterEpochReply r) {
+        if (epoch <= 0 || r.clientEpoch() != epoch || !r.volume().equals(cfg.volume()) || r.region() < 0
+                || r.region() >= cfg.regionCount() || !membership.current(r.region()).replicas().contains(from)
+                || !verifier.verify(from, Message.WriterEpochReply.signedBytes(r.volume(), r.region(), r.batchId(),
+                        r.clientEpoch(), r.replicaEpoch()), r.signature())) {
+            return; // not about this writer (another writer shares the client id), or not signed by a replica
+        }
+        if (r.replicaEpoch() > epoch) {
+            fenced("replica " + from + " of region " + r.region() + " holds writer epoch " + r.replicaEpoch()
+                    + ", newer than this writer's " + epoch + ": another writer took the volume's lease"
+                    + (r.batchId() >= 0 ? " (batch " + r.batchId() + " refused, nothing of it applied there)" : ""));
+        } else if (r.replicaEpoch() == epoch) {
+            if (r.batchId() < 0 && fencePending != null) {
+                fencePending.remove(from);
+            }
+        } else if (fenceCert != null) {
+            net.send(from, new Message.WriterFence(fenceCert)); // it has not recorded this writer's fence: again
+        }
+    }
+
+    /** A newer writer fenced this one: every outstanding batch fails, and no write or read is issued again. */
+    private void fenced(String reason) {
+        if (needsRemount != null && needsRemount.startsWith("fenced")) {
+            return;
+        }
+        needsRemount = "fenced: " + reason;
+        List<Long> ids = new ArrayList<>(outstanding.keySet());
+        outstanding.clear();
+        listener.fenced(needsRemount);
+        ids.forEach(listener::putFailed);
     }
 
     /** Retransmits batches and retries GETs on another replica after a timeout. */
     public void tick(long nowTime) {
         this.now = nowTime;
+        if (fencePending != null && !fencePending.isEmpty() && needsRemount == null
+                && now - fenceSentAt >= retransmitEvery) {
+            sendFence(fencePending);
+        }
         for (OutBatch ob : outstanding.values()) {
             if (now - ob.sentAt >= retransmitEvery) {
                 send(ob); // retry: no proof of misbehaviour yet
@@ -528,6 +630,30 @@ public final class VolumeClient {
                     + st.rootRecord() + ", region root " + st.regionRoot() + "); fetch the view from another replica";
         }
         return null;
+    }
+
+    /**
+     * The replicas this client waits for a reply from: the three replicas of every region whose sub-batch of an
+     * outstanding batch has no PUT_SUCCESS yet, the replica each outstanding GET was sent to, and the replicas that
+     * have not confirmed the fence. A transport that has to fetch replies (the HBase client polls) asks only these.
+     */
+    public Set<NodeId> awaitedReplicas() {
+        Set<NodeId> s = new HashSet<>();
+        for (OutBatch ob : outstanding.values()) {
+            for (int r : ob.subs.keySet()) {
+                if (!ob.success.containsKey(r)) {
+                    s.addAll(membership.current(r).replicas());
+                }
+            }
+        }
+        for (OutGet g : gets.values()) {
+            List<NodeId> reps = membership.current((int) layout.regionOf(g.block)).replicas();
+            s.add(reps.get(g.tries % reps.size()));
+        }
+        if (fencePending != null && needsRemount == null) {
+            s.addAll(fencePending);
+        }
+        return s;
     }
 
     /** Ids of outstanding batches (for the driver's retry/recovery logic). */

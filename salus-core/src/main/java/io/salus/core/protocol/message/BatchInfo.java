@@ -6,13 +6,23 @@ import java.util.List;
 
 /**
  * What the client tells the batch leader (PC1): the batch's seq range, the participating regions,
- * and the previous batch (id and leader region; {@code prevBatchId < 0} means there is none since
- * the volume was mounted, so no COMMIT-CONFIRMATION is needed). Signed by the client.
+ * the previous batch (id and leader region; {@code prevBatchId < 0} means there is none since
+ * the volume was mounted, so no COMMIT-CONFIRMATION is needed), and the writer's lease epoch (0 = no lease).
+ * Signed by the client.
  */
 public record BatchInfo(String volume, long batchId, long firstSeq, long lastSeq, List<Integer> participants,
-                        long prevBatchId, int prevLeaderRegion, byte[] clientSig) {
+                        long prevBatchId, int prevLeaderRegion, long epoch, byte[] clientSig) {
     public BatchInfo {
         participants = List.copyOf(participants);
+        if (epoch < 0) {
+            throw new IllegalArgumentException("writer epoch " + epoch + " < 0");
+        }
+    }
+
+    /** A BatchInfo of writer epoch 0 (no lease: simulations and tests without fencing). */
+    public BatchInfo(String volume, long batchId, long firstSeq, long lastSeq, List<Integer> participants,
+                     long prevBatchId, int prevLeaderRegion, byte[] clientSig) {
+        this(volume, batchId, firstSeq, lastSeq, participants, prevBatchId, prevLeaderRegion, 0, clientSig);
     }
 
     public byte[] signedBytes() {
@@ -21,11 +31,11 @@ public record BatchInfo(String volume, long batchId, long firstSeq, long lastSeq
         for (int p : participants) {
             o.i32(p);
         }
-        return o.i64(prevBatchId).i32(prevLeaderRegion).toByteArray();
+        return o.i64(prevBatchId).i32(prevLeaderRegion).i64(epoch).toByteArray();
     }
 
     public BatchInfo withSignature(byte[] sig) {
-        return new BatchInfo(volume, batchId, firstSeq, lastSeq, participants, prevBatchId, prevLeaderRegion, sig);
+        return new BatchInfo(volume, batchId, firstSeq, lastSeq, participants, prevBatchId, prevLeaderRegion, epoch, sig);
     }
 
     @Override

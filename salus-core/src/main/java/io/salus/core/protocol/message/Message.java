@@ -71,4 +71,28 @@ public sealed interface Message {
     /** Replica → replicas: TENTATIVE_CHECKPOINT over (region, k, root). */
     record CheckpointVote(Certificate tentative) implements Message {
     }
+
+    /**
+     * Client → every replica of every region, first thing after it takes the writer lease: its WRITER_EPOCH
+     * certificate (signed by the client). A replica records it durably, then refuses sub-batches and BatchInfos of
+     * any other epoch, so a writer whose lease was taken over cannot get a write accepted even before the new
+     * writer writes anything.
+     */
+    record WriterFence(Certificate writerEpoch) implements Message {
+    }
+
+    /**
+     * Replica → client, signed by the replica over {@link #signedBytes}: the replica's writer epoch
+     * {@code replicaEpoch} in answer to the client's {@code clientEpoch}. {@code batchId < 0} answers a
+     * {@link WriterFence} (equal epochs: this replica is fenced for the client); {@code batchId >= 0} refuses that
+     * batch's sub-batch or BatchInfo because the epochs differ (higher: the client was fenced by a newer writer and
+     * nothing of the batch is applied here; lower: the replica has not been fenced for this client yet).
+     */
+    record WriterEpochReply(String volume, int region, long batchId, long clientEpoch, long replicaEpoch,
+                            byte[] signature) implements Message {
+        public static byte[] signedBytes(String volume, int region, long batchId, long clientEpoch, long replicaEpoch) {
+            return new io.salus.core.cert.Wire.Out().u8(0x45).str8(volume).i32(region).i64(batchId).i64(clientEpoch)
+                    .i64(replicaEpoch).toByteArray();
+        }
+    }
 }

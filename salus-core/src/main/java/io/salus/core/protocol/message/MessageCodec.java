@@ -16,7 +16,7 @@ import java.util.Set;
  * {@code docs/protocol.md}, section "Wire encoding of messages"). Big-endian, no padding:
  *
  * <pre>
- *   u8 codec version (= 1)   u8 message type code   body (per type)
+ *   u8 codec version (= 2)   u8 message type code   body (per type)
  * </pre>
  *
  * Canonical: every message has exactly one encoding, and {@link #decode} accepts only that encoding
@@ -29,12 +29,16 @@ import java.util.Set;
  * here, not the record's own code.
  */
 public final class MessageCodec {
-    /** The codec version this build writes and reads. */
-    public static final int VERSION = 1;
+    /**
+     * The codec version this build writes and reads. Version 2 added the writer epoch (sub-batch log entries of
+     * version 2, BatchInfo's epoch) and the WRITER_FENCE / WRITER_EPOCH_REPLY messages; a version 1 message is
+     * refused, never read as if it carried an epoch.
+     */
+    public static final int VERSION = 2;
     /** Deepest Merkle proof a GET reply may carry (levels of a tree over 2^64 blocks). */
     public static final int MAX_PROOF_LEVELS = 64;
 
-    /** The stable type codes (version 1). A code is never reused for another message. */
+    /** The stable type codes (since version 1). A code is never reused for another message. */
     public enum Type {
         SUB_BATCH(1, Message.SubBatchMsg.class),
         BATCH_INFO(2, Message.BatchInfoMsg.class),
@@ -47,7 +51,9 @@ public final class MessageCodec {
         GET_REQUEST(9, Message.GetRequest.class),
         GET_REPLY(10, Message.GetReply.class),
         CHECKPOINT_PROPOSE(11, Message.CheckpointPropose.class),
-        CHECKPOINT_VOTE(12, Message.CheckpointVote.class);
+        CHECKPOINT_VOTE(12, Message.CheckpointVote.class),
+        WRITER_FENCE(13, Message.WriterFence.class),
+        WRITER_EPOCH_REPLY(14, Message.WriterEpochReply.class);
 
         private final int code;
         private final Class<? extends Message> cls;
@@ -110,7 +116,8 @@ public final class MessageCodec {
                 for (int p : i.participants()) {
                     o.i32(p);
                 }
-                o.i64(i.prevBatchId()).i32(i.prevLeaderRegion()).blob(requireSigned(i.clientSig(), "BatchInfo.clientSig"));
+                o.i64(i.prevBatchId()).i32(i.prevLeaderRegion()).i64(i.epoch())
+                        .blob(requireSigned(i.clientSig(), "BatchInfo.clientSig"));
             }
             case LOG_CERT -> o.blob(cert(((Message.LogCertMsg) m).tentative(), t));
             case STORE_ACK -> {
@@ -155,6 +162,12 @@ public final class MessageCodec {
                 o.i32(c.region()).i64(c.generation()).i64(c.throughIndex());
             }
             case CHECKPOINT_VOTE -> o.blob(cert(((Message.CheckpointVote) m).tentative(), t));
+            case WRITER_FENCE -> o.blob(cert(((Message.WriterFence) m).writerEpoch(), t));
+            case WRITER_EPOCH_REPLY -> {
+                Message.WriterEpochReply r = (Message.WriterEpochReply) m;
+                o.str8(r.volume()).i32(r.region()).i64(r.batchId()).i64(r.clientEpoch()).i64(r.replicaEpoch())
+                        .blob(requireSigned(r.signature(), "WriterEpochReply.signature"));
+            }
             default -> throw new AssertionError(t);
         }
         return o.toByteArray();
@@ -184,7 +197,8 @@ public final class MessageCodec {
         int version = in.u8("codec version");
         if (version != VERSION) {
             throw new CertificateFormatException("unsupported message codec version " + version
-                    + " (this build reads version " + VERSION + ")", 0);
+                    + " (this build reads version " + VERSION + (version == 1 ? "; version 1 carries no writer epoch:"
+                    + " run the same build on the clients and every region server" : "") + ")", 0);
         }
         Type t = Type.fromCode(in.u8("message type"), 1);
         Message m;
@@ -227,9 +241,13 @@ public final class MessageCodec {
                 }
                 long prevBatch = in.i64("previous batch id");
                 int prevLeader = in.i32("previous leader region");
+                long epoch = in.i64("writer epoch");
+                if (epoch < 0) {
+                    throw new CertificateFormatException("writer epoch " + epoch + " < 0", in.pos() - 8);
+                }
                 byte[] sig = in.blob("client signature");
                 yield new Message.BatchInfoMsg(new BatchInfo(volume, batchId, firstSeq, lastSeq, participants,
-                        prevBatch, prevLeader, sig));
+                        prevBatch, prevLeader, epoch, sig));
             }
             case LOG_CERT -> new Message.LogCertMsg(cert(in, t));
             case STORE_ACK -> {
@@ -274,6 +292,9 @@ public final class MessageCodec {
             case CHECKPOINT_PROPOSE -> new Message.CheckpointPropose(in.i32("region"), in.i64("generation"),
                     in.i64("through index"));
             case CHECKPOINT_VOTE -> new Message.CheckpointVote(cert(in, t));
+            case WRITER_FENCE -> new Message.WriterFence(cert(in, t));
+            case WRITER_EPOCH_REPLY -> new Message.WriterEpochReply(in.str8("volume"), in.i32("region"),
+                    in.i64("batch id"), in.i64("client epoch"), in.i64("replica epoch"), in.blob("replica signature"));
         };
     }
 
@@ -284,6 +305,7 @@ public final class MessageCodec {
             case DECISION -> EnumSet.of(StatementKind.COMMIT, StatementKind.ABORT);
             case PUT_REPLY -> EnumSet.of(StatementKind.PUT_SUCCESS, StatementKind.PUT_FAILED);
             case CHECKPOINT_VOTE -> EnumSet.of(StatementKind.CHECKPOINT);
+            case WRITER_FENCE -> EnumSet.of(StatementKind.WRITER_EPOCH);
             default -> EnumSet.noneOf(StatementKind.class);
         };
     }

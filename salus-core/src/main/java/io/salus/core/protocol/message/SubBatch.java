@@ -7,14 +7,26 @@ import java.util.Arrays;
 import java.util.List;
 
 /**
- * The PUTs of one batch that fall in one region, in seq order, with the batch leader's region. The
- * client signs {@link #signedBytes()} (headers and data checksums, not the data itself; replicas
- * check each data checksum separately). {@link #encode()} is the canonical log entry (version 1).
+ * The PUTs of one batch that fall in one region, in seq order, with the batch leader's region and the writer's
+ * lease epoch ({@code epoch}; 0 = no lease, simulations). The client signs {@link #signedBytes()} (headers,
+ * epoch included, and data checksums, not the data itself; replicas check each data checksum separately).
+ * {@link #encode()} is the canonical log entry (version 2: version 1 had no epoch and is refused, never read
+ * as if it had one).
  */
-public record SubBatch(String volume, int region, long batchId, int leaderRegion, List<Put> puts, byte[] clientSig) {
-    public static final int VERSION = 1;
+public record SubBatch(String volume, int region, long batchId, int leaderRegion, long epoch, List<Put> puts,
+                       byte[] clientSig) {
+    /** Log-entry encoding version: 2 added the writer epoch after the leader region. */
+    public static final int VERSION = 2;
+
+    /** A sub-batch of writer epoch 0 (no lease: simulations and tests without fencing). */
+    public SubBatch(String volume, int region, long batchId, int leaderRegion, List<Put> puts, byte[] clientSig) {
+        this(volume, region, batchId, leaderRegion, 0, puts, clientSig);
+    }
 
     public SubBatch {
+        if (epoch < 0) {
+            throw new IllegalArgumentException("writer epoch " + epoch + " < 0");
+        }
         puts = List.copyOf(puts);
         if (puts.isEmpty()) {
             throw new IllegalArgumentException("empty sub-batch");
@@ -30,12 +42,12 @@ public record SubBatch(String volume, int region, long batchId, int leaderRegion
     }
 
     public SubBatch withSignature(byte[] sig) {
-        return new SubBatch(volume, region, batchId, leaderRegion, puts, sig);
+        return new SubBatch(volume, region, batchId, leaderRegion, epoch, puts, sig);
     }
 
     private Wire.Out header() {
         Wire.Out o = new Wire.Out().u8(VERSION).str8(volume).i32(region).i64(batchId).i32(leaderRegion)
-                .i32(puts.size());
+                .i64(epoch).i32(puts.size());
         return o;
     }
 
@@ -63,12 +75,18 @@ public record SubBatch(String volume, int region, long batchId, int leaderRegion
         Wire.In in = new Wire.In(b);
         int v = in.u8("entry version");
         if (v != VERSION) {
-            throw new CertificateFormatException("unsupported log entry version " + v, 0);
+            throw new CertificateFormatException("unsupported log entry version " + v + " (this build reads version "
+                    + VERSION + (v == 1 ? "; version 1 entries carry no writer epoch and are not read as if they did:"
+                    + " drain or recover the volume with the build that wrote them" : "") + ")", 0);
         }
         String vol = in.str8("volume");
         int region = in.i32("region");
         long batch = in.i64("batch id");
         int leader = in.i32("leader region");
+        long epoch = in.i64("writer epoch");
+        if (epoch < 0) {
+            throw new CertificateFormatException("writer epoch " + epoch + " < 0", in.pos() - 8);
+        }
         int n = in.i32("put count");
         if (n <= 0 || n > 1_000_000) {
             throw new CertificateFormatException("invalid put count " + n + " (1..1000000)", in.pos() - 4);
@@ -84,13 +102,13 @@ public record SubBatch(String volume, int region, long batchId, int leaderRegion
         }
         byte[] sig = in.blob("client signature");
         in.expectEnd("log entry");
-        return new SubBatch(vol, region, batch, leader, puts, sig);
+        return new SubBatch(vol, region, batch, leader, epoch, puts, sig);
     }
 
     @Override
     public boolean equals(Object o) {
         return o instanceof SubBatch s && s.volume.equals(volume) && s.region == region && s.batchId == batchId
-                && s.leaderRegion == leaderRegion && s.puts.equals(puts) && Arrays.equals(s.clientSig, clientSig);
+                && s.leaderRegion == leaderRegion && s.epoch == epoch && s.puts.equals(puts) && Arrays.equals(s.clientSig, clientSig);
     }
 
     @Override
@@ -100,6 +118,6 @@ public record SubBatch(String volume, int region, long batchId, int leaderRegion
 
     @Override
     public String toString() {
-        return "SubBatch[r" + region + ",b" + batchId + ",seq " + firstSeq() + ".." + lastSeq() + "]";
+        return "SubBatch[r" + region + ",b" + batchId + ",e" + epoch + ",seq " + firstSeq() + ".." + lastSeq() + "]";
     }
 }

@@ -79,6 +79,11 @@ public final class RegionReplica {
     private final TreeMap<Long, Hash> rootHistory = new TreeMap<>();
     private final List<PendingGet> pendingGets = new ArrayList<>();
 
+    // writer fencing: the highest writer epoch this replica has recorded (a client-signed WRITER_EPOCH certificate,
+    // recorded on the disk before it is acknowledged, reloaded on restart); sub-batches and BatchInfos of any other
+    // epoch are refused. 0: no writer has fenced (simulations without leases)
+    private long writerEpoch;
+
     // the three roles' state (Kafka raft's LeaderState/FollowerState split): the replica's log and
     // commit state, the batch-leader state of the batches its region leads, the checkpoint state
     private final ReplicaLog log;
@@ -137,10 +142,19 @@ public final class RegionReplica {
                 break; // corrupted local tail: stop; recovery repairs it from peers if needed
             }
             log.add(i, sb, cfg.hash().hash(b));
+            writerEpoch = Math.max(writerEpoch, sb.epoch()); // logged only at the replica's epoch then
         }
         // restart: the decisions this replica signed as a leader replica, and the decision
         // certificates it resolved entries with, were made durable before they were sent
         for (Certificate d : disk.decisions(rrs.generation())) {
+            if (d.type() == CertType.WRITER_EPOCH) {
+                // the fence survives the restart: a restarted replica never accepts the fenced writer again
+                Statement.WriterEpoch we = d.statement(Statement.WriterEpoch.class);
+                if (we.volume().equals(cfg.volume()) && d.verify(verifier, Set.of(clientId))) {
+                    writerEpoch = Math.max(writerEpoch, we.epoch());
+                }
+                continue;
+            }
             if ((d.type() == CertType.TENTATIVE_COMMIT || d.type() == CertType.TENTATIVE_ABORT)
                     && d.signers().equals(Set.of(me)) && d.verify(verifier, Set.of(me))) {
                 batchLeader.reload(d.statement(Statement.Decision.class).batchId(), d);
@@ -225,6 +239,11 @@ public final class RegionReplica {
         return log.committedIndex;
     }
 
+    /** The highest writer epoch this replica has recorded (0: never fenced). */
+    public long writerEpoch() {
+        return writerEpoch;
+    }
+
     public byte[] block(long localIndex) {
         return store.read(localIndex);
     }
@@ -280,6 +299,8 @@ public final class RegionReplica {
             onCheckpointPropose(from, p);
         } else if (m instanceof Message.CheckpointVote v) {
             onCheckpointVote(v.tentative());
+        } else if (m instanceof Message.WriterFence f) {
+            onWriterFence(from, f.writerEpoch());
         }
     }
 
@@ -322,14 +343,18 @@ public final class RegionReplica {
 
     // ------------------------------------------------------------------ PUT path (PC2, AS steps 1-3)
 
+    /** Whether {@code from} may send this replica a sub-batch: the client (to the primary) or the chain predecessor. */
+    private boolean chainSender(NodeId from) {
+        int myPos = rrs.replicas().indexOf(me);
+        boolean fromPredecessor = myPos > 0 && rrs.replicas().get(myPos - 1).equals(from);
+        return myPos == 0 ? from.equals(clientId) || from.equals(me) : fromPredecessor;
+    }
+
     private boolean validSubBatch(NodeId from, SubBatch sb) {
         if (!sb.volume().equals(cfg.volume()) || sb.region() != regionId.index()) {
             return false;
         }
-        boolean fromClient = from.equals(clientId);
-        int myPos = rrs.replicas().indexOf(me);
-        boolean fromPredecessor = myPos > 0 && rrs.replicas().get(myPos - 1).equals(from);
-        if (!(myPos == 0 ? fromClient || from.equals(me) : fromPredecessor)) {
+        if (!chainSender(from)) {
             return false;
         }
         if (sb.clientSig() == null || !verifier.verify(clientId, sb.signedBytes(), sb.clientSig())) {
@@ -347,8 +372,18 @@ public final class RegionReplica {
     }
 
     private void onSubBatch(NodeId from, SubBatch sb) {
-        if (!validSubBatch(from, sb)) {
+        // a retransmitted copy of a logged entry is recognised by comparing bytes with what was validated when it
+        // was logged, not validated again (a client signature check and a hash of every block per copy: with
+        // 64-block sub-batches retransmitted every few ticks, re-validation kept the event loop from progressing)
+        ReplicaLog.Entry logged = log.hasBatch(sb.batchId()) ? log.entryOfBatch(sb.batchId()) : null;
+        boolean copyOfLogged = logged != null && chainSender(from) && logged.sb.equals(sb);
+        if (!copyOfLogged && !validSubBatch(from, sb)) {
             return; // corrupted or misrouted: the sender retransmits; persistent failure triggers recovery
+        }
+        if (refusedForEpoch(sb.batchId(), sb.epoch())) {
+            // another writer's epoch: nothing of it is logged, applied or forwarded (checked before the
+            // retransmission path: a newer writer reuses batch ids, and a fenced writer learns it is fenced)
+            return;
         }
         if (log.hasBatch(sb.batchId())) {
             ReplicaLog.Entry e = log.entryOfBatch(sb.batchId());
@@ -384,7 +419,8 @@ public final class RegionReplica {
         accept(sb);
         SubBatch nextSb;
         while ((nextSb = log.takeSuccessor()) != null) {
-            if (!log.hasBatch(nextSb.batchId())) {
+            // a successor may have waited across a fence: its epoch is checked again
+            if (!log.hasBatch(nextSb.batchId()) && !refusedForEpoch(nextSb.batchId(), nextSb.epoch())) {
                 accept(nextSb);
             }
         }
@@ -472,12 +508,60 @@ public final class RegionReplica {
         return membership.current(leaderRegion).replicas();
     }
 
+    // ------------------------------------------------------------------ writer fencing
+
+    /**
+     * True (and the client told, with a signed {@link Message.WriterEpochReply}) if a sub-batch or BatchInfo of
+     * writer epoch {@code epoch} must be refused: it is not the epoch this replica has recorded. Lower: its writer
+     * was fenced by a newer one. Higher: that writer has not fenced this replica yet (it must, first; the reply
+     * makes it send its fence again). The check is on the client-signed epoch, so no one can replay a fenced
+     * writer's message under the new epoch.
+     */
+    private boolean refusedForEpoch(long batchId, long epoch) {
+        if (epoch == writerEpoch) {
+            return false;
+        }
+        sendEpochReply(batchId, epoch);
+        return true;
+    }
+
+    private void sendEpochReply(long batchId, long clientEpoch) {
+        byte[] sig = signer.sign(Message.WriterEpochReply.signedBytes(cfg.volume(), regionId.index(), batchId,
+                clientEpoch, writerEpoch));
+        net.send(clientId, new Message.WriterEpochReply(cfg.volume(), regionId.index(), batchId, clientEpoch,
+                writerEpoch, sig));
+    }
+
+    /**
+     * A writer announces its lease epoch. A higher epoch than the recorded one is recorded on the disk (hsync)
+     * before the replica answers or acts on it, so neither a late message nor a restart lets the older writer in
+     * again. The answer carries the replica's epoch: equal means fenced for this writer, higher tells a stale
+     * writer that it was fenced.
+     */
+    private void onWriterFence(NodeId from, Certificate c) {
+        if (!from.equals(clientId) || c.type() != CertType.WRITER_EPOCH || !c.verify(verifier, Set.of(clientId))) {
+            return;
+        }
+        Statement.WriterEpoch we = c.statement(Statement.WriterEpoch.class);
+        if (!we.volume().equals(cfg.volume())) {
+            return;
+        }
+        if (we.epoch() > writerEpoch) {
+            disk.recordDecision(rrs.generation(), c);
+            writerEpoch = we.epoch();
+        }
+        sendEpochReply(-1, we.epoch());
+    }
+
     // ------------------------------------------------------------------ batch leader role (PC3)
 
     private void onBatchInfo(NodeId from, BatchInfo info) {
         if (!from.equals(clientId) || !info.volume().equals(cfg.volume()) || info.clientSig() == null
                 || !verifier.verify(clientId, info.signedBytes(), info.clientSig())) {
             return;
+        }
+        if (refusedForEpoch(info.batchId(), info.epoch())) {
+            return; // a fenced writer's batch is never led (and a newer writer's batch id is not taken by it)
         }
         if (batchLeader.decided(info.batchId())) {
             return; // decided already (a retransmission)

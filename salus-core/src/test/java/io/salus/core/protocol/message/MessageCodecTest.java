@@ -118,7 +118,8 @@ class MessageCodecTest {
                 byte[] d = bytes(64);
                 puts.add(new Put(seq + i, rnd.nextInt(1000), anyLong(), d, HashAlgorithm.SHA256.leafHash(d), hash()));
             }
-            return new SubBatch(volume(), rnd.nextInt(64), anyLong(), rnd.nextInt(64), puts, bytes(64));
+            return new SubBatch(volume(), rnd.nextInt(64), anyLong(), rnd.nextInt(64), rnd.nextLong() & Long.MAX_VALUE,
+                    puts, bytes(64));
         }
 
         Message of(MessageCodec.Type t) {
@@ -131,7 +132,7 @@ class MessageCodecTest {
                     }
                     long f = rnd.nextInt(1000);
                     yield new Message.BatchInfoMsg(new BatchInfo(volume(), anyLong(), f, f + rnd.nextInt(9), parts,
-                            anyLong(), rnd.nextInt(64), bytes(64)));
+                            anyLong(), rnd.nextInt(64), rnd.nextLong() & Long.MAX_VALUE, bytes(64)));
                 }
                 case LOG_CERT -> new Message.LogCertMsg(logEntry());
                 case STORE_ACK -> new Message.StoreAck(rnd.nextInt(64), rnd.nextInt(9), anyLong(), hash(), bytes(64));
@@ -151,6 +152,10 @@ class MessageCodecTest {
                 }
                 case CHECKPOINT_PROPOSE -> new Message.CheckpointPropose(rnd.nextInt(64), rnd.nextInt(9), anyLong());
                 case CHECKPOINT_VOTE -> new Message.CheckpointVote(checkpoint());
+                case WRITER_FENCE -> new Message.WriterFence(cert(CertType.WRITER_EPOCH,
+                        new Statement.WriterEpoch(volume(), rnd.nextLong() & Long.MAX_VALUE)));
+                case WRITER_EPOCH_REPLY -> new Message.WriterEpochReply(volume(), rnd.nextInt(64), anyLong(),
+                        rnd.nextLong() & Long.MAX_VALUE, rnd.nextLong() & Long.MAX_VALUE, bytes(64));
             };
         }
     }
@@ -234,10 +239,10 @@ class MessageCodecTest {
     @Test
     void unknownVersionAndTypeAreNamed() {
         byte[] b = MessageCodec.encode(new Message.DecisionRequest(2, 5));
-        byte[] v2 = b.clone();
-        v2[0] = 2;
-        CertificateFormatException e = assertThrows(CertificateFormatException.class, () -> MessageCodec.decode(v2));
-        assertTrue(e.getMessage().contains("version 2"), e.getMessage());
+        byte[] v3 = b.clone();
+        v3[0] = 3;
+        CertificateFormatException e = assertThrows(CertificateFormatException.class, () -> MessageCodec.decode(v3));
+        assertTrue(e.getMessage().contains("version 3"), e.getMessage());
         assertEquals(0, e.offset());
         byte[] t99 = b.clone();
         t99[1] = 99;
@@ -349,7 +354,9 @@ class MessageCodecTest {
         Samples s = new Samples(6);
         Message.SubBatchMsg m = (Message.SubBatchMsg) s.of(MessageCodec.Type.SUB_BATCH);
         byte[] entry = m.subBatch().encode();
-        int countAt = 1 + 1 + m.subBatch().volume().getBytes(java.nio.charset.StandardCharsets.UTF_8).length + 4 + 8 + 4;
+        // version, volume (length + bytes), region, batch id, leader region, writer epoch
+        int countAt = 1 + 1 + m.subBatch().volume().getBytes(java.nio.charset.StandardCharsets.UTF_8).length + 4 + 8 + 4
+                + 8;
         java.nio.ByteBuffer.wrap(entry).putInt(countAt, 0);
         CertificateFormatException e = assertThrows(CertificateFormatException.class, () -> SubBatch.decode(entry));
         assertTrue(e.getMessage().contains("invalid put count 0"), e.getMessage());
