@@ -103,6 +103,9 @@ public class MessageCodecBenchmark {
             case CHECKPOINT_PROPOSE -> new Message.CheckpointPropose(17, 3, 123_456);
             case CHECKPOINT_VOTE -> new Message.CheckpointVote(Certificate.sign(CertType.TENTATIVE_CHECKPOINT,
                     new Statement.Checkpoint(region, 3, 123_456, 1249, h, h), s));
+            case MOUNT_QUERY -> new Message.MountQuery(99, 1L << 32, sig);
+            case MOUNT_STATE -> new Message.MountState(99, "volume-0001", 17, 3, 1L << 32, 99, 1249, 123_456, 123_456, 1249, h, h,
+                    1249, new java.util.TreeMap<>(java.util.Map.of(5L, h)), sig);
         };
     }
 }

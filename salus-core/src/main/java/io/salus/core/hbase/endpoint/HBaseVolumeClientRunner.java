@@ -118,7 +118,7 @@ public final class HBaseVolumeClientRunner implements Closeable {
     }
 
     private void pollAll() {
-        if (client.outstandingBatches() == 0 && client.outstandingGets() == 0) {
+        if (client.outstandingBatches() == 0 && client.outstandingGets() == 0 && !client.remounting()) {
             return;
         }
         for (int r = 0; r < addressing.geometry().numRegions(); r++) {

@@ -151,6 +151,15 @@ class MessageCodecTest {
                 }
                 case CHECKPOINT_PROPOSE -> new Message.CheckpointPropose(rnd.nextInt(64), rnd.nextInt(9), anyLong());
                 case CHECKPOINT_VOTE -> new Message.CheckpointVote(checkpoint());
+                case MOUNT_QUERY -> new Message.MountQuery(anyLong(), anyLong(), bytes(64));
+                case MOUNT_STATE -> {
+                    java.util.TreeMap<Long, Hash> leaves = new java.util.TreeMap<>();
+                    for (int i = rnd.nextInt(6); i > 0; i--) {
+                        leaves.put((long) rnd.nextInt(1 << 16), hash());
+                    }
+                    yield new Message.MountState(anyLong(), volume(), rnd.nextInt(64), rnd.nextInt(9), anyLong(), anyLong(),
+                            anyLong(), anyLong(), anyLong(), anyLong(), hash(), hash(), anyLong(), leaves, bytes(64));
+                }
             };
         }
     }
