@@ -6,7 +6,12 @@ public final class SalusVolumeCrash {
   }
 
   /** The writer dies abruptly: see {@code SalusVolume.crashForTest}. */
-  public static void crash(SalusVolume v) {
+  public static void crash(SalusVolume v) throws InterruptedException {
     v.crashForTest();
+  }
+
+  /** Closes what the crash left open (its idle connection). */
+  public static void release(SalusVolume v) {
+    v.releaseCrashedForTest();
   }
 }

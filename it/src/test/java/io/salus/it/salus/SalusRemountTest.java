@@ -94,8 +94,9 @@ class SalusRemountTest {
   }
 
   /**
-   * The writer dies with up to 32 batches in flight. The next writer's mount waits until the replicas have decided
-   * what reached them, and mounts the certified state: it contains every acknowledged write and is the result of a
+   * The writer dies with up to 32 batches in flight (its loop stops: no retransmission, no acknowledgement; what it
+   * had already handed to its link still goes out, see {@code SalusVolume.crashForTest}). The next writer's mount
+   * fences it, waits until the replicas have decided what reached them, and mounts the certified state: it contains every acknowledged write and is the result of a
    * prefix of the issued writes (never a later write without an earlier one); new writes then commit.
    */
   @Test
@@ -152,6 +153,8 @@ class SalusRemountTest {
       byte[] ref = got.clone();
       writeRandom(w, new Random(19), 20, ref, true);
       assertArrayEquals(ref, await(w.read(0, (int) g.numBlocks())), "new writes commit after the remount");
+    } finally {
+      SalusVolumeCrash.release(v);
     }
   }
 

@@ -39,10 +39,7 @@ public final class GetFaults implements ReplicaFaultInjector {
                 }
                 byte[] root = honest.regionRoot().bytes().clone();
                 root[0] ^= 1;
-                return new Message.MountState(honest.nonce(), honest.volume(), honest.region(), honest.generation(),
-                        honest.lastBatchId(), honest.lastAcceptedSeq(), honest.loggedIndex(), honest.committedIndex(),
-                        honest.appliedSeq(), io.salus.core.merkle.Hash.of(root), honest.recordRoot(),
-                        honest.recordSeq(), honest.leafHashes(), null);
+                return honest.withRegionRoot(io.salus.core.merkle.Hash.of(root));
             }
         };
     }

@@ -163,6 +163,19 @@ public final class HBaseVolumeClientRunner implements Closeable {
         link.close();
     }
 
+    /**
+     * <b>Tests only</b> (a writer that dies): the client's loop stops at once (no tick, retransmission, poll or
+     * reply handling, nothing new is sent); what it already handed to the link still goes out.
+     */
+    public void stopClientForTest() {
+        loop.shutdownNow();
+    }
+
+    /** Envelopes handed to the link and not yet sent (tests). */
+    public int queuedToSend() {
+        return link.queued();
+    }
+
     /** The replica regions of RRS {@code region} (tests). */
     public List<VolumeAddressing.Address> replicasOf(int region) {
         return List.of(addressing.address(region, 0), addressing.address(region, 1), addressing.address(region, 2));

@@ -49,8 +49,8 @@ public final class ReplicaMount {
         }
 
         /** Every region is certified by its three replicas (internal: {@link VolumeClient} installs it). */
-        record Ready(long seq, Hash root, long nextBatchId, Map<Integer, VolumeClient.RegionView> views,
-                     long[] lastAcceptedSeq) implements Outcome {
+        record Ready(long seq, Hash root, int newestRegion, long nextBatchId,
+                     Map<Integer, VolumeClient.RegionView> views, long[] lastAcceptedSeq) implements Outcome {
         }
 
         /** Installed: the volume is at {@code seq} / {@code root}; the next batch id is {@code nextBatchId}. */
@@ -150,6 +150,7 @@ public final class ReplicaMount {
         Map<Integer, VolumeClient.RegionView> views = new HashMap<>();
         long[] accepted = new long[cfg.regionCount()];
         VolumeRootRecord newest = null;
+        int newestRegion = 0;
         for (int r = 0; r < cfg.regionCount(); r++) {
             Map<NodeId, Message.MountState> a = answers.getOrDefault(r, Map.of());
             String lie = contradiction(r, a);
@@ -189,9 +190,12 @@ public final class ReplicaMount {
             VolumeRootRecord rec = new VolumeRootRecord(s.recordRoot(), s.recordSeq());
             views.put(r, new VolumeClient.RegionView(s.regionRoot(), rec, leaves, null));
             accepted[r] = s.lastAcceptedSeq();
-            newest = newest == null ? rec : newest.newer(rec);
+            if (newest == null || newest.newer(rec) != newest) {
+                newest = rec;
+                newestRegion = r;
+            }
         }
-        return new Outcome.Ready(newest.seq(), newest.root(), fence, views, accepted);
+        return new Outcome.Ready(newest.seq(), newest.root(), newestRegion, fence, views, accepted);
     }
 
     /**

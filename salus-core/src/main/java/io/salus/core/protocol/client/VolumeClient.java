@@ -603,8 +603,12 @@ public final class VolumeClient {
             try {
                 install(ready.seq(), ready.root(), ready.views(), null);
             } catch (IllegalStateException e) {
-                needsRemount = "the mount was refused: " + e.getMessage();
-                return new ReplicaMount.Outcome.Refused(e.getMessage());
+                String why = "the regions' certified states do not rebuild the newest root record (seq " + ready.seq()
+                        + ", held by region " + ready.newestRegion() + "): " + e.getMessage() + "; some region is not"
+                        + " the prefix the client wrote (check region " + ready.newestRegion() + " and the regions"
+                        + " written before it)";
+                needsRemount = "the mount was refused: " + why;
+                return new ReplicaMount.Outcome.Refused(why);
             }
             for (int r = 0; r < cfg.regionCount(); r++) {
                 lastSeqOfRegion[r] = ready.lastAcceptedSeq()[r];

@@ -115,6 +115,12 @@ public sealed interface Message {
                     committedIndex, appliedSeq, regionRoot, recordRoot, recordSeq, leafHashes, sig);
         }
 
+        /** The same answer with another region root, unsigned (fault injection in tests: a replica that lies). */
+        public MountState withRegionRoot(io.salus.core.merkle.Hash root) {
+            return new MountState(nonce, volume, region, generation, fenceBelow, lastBatchId, lastAcceptedSeq,
+                    loggedIndex, committedIndex, appliedSeq, root, recordRoot, recordSeq, leafHashes, null);
+        }
+
         /** True if {@code o} reports the same signed state (leaf hashes and signature aside). */
         public boolean sameState(MountState o) {
             return java.util.Arrays.equals(signedBytes(), o.signedBytes());
