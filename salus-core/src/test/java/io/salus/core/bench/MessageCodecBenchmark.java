@@ -107,6 +107,9 @@ public class MessageCodecBenchmark {
                     new Statement.WriterEpoch("volume-0001", 4_294_967_301L), s));
             case WRITER_EPOCH_REPLY -> new Message.WriterEpochReply("volume-0001", 17, 99, 4_294_967_301L,
                     4_294_967_301L, sig);
+            case MOUNT_QUERY -> new Message.MountQuery(99, 1L << 32, sig);
+            case MOUNT_STATE -> new Message.MountState(99, "volume-0001", 17, 3, 1L << 32, 99, 1249, 123_456, 123_456, 1249, h, h,
+                    1249, new java.util.TreeMap<>(java.util.Map.of(5L, h)), sig);
         };
     }
 }

@@ -10,12 +10,14 @@ import java.util.concurrent.ConcurrentHashMap;
 /**
  * Test fault injection for the mini cluster (its region servers run in the test JVM, so the test switches faults
  * on and off through these sets): replicas in {@link #corrupt} return GET data with one bit flipped (the proof stays
- * the honest one, so the client's end-to-end check fails); replicas in {@link #silent} never send a GET reply.
- * Inert while both sets are empty. Used by the endpoint tests and by the SalusVolume tests (it.salus).
+ * the honest one, so the client's end-to-end check fails); replicas in {@link #silent} never send a GET reply;
+ * replicas in {@link #mountLiars} sign a forged region root (one bit flipped) when a new writer asks for their state
+ * at mount. Inert while the sets are empty. Used by the endpoint tests and by the SalusVolume tests (it.salus).
  */
 public final class GetFaults implements ReplicaFaultInjector {
     public static final Set<NodeId> corrupt = ConcurrentHashMap.newKeySet();
     public static final Set<NodeId> silent = ConcurrentHashMap.newKeySet();
+    public static final Set<NodeId> mountLiars = ConcurrentHashMap.newKeySet();
 
     @Override
     public ReplicaHooks hooks(NodeId replica) {
@@ -28,6 +30,16 @@ public final class GetFaults implements ReplicaFaultInjector {
                 byte[] d = data.clone();
                 d[0] ^= 1;
                 return d;
+            }
+
+            @Override
+            public Message.MountState mountReport(Message.MountState honest) {
+                if (!mountLiars.contains(replica)) {
+                    return honest;
+                }
+                byte[] root = honest.regionRoot().bytes().clone();
+                root[0] ^= 1;
+                return honest.withRegionRoot(io.salus.core.merkle.Hash.of(root));
             }
         };
     }

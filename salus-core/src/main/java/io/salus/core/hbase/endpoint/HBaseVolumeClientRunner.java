@@ -160,7 +160,8 @@ public final class HBaseVolumeClientRunner implements Closeable {
     /** On the loop: polls the regions the client awaits replies from, each when its back-off has passed. */
     private void pollAll() {
         if (client.outstandingBatches() == 0 && client.outstandingGets() == 0
-                && (client.fenceOutstanding() == null || client.fenceOutstanding().isEmpty())) {
+                && (client.fenceOutstanding() == null || client.fenceOutstanding().isEmpty())
+                && !client.remounting()) {
             return;
         }
         long now = System.currentTimeMillis();
@@ -224,6 +225,19 @@ public final class HBaseVolumeClientRunner implements Closeable {
     public void close() {
         loop.shutdownNow();
         link.close();
+    }
+
+    /**
+     * <b>Tests only</b> (a writer that dies): the client's loop stops at once (no tick, retransmission, poll or
+     * reply handling, nothing new is sent); what it already handed to the link still goes out.
+     */
+    public void stopClientForTest() {
+        loop.shutdownNow();
+    }
+
+    /** Envelopes handed to the link and not yet sent (tests). */
+    public int queuedToSend() {
+        return link.queued();
     }
 
     /** The replica regions of RRS {@code region} (tests). */

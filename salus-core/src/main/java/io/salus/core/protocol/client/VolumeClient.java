@@ -73,6 +73,8 @@ public final class VolumeClient {
     private Set<NodeId> fencePending;
     private Certificate fenceCert;
     private long fenceSentAt;
+    /** The mount in progress (queries sent, answers collected), or null. */
+    private ReplicaMount remount;
 
     private static final class OutBatch {
         BatchInfo info;
@@ -266,6 +268,8 @@ public final class VolumeClient {
             onGetReply(from, g);
         } else if (m instanceof Message.WriterEpochReply r) {
             onWriterEpochReply(from, r);
+        } else if (m instanceof Message.MountState st && remount != null) {
+            remount.offer(from, st);
         }
     }
 
@@ -345,6 +349,14 @@ public final class VolumeClient {
         if (fencePending != null && !fencePending.isEmpty() && needsRemount == null
                 && now - fenceSentAt >= retransmitEvery) {
             sendFence(fencePending);
+        }
+        if (remount != null && now - remount.sentAt >= retransmitEvery) {
+            remount.sentAt = now;
+            // lost queries or answers, or a region not settled yet: ask again (answers replace earlier ones)
+            Message.MountQuery q = remount.query();
+            for (NodeId n : remount.toAsk()) {
+                net.send(n, q);
+            }
         }
         for (OutBatch ob : outstanding.values()) {
             if (now - ob.sentAt >= retransmitEvery) {
@@ -550,6 +562,16 @@ public final class VolumeClient {
      * @throws IllegalStateException if any check fails (the caller fetches from another replica)
      */
     public void mount(long trustedSeq, Hash trustedRoot, Map<Integer, RegionView> views) {
+        install(trustedSeq, trustedRoot, views, (r, v) -> regionSeqProblem(r, trustedSeq, v));
+    }
+
+    /**
+     * Rebuilds and installs the volume tree from {@code views} (each region subtree checked against its region
+     * root, the rebuilt root against {@code trustedRoot} and the newest root record), after {@code seqCheck}
+     * (null: the caller has already established each view's last seq).
+     */
+    private void install(long trustedSeq, Hash trustedRoot, Map<Integer, RegionView> views,
+                         java.util.function.BiFunction<Integer, RegionView, String> seqCheck) {
         MerkleTree fresh = new MerkleTree(cfg.hash(), cfg.blockSize(), layout.volumeBlocks());
         Map<Long, Hash> roots = new HashMap<>();
         VolumeRootRecord newest = null;
@@ -567,7 +589,7 @@ public final class VolumeClient {
             long first = layout.firstBlock(r);
             v.leafHashes().forEach((k, h) -> fresh.setLeaf(first + k, h));
             roots.put((long) r, v.regionRoot());
-            String stale = regionSeqProblem(r, trustedSeq, v);
+            String stale = seqCheck == null ? null : seqCheck.apply(r, v);
             if (stale != null) {
                 throw new IllegalStateException("mount: region " + r + ": " + stale);
             }
@@ -601,6 +623,7 @@ public final class VolumeClient {
         gets.clear();
         needsRemount = null;
         recoveryRequested = false;
+        remount = null;
     }
 
     /** Why region {@code r}'s view cannot give the client the region's last seq, or null if it can. */
@@ -653,7 +676,73 @@ public final class VolumeClient {
         if (fencePending != null && needsRemount == null) {
             s.addAll(fencePending);
         }
+        if (remount != null) {
+            s.addAll(remount.toAsk()); // a mount waits for the replicas' MountState answers
+        }
         return s;
+     * Starts the mount protocol against the replicas (a new writer of an existing volume, after a clean close or
+     * a crash of the previous writer): asks every replica of every region for its signed state, bound to {@code
+     * nonce} (fresh per attempt). Outstanding work is dropped. The answers arrive through {@link #receive}; {@link
+     * #remountOutcome} says when the mount is done. Retransmitted at {@link #tick}.
+     */
+    public void beginRemount(long nonce) {
+        outstanding.clear();
+        gets.clear();
+        needsRemount = "a mount against the replicas is in progress";
+        remount = new ReplicaMount(cfg, membership, verifier, signer, nonce);
+        remount.sentAt = now;
+        for (int r = 0; r < cfg.regionCount(); r++) {
+            for (NodeId n : membership.current(r).replicas()) {
+                net.send(n, remount.query());
+            }
+        }
+    }
+
+    /** True while a mount started by {@link #beginRemount} has not been installed or refused. */
+    public boolean remounting() {
+        return remount != null;
+    }
+
+    /**
+     * The state of the mount in progress: {@link ReplicaMount.Outcome.Waiting} (answers missing, or a region
+     * still has undecided log entries: call again after new answers), {@link ReplicaMount.Outcome.Refused} (a
+     * region's replicas contradict each other, or its state does not check: the message names the region;
+     * nothing was installed), or {@link ReplicaMount.Outcome.Mounted} (installed: writes continue at its next
+     * seq and batch id). Asks regions whose answers showed undecided entries again.
+     */
+    public ReplicaMount.Outcome remountOutcome() {
+        if (remount == null) {
+            return new ReplicaMount.Outcome.Refused("no mount in progress (call beginRemount)");
+        }
+        ReplicaMount.Outcome o = remount.outcome();
+        List<NodeId> all = remount.takeAskAll();
+        if (!all.isEmpty()) {
+            Message.MountQuery q = remount.query(); // the fenced round
+            remount.sentAt = now;
+            all.forEach(n -> net.send(n, q));
+        }
+        if (o instanceof ReplicaMount.Outcome.Refused r) {
+            remount = null;
+            needsRemount = "the mount was refused: " + r.why();
+        } else if (o instanceof ReplicaMount.Outcome.Ready ready) {
+            remount = null;
+            try {
+                install(ready.seq(), ready.root(), ready.views(), null);
+            } catch (IllegalStateException e) {
+                String why = "the regions' certified states do not rebuild the newest root record (seq " + ready.seq()
+                        + ", held by region " + ready.newestRegion() + "): " + e.getMessage() + "; some region is not"
+                        + " the prefix the client wrote (check region " + ready.newestRegion() + " and the regions"
+                        + " written before it)";
+                needsRemount = "the mount was refused: " + why;
+                return new ReplicaMount.Outcome.Refused(why);
+            }
+            for (int r = 0; r < cfg.regionCount(); r++) {
+                lastSeqOfRegion[r] = ready.lastAcceptedSeq()[r];
+            }
+            nextBatchId = ready.nextBatchId();
+            return new ReplicaMount.Outcome.Mounted(ready.seq(), ready.root(), ready.nextBatchId());
+        }
+        return o;
     }
 
     /** Ids of outstanding batches (for the driver's retry/recovery logic). */

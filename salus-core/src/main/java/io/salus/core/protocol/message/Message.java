@@ -93,6 +93,70 @@ public sealed interface Message {
         public static byte[] signedBytes(String volume, int region, long batchId, long clientEpoch, long replicaEpoch) {
             return new io.salus.core.cert.Wire.Out().u8(0x45).str8(volume).i32(region).i64(batchId).i64(clientEpoch)
                     .i64(replicaEpoch).toByteArray();
+     * A new writer → every replica of every region, at mount (§3.3.3): report your region's state, bound to
+     * {@code nonce} (fresh per mount, so an answer to an earlier mount cannot be replayed). With {@code fenceBelow}
+     * > 0 the query is signed by the client over {@link #signedBytes} and fences the previous writer: from then on
+     * the replica logs no sub-batch from the client with a batch id below it (already logged entries are still
+     * forwarded and decided), so the regions' states can only settle, not grow, while the mount reads them.
+     */
+    record MountQuery(long nonce, long fenceBelow, byte[] signature) implements Message {
+        public static byte[] signedBytes(String volume, long nonce, long fenceBelow) {
+            return new io.salus.core.cert.Wire.Out().u8(0x46).str8(volume).i64(nonce).i64(fenceBelow).toByteArray();
+        }
+    }
+
+    /**
+     * Replica → client: its region's state at mount, signed by the replica over {@link #signedBytes()} (everything
+     * but the leaf hashes, which the signed region root covers: the client rebuilds the region tree from them and
+     * compares). {@code fenceBelow} is the highest fence a mount query set at this replica; {@code lastBatchId} is the highest batch id the replica knows for the volume (logged or decided),
+     * {@code lastAcceptedSeq} the last seq it accepted into its log (the prevNum of the next PUT to the region),
+     * {@code loggedIndex}/{@code committedIndex} its last logged and last resolved log index; {@code appliedSeq},
+     * {@code regionRoot} and the root record ({@code recordRoot}, {@code recordSeq}) its applied state.
+     */
+    record MountState(long nonce, String volume, int region, long generation, long fenceBelow, long lastBatchId,
+                      long lastAcceptedSeq,
+                      long loggedIndex, long committedIndex, long appliedSeq, io.salus.core.merkle.Hash regionRoot,
+                      io.salus.core.merkle.Hash recordRoot, long recordSeq,
+                      java.util.SortedMap<Long, io.salus.core.merkle.Hash> leafHashes, byte[] signature)
+            implements Message {
+        public MountState {
+            leafHashes = java.util.Collections.unmodifiableSortedMap(new java.util.TreeMap<>(leafHashes));
+        }
+
+        /** The bytes the replica signs: every field but the leaf hashes and the signature. */
+        public byte[] signedBytes() {
+            return new io.salus.core.cert.Wire.Out().u8(0x4d).i64(nonce).str8(volume).i32(region).i64(generation)
+                    .i64(fenceBelow).i64(lastBatchId).i64(lastAcceptedSeq).i64(loggedIndex).i64(committedIndex).i64(appliedSeq)
+                    .hash(regionRoot).hash(recordRoot).i64(recordSeq).toByteArray();
+        }
+
+        public MountState withSignature(byte[] sig) {
+            return new MountState(nonce, volume, region, generation, fenceBelow, lastBatchId, lastAcceptedSeq, loggedIndex,
+                    committedIndex, appliedSeq, regionRoot, recordRoot, recordSeq, leafHashes, sig);
+        }
+
+        /** The same answer with another region root, unsigned (fault injection in tests: a replica that lies). */
+        public MountState withRegionRoot(io.salus.core.merkle.Hash root) {
+            return new MountState(nonce, volume, region, generation, fenceBelow, lastBatchId, lastAcceptedSeq,
+                    loggedIndex, committedIndex, appliedSeq, root, recordRoot, recordSeq, leafHashes, null);
+        }
+
+        /** True if {@code o} reports the same signed state (leaf hashes and signature aside). */
+        public boolean sameState(MountState o) {
+            return java.util.Arrays.equals(signedBytes(), o.signedBytes());
+        }
+
+        /** Nothing logged here is still undecided. */
+        public boolean settled() {
+            return committedIndex == loggedIndex;
+        }
+
+        @Override
+        public String toString() {
+            return "MountState[region " + region + " gen " + generation + ", fence " + fenceBelow + ", last batch " + lastBatchId
+                    + ", accepted seq " + lastAcceptedSeq + ", logged " + loggedIndex + ", committed " + committedIndex
+                    + ", applied seq " + appliedSeq + ", region root " + regionRoot + ", record (" + recordRoot + ", "
+                    + recordSeq + "), " + leafHashes.size() + " leaves]";
         }
     }
 }

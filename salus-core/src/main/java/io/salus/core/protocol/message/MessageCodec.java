@@ -53,7 +53,9 @@ public final class MessageCodec {
         CHECKPOINT_PROPOSE(11, Message.CheckpointPropose.class),
         CHECKPOINT_VOTE(12, Message.CheckpointVote.class),
         WRITER_FENCE(13, Message.WriterFence.class),
-        WRITER_EPOCH_REPLY(14, Message.WriterEpochReply.class);
+        WRITER_EPOCH_REPLY(14, Message.WriterEpochReply.class),
+        MOUNT_QUERY(15, Message.MountQuery.class),
+        MOUNT_STATE(16, Message.MountState.class);
 
         private final int code;
         private final Class<? extends Message> cls;
@@ -167,6 +169,21 @@ public final class MessageCodec {
                 Message.WriterEpochReply r = (Message.WriterEpochReply) m;
                 o.str8(r.volume()).i32(r.region()).i64(r.batchId()).i64(r.clientEpoch()).i64(r.replicaEpoch())
                         .blob(requireSigned(r.signature(), "WriterEpochReply.signature"));
+            case MOUNT_QUERY -> {
+                Message.MountQuery q = (Message.MountQuery) m;
+                o.i64(q.nonce()).i64(q.fenceBelow()).u8(q.signature() == null ? 0 : 1);
+                if (q.signature() != null) {
+                    o.blob(q.signature());
+                }
+            }
+            case MOUNT_STATE -> {
+                Message.MountState s = (Message.MountState) m;
+                o.i64(s.nonce()).str8(s.volume()).i32(s.region()).i64(s.generation()).i64(s.fenceBelow())
+                        .i64(s.lastBatchId())
+                        .i64(s.lastAcceptedSeq()).i64(s.loggedIndex()).i64(s.committedIndex()).i64(s.appliedSeq())
+                        .hash(s.regionRoot()).hash(s.recordRoot()).i64(s.recordSeq()).i32(s.leafHashes().size());
+                s.leafHashes().forEach((k, h) -> o.i64(k).hash(h));
+                o.blob(requireSigned(s.signature(), "MountState.signature"));
             }
             default -> throw new AssertionError(t);
         }
@@ -181,6 +198,9 @@ public final class MessageCodec {
                 n += 96 + p.data().length;
             }
             return (int) Math.min(n, 1 << 30);
+        }
+        if (m instanceof Message.MountState s) {
+            return (int) Math.min(512L + (8L + Hash.LENGTH) * s.leafHashes().size(), 1 << 30);
         }
         if (m instanceof Message.GetReply g && g.data() != null && g.proof() != null) {
             return 128 + g.data().length + Hash.LENGTH * g.proof().siblings().size();
@@ -295,6 +315,46 @@ public final class MessageCodec {
             case WRITER_FENCE -> new Message.WriterFence(cert(in, t));
             case WRITER_EPOCH_REPLY -> new Message.WriterEpochReply(in.str8("volume"), in.i32("region"),
                     in.i64("batch id"), in.i64("client epoch"), in.i64("replica epoch"), in.blob("replica signature"));
+            case MOUNT_QUERY -> {
+                long nonce = in.i64("nonce");
+                long fence = in.i64("fence");
+                boolean signed = bool(in, "signed");
+                yield new Message.MountQuery(nonce, fence, signed ? in.blob("client signature") : null);
+            }
+            case MOUNT_STATE -> {
+                long nonce = in.i64("nonce");
+                String volume = in.str8("volume");
+                int region = in.i32("region");
+                long generation = in.i64("generation");
+                long fence = in.i64("fence");
+                long lastBatch = in.i64("last batch id");
+                long accepted = in.i64("last accepted seq");
+                long logged = in.i64("logged index");
+                long committed = in.i64("committed index");
+                long applied = in.i64("applied seq");
+                Hash regionRoot = in.hash("region root");
+                Hash recordRoot = in.hash("root record root");
+                long recordSeq = in.i64("root record seq");
+                int n = in.i32("leaf count");
+                if (n < 0 || n > in.remaining() / (8 + Hash.LENGTH)) {
+                    throw new CertificateFormatException("leaf count " + n + " does not fit the " + in.remaining()
+                            + " bytes left", in.pos() - 4);
+                }
+                java.util.TreeMap<Long, Hash> leaves = new java.util.TreeMap<>();
+                long prev = -1;
+                for (int i = 0; i < n; i++) {
+                    int at = in.pos();
+                    long k = in.i64("leaf index " + i);
+                    if (k <= prev) {
+                        throw new CertificateFormatException("leaf index " + k + " is not above the previous one "
+                                + prev + " (leaves must be strictly increasing)", at);
+                    }
+                    prev = k;
+                    leaves.put(k, in.hash("leaf hash " + i));
+                }
+                yield new Message.MountState(nonce, volume, region, generation, fence, lastBatch, accepted, logged, committed,
+                        applied, regionRoot, recordRoot, recordSeq, leaves, in.blob("replica signature"));
+            }
         };
     }
 

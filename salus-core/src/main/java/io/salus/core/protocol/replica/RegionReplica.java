@@ -78,6 +78,10 @@ public final class RegionReplica {
     private VolumeRootRecord rootRecord;
     private final TreeMap<Long, Hash> rootHistory = new TreeMap<>();
     private final List<PendingGet> pendingGets = new ArrayList<>();
+    /** Highest batch id this replica has logged or learned a decision for (reported at mount). */
+    private long lastBatchId;
+    /** A mount fenced the previous writer: no sub-batch from the client below this batch id is logged any more. */
+    private long fenceBelow;
 
     // writer fencing: the highest writer epoch this replica has recorded (a client-signed WRITER_EPOCH certificate,
     // recorded on the disk before it is acknowledged, reloaded on restart); sub-batches and BatchInfos of any other
@@ -143,6 +147,7 @@ public final class RegionReplica {
             }
             log.add(i, sb, cfg.hash().hash(b));
             writerEpoch = Math.max(writerEpoch, sb.epoch()); // logged only at the replica's epoch then
+            lastBatchId = Math.max(lastBatchId, sb.batchId());
         }
         // restart: the decisions this replica signed as a leader replica, and the decision
         // certificates it resolved entries with, were made durable before they were sent
@@ -154,6 +159,9 @@ public final class RegionReplica {
                     writerEpoch = Math.max(writerEpoch, we.epoch());
                 }
                 continue;
+            }
+            if (d.statement() instanceof Statement.Decision ds && ds.volume().equals(cfg.volume())) {
+                lastBatchId = Math.max(lastBatchId, ds.batchId());
             }
             if ((d.type() == CertType.TENTATIVE_COMMIT || d.type() == CertType.TENTATIVE_ABORT)
                     && d.signers().equals(Set.of(me)) && d.verify(verifier, Set.of(me))) {
@@ -301,7 +309,31 @@ public final class RegionReplica {
             onCheckpointVote(v.tentative());
         } else if (m instanceof Message.WriterFence f) {
             onWriterFence(from, f.writerEpoch());
+        } else if (m instanceof Message.MountQuery q) {
+            onMountQuery(from, q);
         }
+    }
+
+    /**
+     * Mount (§3.3.3): a new writer asks for this region's state; the replica answers with it signed (bound to the
+     * query's nonce) and the leaf hashes of its written blocks. Only the volume's client is answered.
+     */
+    private void onMountQuery(NodeId from, Message.MountQuery q) {
+        if (!from.equals(clientId)) {
+            return;
+        }
+        if (q.fenceBelow() > 0) {
+            if (q.signature() == null || !verifier.verify(clientId,
+                    Message.MountQuery.signedBytes(cfg.volume(), q.nonce(), q.fenceBelow()), q.signature())) {
+                return; // only the client fences its predecessor
+            }
+            fenceBelow = Math.max(fenceBelow, q.fenceBelow());
+        }
+        Message.MountState honest = new Message.MountState(q.nonce(), cfg.volume(), regionId.index(), rrs.generation(),
+                fenceBelow, lastBatchId, log.lastAcceptedSeq, log.nextIndex - 1, log.committedIndex, appliedSeq, store.root(),
+                rootRecord.root(), rootRecord.seq(), new TreeMap<>(store.leafHashes()), null);
+        Message.MountState s = hooks.mountReport(honest);
+        net.send(clientId, s.withSignature(signer.sign(s.signedBytes())));
     }
 
     /** Periodic retransmission (lost messages, restarted peers). Idempotent for every receiver. */
@@ -399,6 +431,9 @@ public final class RegionReplica {
             }
             return;
         }
+        if (from.equals(clientId) && sb.batchId() < fenceBelow) {
+            return; // a late sub-batch of a writer that a mount has fenced: never logged
+        }
         // the client signed the prevNum chain inside the sub-batch; a broken chain is a client fault
         for (int i = 1; i < sb.puts().size(); i++) {
             if (sb.puts().get(i).prevNum() != sb.puts().get(i - 1).seq()) {
@@ -430,6 +465,7 @@ public final class RegionReplica {
         long idx = log.nextIndex;
         byte[] bytes = sb.encode();
         Hash digest = cfg.hash().hash(bytes);
+        lastBatchId = Math.max(lastBatchId, sb.batchId());
         disk.append(rrs.generation(), idx, hooks.onDiskWrite(bytes));
         ReplicaLog.Entry e = log.add(idx, sb, digest);
         NodeId next = rrs.next(me);

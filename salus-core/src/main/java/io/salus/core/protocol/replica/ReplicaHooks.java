@@ -62,4 +62,10 @@ public interface ReplicaHooks {
     default boolean decisionFor(long batchId, NodeId recipient, boolean decided) {
         return decided;
     }
+
+    /** The state a replica signs in its answer to a mount query; a faulty one may report another state. */
+    default io.salus.core.protocol.message.Message.MountState mountReport(
+            io.salus.core.protocol.message.Message.MountState honest) {
+        return honest;
+    }
 }

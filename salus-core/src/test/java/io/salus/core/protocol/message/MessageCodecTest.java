@@ -156,6 +156,15 @@ class MessageCodecTest {
                         new Statement.WriterEpoch(volume(), rnd.nextLong() & Long.MAX_VALUE)));
                 case WRITER_EPOCH_REPLY -> new Message.WriterEpochReply(volume(), rnd.nextInt(64), anyLong(),
                         rnd.nextLong() & Long.MAX_VALUE, rnd.nextLong() & Long.MAX_VALUE, bytes(64));
+                case MOUNT_QUERY -> new Message.MountQuery(anyLong(), anyLong(), bytes(64));
+                case MOUNT_STATE -> {
+                    java.util.TreeMap<Long, Hash> leaves = new java.util.TreeMap<>();
+                    for (int i = rnd.nextInt(6); i > 0; i--) {
+                        leaves.put((long) rnd.nextInt(1 << 16), hash());
+                    }
+                    yield new Message.MountState(anyLong(), volume(), rnd.nextInt(64), rnd.nextInt(9), anyLong(), anyLong(),
+                            anyLong(), anyLong(), anyLong(), anyLong(), hash(), hash(), anyLong(), leaves, bytes(64));
+                }
             };
         }
     }
