@@ -680,6 +680,9 @@ public final class VolumeClient {
             s.addAll(remount.toAsk()); // a mount waits for the replicas' MountState answers
         }
         return s;
+    }
+
+    /**
      * Starts the mount protocol against the replicas (a new writer of an existing volume, after a clean close or
      * a crash of the previous writer): asks every replica of every region for its signed state, bound to {@code
      * nonce} (fresh per attempt). Outstanding work is dropped. The answers arrive through {@link #receive}; {@link

@@ -93,6 +93,10 @@ public sealed interface Message {
         public static byte[] signedBytes(String volume, int region, long batchId, long clientEpoch, long replicaEpoch) {
             return new io.salus.core.cert.Wire.Out().u8(0x45).str8(volume).i32(region).i64(batchId).i64(clientEpoch)
                     .i64(replicaEpoch).toByteArray();
+        }
+    }
+
+    /**
      * A new writer → every replica of every region, at mount (§3.3.3): report your region's state, bound to
      * {@code nonce} (fresh per mount, so an answer to an earlier mount cannot be replayed). With {@code fenceBelow}
      * > 0 the query is signed by the client over {@link #signedBytes} and fences the previous writer: from then on

@@ -169,6 +169,7 @@ public final class MessageCodec {
                 Message.WriterEpochReply r = (Message.WriterEpochReply) m;
                 o.str8(r.volume()).i32(r.region()).i64(r.batchId()).i64(r.clientEpoch()).i64(r.replicaEpoch())
                         .blob(requireSigned(r.signature(), "WriterEpochReply.signature"));
+            }
             case MOUNT_QUERY -> {
                 Message.MountQuery q = (Message.MountQuery) m;
                 o.i64(q.nonce()).i64(q.fenceBelow()).u8(q.signature() == null ? 0 : 1);
