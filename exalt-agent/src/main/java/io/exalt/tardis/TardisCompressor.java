@@ -255,6 +255,50 @@ public final class TardisCompressor {
         }
     }
 
+    /**
+     * Compresses one chunk into a new array of exactly {@code reserve} + encoded-length bytes, the encoding starting
+     * at {@code reserve} (room for a caller's header, e.g. a frame length). The segments are recorded first and
+     * written once, so nothing is copied or grown on the way (the agent's socket frames: one allocation per frame).
+     */
+    public byte[] compressExact(byte[] data, int off, int len, int reserve) {
+        long[][] segs = {new long[24]}; // {kind, offset or marker, length} triples
+        int[] n = {0};
+        long[] size = {0};
+        compress(data, off, len, new SegmentSink() {
+            private void add(long kind, long a, long l) {
+                if (n[0] + 3 > segs[0].length) {
+                    segs[0] = java.util.Arrays.copyOf(segs[0], segs[0].length * 2);
+                }
+                segs[0][n[0]++] = kind;
+                segs[0][n[0]++] = a;
+                segs[0][n[0]++] = l;
+            }
+
+            @Override
+            public void meta(byte[] d, int o, int l) {
+                add(META, o, l);
+                size[0] += 5 + l;
+            }
+
+            @Override
+            public void tardis(int o, long marker, long l) {
+                add(TARDIS, marker, l);
+                size[0] += 9;
+            }
+        });
+        byte[] out = new byte[Math.toIntExact(reserve + size[0])];
+        ArraySink sink = new ArraySink(out, reserve);
+        long[] a = segs[0];
+        for (int i = 0; i < n[0]; i += 3) {
+            if (a[i] == META) {
+                sink.meta(data, (int) a[i + 1], (int) a[i + 2]);
+            } else {
+                sink.tardis(0, a[i + 1], a[i + 2]);
+            }
+        }
+        return out;
+    }
+
     /** Compresses one chunk into the §4.2.2 byte encoding. */
     public byte[] compress(byte[] data, int off, int len) {
         ByteArrayOutputStream out = new ByteArrayOutputStream(64);

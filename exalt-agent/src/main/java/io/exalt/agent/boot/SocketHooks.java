@@ -175,6 +175,15 @@ public final class SocketHooks {
     /** The frames {@code [length][encoding]} of {@code b[off..off+len)}, one per {@link #MAX_FRAME_INPUT} bytes. */
     private static byte[] encode(byte[] b, int off, int len) {
         TardisCompressor c = ExaltRuntime.compressor();
+        if (len <= MAX_FRAME_INPUT) { // one frame (every HDFS packet): one exact allocation, no copies
+            byte[] f = c.compressExact(b, off, len, 4);
+            int n = f.length - 4;
+            f[0] = (byte) (n >>> 24);
+            f[1] = (byte) (n >>> 16);
+            f[2] = (byte) (n >>> 8);
+            f[3] = (byte) n;
+            return f;
+        }
         java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(Math.min(len, MAX_FRAME_INPUT) / 8 + 64);
         int done = 0;
         do {
