@@ -8,6 +8,9 @@
 #
 # Steps: codec fig43-before fig43-after fig43-plot hbase-fig47 hbase-fig48 hbase-fig49 handlers samedir growing blockscan
 #        capacity capacity-full
+#        ab (not in the default list): A/B of two agent jars, alternating A B A B ... in one window on the same runner,
+#           AB_A=/path/a-agent.jar AB_B=/path/b-agent.jar AB_NAME=exalt-ab-x [AB_ROUNDS=3 AB_DNS=10]; writes
+#           $AB_NAME.csv (one row per run: effective GB/s per core, emulated DataNodes per core, load) and $AB_NAME.png
 # Needs: mvn -B -pl exalt-agent package -DskipTests (the launcher uses exalt-agent/target).
 # The machine is a shared 2-core box: check `uptime` first; each CSV records the load average at its start.
 set -e
@@ -93,6 +96,25 @@ for s in $STEPS; do
     capacity-full) # validation of the extrapolation: a NameNode JVM with a real -Xmx filled with one-block files until full
       EXALT_HEAP=$CAP_FULL_HEAP $X capacity --steps $CAP_STEPS --blocks-per-file 1 --datanodes 6 --replication 3 --block-size 128m \
         --until-full --full-chunk $CAP_CHUNK --base-dir /tmp/exalt-capacity-full --out "$OUT" --name exalt-capacity-xmx$CAP_FULL_HEAP ;;
+    ab)            # A/B of two agent jars; short runs so that other users of this machine are not starved
+      : "${AB_A:?set AB_A to the A agent jar}" "${AB_B:?set AB_B to the B agent jar}"
+      AB_NAME=${AB_NAME:-exalt-ab}; AB_ROUNDS=${AB_ROUNDS:-3}; AB_DNS=${AB_DNS:-10}
+      if [ -n "$SMOKE" ]; then AB_ROUNDS=1; AB_DNS=3; fi
+      r=0
+      while [ $r -lt $AB_ROUNDS ]; do
+        r=$((r + 1))
+        for v in A B; do
+          eval jar=\$AB_$v
+          echo "  round $r variant $v: $jar ($(date -u +%H:%M:%S) UTC, load average $(cut -d' ' -f1-3 /proc/loadavg))"
+          EXALT_AGENT=$jar $X hdfs --datanodes $AB_DNS --handlers 256 --nn-log tmpfs --file-size $FILE --block-size $BLOCK \
+            --duration $DUR --warmup $WARM --min-files-per-client 2 --max-duration 120 --out /tmp/$AB_NAME \
+            --name "$AB_NAME-r$r-$v" > "/tmp/$AB_NAME-r$r-$v.log" 2>&1
+        done
+      done
+      AB_OUT="$OUT" python3 docs/benchmarks/exalt-ab.py /tmp/$AB_NAME "$AB_NAME" "$AB_A" "$AB_B" > "$OUT/$AB_NAME.csv"
+      cat "$OUT/$AB_NAME.csv"
+      $X plot --x round --y eff_GBps_per_core --series "A=$OUT/$AB_NAME-A.csv" --series "B=$OUT/$AB_NAME-B.csv" \
+        --title "A/B: effective DataNode write GB/s per core, alternating runs" --out "$OUT/$AB_NAME.png" ;;
     *) echo "unknown step '$s'; steps: $ALL" >&2; exit 2 ;;
   esac
 done

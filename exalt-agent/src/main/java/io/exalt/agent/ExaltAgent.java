@@ -46,7 +46,8 @@ public final class ExaltAgent {
     static final List<String> FILE_TYPES = List.of("java.io.FileOutputStream", "java.io.FileInputStream",
             "java.io.RandomAccessFile", "sun.nio.ch.FileChannelImpl", "java.io.File", "java.nio.file.Files",
             "java.nio.channels.AsynchronousFileChannel");
-    static final List<String> SOCKET_TYPES = List.of("sun.nio.ch.NioSocketImpl", "sun.nio.ch.SocketChannelImpl");
+    static final List<String> SOCKET_TYPES = List.of("sun.nio.ch.NioSocketImpl", "sun.nio.ch.SocketChannelImpl",
+            "java.nio.channels.spi.AbstractInterruptibleChannel");
 
     private static volatile boolean installed;
 

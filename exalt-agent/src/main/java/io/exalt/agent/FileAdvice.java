@@ -350,17 +350,15 @@ final class FileAdvice {
     }
 
     static final class Map {
-        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
-        static MappedByteBuffer enter(@Advice.FieldValue("fd") FileDescriptor fd, @Advice.Argument(0) FileChannel.MapMode mode,
+        @Advice.OnMethodEnter
+        static void enter(@Advice.FieldValue("fd") FileDescriptor fd, @Advice.Argument(0) FileChannel.MapMode mode,
                 @Advice.Argument(1) long pos, @Advice.Argument(2) long size) throws Exception {
-            return FileHooks.map(fd, mode, pos, size);
+            FileHooks.mapping(fd, mode, pos, size);
         }
 
-        @Advice.OnMethodExit
-        static void exit(@Advice.Enter MappedByteBuffer r, @Advice.Return(readOnly = false) MappedByteBuffer ret) {
-            if (r != null) {
-                ret = r;
-            }
+        @Advice.OnMethodExit(onThrowable = Throwable.class)
+        static void exit(@Advice.Return MappedByteBuffer ret) {
+            FileHooks.mapped(ret);
         }
     }
 

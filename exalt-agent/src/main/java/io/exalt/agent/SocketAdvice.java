@@ -24,7 +24,10 @@ final class SocketAdvice {
                         ChWriteV.class, m("write", ByteBuffer[].class, int.class, int.class),
                         BlockingRead.class, m("blockingRead", byte[].class, int.class, int.class, long.class),
                         BlockingWrite.class, m("blockingWriteFully", byte[].class, int.class, int.class),
-                        ImplAvailable.class, m("available")))
+                        ImplAvailable.class, m("available"),
+                        ConfigureBlocking.class, m("implConfigureBlocking", boolean.class)))
+                .type(named("java.nio.channels.spi.AbstractInterruptibleChannel")).transform(advice(
+                        ChannelClose.class, m("close")))
                 .type(named("sun.nio.ch.NioSocketImpl")).transform(advice(
                         ImplRead.class, m("read", byte[].class, int.class, int.class),
                         ImplWrite.class, m("write", byte[].class, int.class, int.class),
@@ -132,6 +135,24 @@ final class SocketAdvice {
         static boolean enter(@Advice.This Object self, @Advice.Argument(0) byte[] b, @Advice.Argument(1) int off,
                 @Advice.Argument(2) int len) throws Exception {
             return SocketHooks.implWrite(self, b, off, len);
+        }
+    }
+
+    /** Before a switch to blocking mode: pending frame bytes of a non-blocking write go out first. */
+    static final class ConfigureBlocking {
+        @Advice.OnMethodEnter
+        static void enter(@Advice.This SocketChannel self, @Advice.Argument(0) boolean block) throws Exception {
+            SocketHooks.beforeBlockingMode(self, block);
+        }
+    }
+
+    /** Before close() of any channel: a compressed SocketChannel sends its pending frame bytes first. */
+    static final class ChannelClose {
+        @Advice.OnMethodEnter
+        static void enter(@Advice.This Object self) {
+            if (self instanceof SocketChannel) {
+                SocketHooks.beforeClose((SocketChannel) self);
+            }
         }
     }
 

@@ -38,6 +38,7 @@ public final class TardisCompressor {
     private static final int UNIT = TardisFormat.UNIT;
     private static final VarHandle LONG_BE = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
     private static final VarHandle INT_BE = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.BIG_ENDIAN);
+    private static final VarHandle LONG_LE = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
 
     /** How a candidate run is checked before it is encoded as {@code (marker, length)}. */
     public enum RunCheck {
@@ -149,21 +150,31 @@ public final class TardisCompressor {
     }
 
     /**
-     * How many of the {@code units} units from {@code pos} on are exactly {@code flag, marker - i*UNIT}: compares
-     * one 8-byte and one 4-byte big-endian word per unit (no per-byte loop), so it runs at memory speed.
+     * How many of the {@code units} units from {@code pos} on are exactly {@code flag, marker - i*UNIT}. Two units
+     * (24 bytes) are three 8-byte words: {@code flag}, {@code marker<<32 | flag>>>32}, {@code flag<<32 | marker-12}.
+     * They are loaded in native (little-endian) order and compared with the expected words byte-swapped once, in
+     * blocks of 8 units without early exit (branch-free OR of differences); the first bad unit is then located
+     * unit by unit. No per-byte loop: it runs near memory speed (1.75x the earlier 8+4-byte big-endian compare
+     * per unit in the microbenchmark of the per-core session, docs/exalt.md "Per-core efficiency").
      */
     private long verifiedUnits(byte[] data, int pos, long marker, long units) {
         long flag = format.flag();
+        long flagHi = flag >>> 32;
+        long flagLo = flag << 32;
+        long flagNative = Long.reverseBytes(flag);
         int m = (int) marker; // unsigned marker; int arithmetic wraps the same way
         int p = pos;
         int n = (int) units;
-        // blocks of 8 units without early exit (branch-free OR of differences), then locate the first bad unit
         int i = 0;
         for (; i + 8 <= n; i += 8, p += 8 * UNIT, m -= 8 * UNIT) {
             long diff = 0;
-            for (int j = 0; j < 8; j++) {
+            for (int j = 0; j < 8; j += 2) {
                 int q = p + j * UNIT;
-                diff |= ((long) LONG_BE.get(data, q) ^ flag) | ((int) INT_BE.get(data, q + 8) ^ (m - j * UNIT));
+                int mj = m - j * UNIT;
+                long w1 = Long.reverseBytes(((long) mj << 32) | flagHi);
+                long w2 = Long.reverseBytes(flagLo | ((mj - UNIT) & 0xFFFF_FFFFL));
+                diff |= ((long) LONG_LE.get(data, q) ^ flagNative) | ((long) LONG_LE.get(data, q + 8) ^ w1)
+                        | ((long) LONG_LE.get(data, q + 16) ^ w2);
             }
             if (diff != 0) {
                 break;
@@ -242,6 +253,50 @@ public final class TardisCompressor {
             putInt((int) marker);
             putInt((int) l);
         }
+    }
+
+    /**
+     * Compresses one chunk into a new array of exactly {@code reserve} + encoded-length bytes, the encoding starting
+     * at {@code reserve} (room for a caller's header, e.g. a frame length). The segments are recorded first and
+     * written once, so nothing is copied or grown on the way (the agent's socket frames: one allocation per frame).
+     */
+    public byte[] compressExact(byte[] data, int off, int len, int reserve) {
+        long[][] segs = {new long[24]}; // {kind, offset or marker, length} triples
+        int[] n = {0};
+        long[] size = {0};
+        compress(data, off, len, new SegmentSink() {
+            private void add(long kind, long a, long l) {
+                if (n[0] + 3 > segs[0].length) {
+                    segs[0] = java.util.Arrays.copyOf(segs[0], segs[0].length * 2);
+                }
+                segs[0][n[0]++] = kind;
+                segs[0][n[0]++] = a;
+                segs[0][n[0]++] = l;
+            }
+
+            @Override
+            public void meta(byte[] d, int o, int l) {
+                add(META, o, l);
+                size[0] += 5 + l;
+            }
+
+            @Override
+            public void tardis(int o, long marker, long l) {
+                add(TARDIS, marker, l);
+                size[0] += 9;
+            }
+        });
+        byte[] out = new byte[Math.toIntExact(reserve + size[0])];
+        ArraySink sink = new ArraySink(out, reserve);
+        long[] a = segs[0];
+        for (int i = 0; i < n[0]; i += 3) {
+            if (a[i] == META) {
+                sink.meta(data, (int) a[i + 1], (int) a[i + 2]);
+            } else {
+                sink.tardis(0, a[i + 1], a[i + 2]);
+            }
+        }
+        return out;
     }
 
     /** Compresses one chunk into the §4.2.2 byte encoding. */

@@ -17,6 +17,7 @@ import java.util.Arrays;
 public final class TardisFormat {
     private static final VarHandle LONG_BE = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
     private static final VarHandle INT_BE = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.BIG_ENDIAN);
+    private static final VarHandle LONG_LE = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
     public static final int FLAG_SIZE = 8;
     public static final int MARKER_SIZE = 4;
     public static final int UNIT = FLAG_SIZE + MARKER_SIZE;
@@ -28,10 +29,13 @@ public final class TardisFormat {
     private static final TardisFormat DEFAULT = new TardisFormat(DEFAULT_FLAG);
 
     private final long flag;
+    /** The flag as a native-order (little-endian) word: stored as is, it puts the big-endian flag bytes in memory. */
+    private final long flagNative;
     private final byte[] flagBytes;
 
     public TardisFormat(long flag) {
         this.flag = flag;
+        this.flagNative = Long.reverseBytes(flag);
         this.flagBytes = new byte[FLAG_SIZE];
         for (int i = 0; i < FLAG_SIZE; i++) {
             flagBytes[i] = (byte) (flag >>> (56 - 8 * i));
@@ -108,6 +112,16 @@ public final class TardisFormat {
         int done = 0;
         while (done < len) {
             long marker = firstMarker - unitIndex * UNIT;
+            if (inUnit == 0 && len - done >= 2 * UNIT) {
+                // two whole units = three 8-byte words, stored in native order (see TardisCompressor.verifiedUnits)
+                int p = off + done;
+                LONG_LE.set(dst, p, flagNative);
+                LONG_LE.set(dst, p + 8, Long.reverseBytes((marker << 32) | (flag >>> 32)));
+                LONG_LE.set(dst, p + 16, Long.reverseBytes((flag << 32) | ((marker - UNIT) & 0xFFFF_FFFFL)));
+                done += 2 * UNIT;
+                unitIndex += 2;
+                continue;
+            }
             if (inUnit == 0 && len - done >= UNIT) {
                 // whole unit: two stores instead of a 12-byte arraycopy (profiled hot in decompression/generation)
                 int p = off + done;

@@ -92,6 +92,176 @@ public final class ChildReview {
         ex.shutdown();
     }
 
+    static byte[] bytes(java.nio.MappedByteBuffer m, int at, int n) {
+        byte[] b = new byte[n];
+        m.get(at, b);
+        return b;
+    }
+
+    /** Bytes the file system allocated for {@code f} (stat %b x 512). */
+    static long allocatedBytes(File f) throws Exception {
+        Process p = new ProcessBuilder("stat", "-c", "%b", f.getPath()).start();
+        String out = new String(p.getInputStream().readAllBytes()).trim();
+        p.waitFor();
+        return Long.parseLong(out) * 512;
+    }
+
+    /** Waits (like Hadoop's SocketIOWithTimeout) until the channel is ready for {@code op}, at most 60 s. */
+    static void await(java.nio.channels.SocketChannel ch, int op) throws Exception {
+        try (java.nio.channels.Selector sel = java.nio.channels.Selector.open()) {
+            java.nio.channels.SelectionKey k = ch.register(sel, op);
+            if (sel.select(60_000) == 0) {
+                throw new java.net.SocketTimeoutException("not ready for " + op + " in 60 s");
+            }
+            k.cancel();
+            sel.selectNow();
+        }
+    }
+
+    /**
+     * A non-blocking writer that gets partial writes, with a peer that reads only when told to. Checks the four
+     * ways the rest of a frame the agent holds (its frame is committed, the application was told it was written)
+     * must still reach the peer: (1) the writer stops writing and waits for a reply (the agent's flusher), (2) the
+     * writer switches to blocking mode, (3) the writer closes right after its last write, and in between (4) the
+     * writer's own select/retry loop. The peer receives exactly the bytes the writes reported, in order.
+     */
+    static boolean nonBlockingPartialFramesArrive(int port) throws Exception {
+        Random rnd = new Random(11);
+        byte[] tardis = new byte[8 << 20];
+        new TardisGenerator(1L << 30).fill(0, tardis, 0, tardis.length);
+        Digest sent = new Digest();
+        Digest got = new Digest();
+        java.util.concurrent.Semaphore readGate = new java.util.concurrent.Semaphore(0);
+        java.util.concurrent.atomic.AtomicLong toRead = new java.util.concurrent.atomic.AtomicLong();
+        try (java.nio.channels.ServerSocketChannel ssc = java.nio.channels.ServerSocketChannel.open()) {
+            ssc.bind(new java.net.InetSocketAddress(InetAddress.getLoopbackAddress(), port));
+            java.nio.channels.SocketChannel w = java.nio.channels.SocketChannel.open(ssc.getLocalAddress());
+            java.nio.channels.SocketChannel peer = ssc.accept();
+            Thread reader = new Thread(() -> {
+                try {
+                    ByteBuffer buf = ByteBuffer.allocate(1 << 16);
+                    // phase 1: read exactly what the writer reported, then reply one byte
+                    readGate.acquire();
+                    long need = toRead.get();
+                    while (need > 0) {
+                        buf.clear().limit((int) Math.min(buf.capacity(), need));
+                        int r = peer.read(buf);
+                        if (r < 0) {
+                            throw new java.io.EOFException("phase 1: end of stream with " + need + " bytes missing");
+                        }
+                        got.write(buf.array(), 0, r);
+                        need -= r;
+                    }
+                    peer.write(ByteBuffer.wrap(new byte[] {42}));
+                    // phase 2: read everything until the writer closes
+                    readGate.acquire();
+                    for (int r; (r = peer.read(buf.clear())) >= 0;) {
+                        got.write(buf.array(), 0, r);
+                    }
+                    peer.close();
+                } catch (Exception e) {
+                    System.out.println("reader: " + e);
+                }
+            });
+            reader.setDaemon(true);
+            reader.start();
+            w.configureBlocking(false);
+            // (1) write until a write returns 0: part of a frame is now held by the agent; then wait for a reply only
+            int zeros = 0;
+            for (int i = 0; zeros == 0; i++) {
+                byte[] chunk = chunk(rnd, tardis, i);
+                ByteBuffer bb = ByteBuffer.wrap(chunk);
+                int n = w.write(bb);
+                sent.write(chunk, 0, n);
+                zeros += n == 0 ? 1 : 0;
+            }
+            toRead.set(sent.size());
+            readGate.release();
+            await(w, java.nio.channels.SelectionKey.OP_READ);
+            ByteBuffer reply = ByteBuffer.allocate(1);
+            if (w.read(reply) != 1 || reply.get(0) != 42) {
+                System.out.println("no reply after phase 1");
+                return false;
+            }
+            boolean phase1 = got.equals(sent);
+            System.out.println("phase 1 (writer waits for a reply, the agent's flusher sends the rest): " + sent.size()
+                    + " bytes, received " + (phase1 ? "exactly" : "DIFFERENT bytes"));
+            // (2) the peer does not read again yet: fill the buffers until a write returns 0, switch to blocking mode
+            zeros = 0;
+            for (int i = 100; zeros == 0; i++) {
+                byte[] chunk = chunk(rnd, tardis, i);
+                int n = w.write(ByteBuffer.wrap(chunk));
+                sent.write(chunk, 0, n);
+                zeros += n == 0 ? 1 : 0;
+            }
+            readGate.release();
+            w.configureBlocking(true);
+            byte[] c = chunk(rnd, tardis, 7);
+            w.write(ByteBuffer.wrap(c));
+            sent.write(c, 0, c.length);
+            // (4) back to non-blocking with a select/retry loop, then (3) close right after the last write
+            w.configureBlocking(false);
+            for (int i = 200; i < 208; i++) {
+                byte[] chunk = chunk(rnd, tardis, i);
+                ByteBuffer bb = ByteBuffer.wrap(chunk);
+                while (bb.hasRemaining()) {
+                    if (w.write(bb) == 0) {
+                        await(w, java.nio.channels.SelectionKey.OP_WRITE);
+                    }
+                }
+                sent.write(chunk, 0, chunk.length);
+            }
+            w.close();
+            reader.join(60_000);
+            boolean all = got.equals(sent);
+            System.out.println("phases 2-4 (blocking switch, select loop, close after the last write): " + sent.size()
+                    + " bytes sent, " + got.size() + " received, " + (all ? "identical" : "DIFFERENT"));
+            return phase1 && all;
+        }
+    }
+
+    /** Count and SHA-256 of a byte stream (the test streams are too large to keep). */
+    static final class Digest {
+        final java.security.MessageDigest md;
+        long size;
+
+        Digest() throws Exception {
+            md = java.security.MessageDigest.getInstance("SHA-256");
+        }
+
+        synchronized void write(byte[] b, int off, int n) {
+            md.update(b, off, n);
+            size += n;
+        }
+
+        synchronized long size() {
+            return size;
+        }
+
+        synchronized boolean equals(Digest o) throws Exception {
+            return size == o.size() && Arrays.equals(((java.security.MessageDigest) md.clone()).digest(), o.hash());
+        }
+
+        synchronized byte[] hash() throws Exception {
+            return ((java.security.MessageDigest) md.clone()).digest();
+        }
+    }
+
+    /** 1-4 MiB: random bytes (incompressible, fills the kernel buffers) or Tardis data with a random header. */
+    static byte[] chunk(Random rnd, byte[] tardis, int i) {
+        byte[] c = new byte[(1 + rnd.nextInt(4)) << 20];
+        if (i % 2 == 0) {
+            rnd.nextBytes(c);
+        } else {
+            int at = rnd.nextInt(tardis.length - c.length);
+            System.arraycopy(tardis, at, c, 0, c.length);
+            for (int k = 0; k < 100; k++) {
+                c[k] = (byte) rnd.nextInt();
+            }
+        }
+        return c;
+    }
+
     public static void main(String[] a) throws Exception {
         File dir = new File(a[0]);
         File outside = new File(a[1]);
@@ -107,10 +277,20 @@ public final class ChildReview {
                     w.configureBlocking(false);
                     byte[] d = new byte[32 << 20];
                     new Random(3).nextBytes(d);
-                    long[] written = {-1};
+                    long[] written = {0, -1};
                     Thread th = new Thread(() -> {
                         try {
-                            written[0] = w.write(ByteBuffer.wrap(d));
+                            // write until the kernel buffers are full: a write returns 0 instead of waiting
+                            ByteBuffer rest = ByteBuffer.wrap(d);
+                            for (int n; rest.hasRemaining() && (n = w.write(rest)) > 0;) {
+                                written[0] += n;
+                            }
+                            // every later write must return 0 too (its pending frame bytes do not fit)
+                            long more = 0;
+                            for (int i = 0; i < 50; i++) {
+                                more += w.write(rest);
+                            }
+                            written[1] = more;
                         } catch (Exception e) {
                             System.out.println("writer: " + e);
                         }
@@ -120,12 +300,14 @@ public final class ChildReview {
                     th.join(10_000);
                     boolean returned = !th.isAlive();
                     System.out.println("non-blocking write of 32 MiB to a peer that does not read: "
-                            + (returned ? "returned " + written[0] : "still blocked after 10 s"));
-                    w.close(); // unblocks the writer
-                    peer.close();
-                    return returned;
+                            + (returned ? "took " + written[0] + " bytes, then 50 more writes took " + written[1]
+                                    : "still blocked after 10 s"));
+                    peer.close(); // unblocks the writer; its pending bytes fail fast (connection reset), close() does not wait
+                    w.close();
+                    return returned && written[0] > 0 && written[0] < d.length && written[1] == 0;
                 }
             });
+            ChildHostile.run("nonblocking-partial-frames-arrive", () -> nonBlockingPartialFramesArrive(port));
             System.exit(0);
         }
         byte[] t = new byte[ChildHostile.MIB];
@@ -363,13 +545,67 @@ public final class ChildReview {
             try (FileOutputStream o = new FileOutputStream(f)) {
                 o.write(t);
             }
+            byte[] other = new byte[1 << 16]; // Tardis bytes of another position: a run, and different from t there
+            new TardisGenerator(1L << 30).fill(12345, other, 0, other.length);
             try (FileChannel ch = FileChannel.open(f.toPath(), StandardOpenOption.READ, StandardOpenOption.WRITE)) {
                 java.nio.MappedByteBuffer m = ch.map(FileChannel.MapMode.READ_ONLY, 0, t.length);
+                boolean before = Arrays.equals(bytes(m, 0, t.length), t);
                 ch.write(ByteBuffer.wrap("HELLO".getBytes()), 1000);
-                byte[] got = new byte[5];
-                m.get(1000, got);
+                byte[] got = bytes(m, 1000, 5);
                 System.out.println("read-only mapping after a channel write shows: " + new String(got, "ISO-8859-1"));
-                return Arrays.equals(got, "HELLO".getBytes());
+                ch.write(ByteBuffer.wrap(other), 4096);
+                try (RandomAccessFile r = new RandomAccessFile(f, "rw")) { // another handle on the same file
+                    r.seek(200_000);
+                    r.write(other);
+                }
+                boolean tardisShows = Arrays.equals(bytes(m, 4096, other.length), other)
+                        && Arrays.equals(bytes(m, 200_000, other.length), other);
+                System.out.println("read-only mapping shows later Tardis writes (channel, RandomAccessFile): " + tardisShows);
+                byte[] exp = t.clone();
+                System.arraycopy("HELLO".getBytes(), 0, exp, 1000, 5);
+                System.arraycopy(other, 0, exp, 4096, other.length);
+                System.arraycopy(other, 0, exp, 200_000, other.length);
+                return before && Arrays.equals(got, "HELLO".getBytes()) && tardisShows
+                        && Arrays.equals(Files.readAllBytes(f.toPath()), exp) && Arrays.equals(bytes(m, 0, t.length), exp);
+            }
+        });
+        // a read-write mapping: later Tardis writes through the channel went into the index, the mapping kept old bytes
+        ChildHostile.run("readwrite-map-sees-later-tardis-writes", () -> {
+            File f = new File(dir, "mapped-rw");
+            try (FileOutputStream o = new FileOutputStream(f)) {
+                o.write(t);
+            }
+            byte[] other = new byte[1 << 16];
+            new TardisGenerator(1L << 30).fill(777, other, 0, other.length);
+            try (FileChannel ch = FileChannel.open(f.toPath(), StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+                java.nio.MappedByteBuffer m = ch.map(FileChannel.MapMode.READ_WRITE, 0, t.length);
+                ch.write(ByteBuffer.wrap(other), 8192);
+                boolean shows = Arrays.equals(bytes(m, 8192, other.length), other);
+                m.put(50_000, (byte) 7); // a write through the mapping shows in reads
+                byte[] one = new byte[1];
+                ch.read(ByteBuffer.wrap(one), 50_000);
+                System.out.println("read-write mapping shows a later Tardis channel write: " + shows + "; a read sees the"
+                        + " mapping's write: " + (one[0] == 7));
+                byte[] exp = t.clone();
+                System.arraycopy(other, 0, exp, 8192, other.length);
+                exp[50_000] = 7;
+                return shows && one[0] == 7 && Arrays.equals(bytes(m, 0, t.length), exp)
+                        && Arrays.equals(Files.readAllBytes(f.toPath()), exp);
+            }
+        });
+        // outside a live mapping writes compress again: the mapped range is the only one left uncompressed
+        ChildHostile.run("map-keeps-other-ranges-compressed", () -> {
+            File f = new File(dir, "mapped-part");
+            try (FileOutputStream o = new FileOutputStream(f)) {
+                o.write(t);
+            }
+            try (FileChannel ch = FileChannel.open(f.toPath(), StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+                java.nio.MappedByteBuffer m = ch.map(FileChannel.MapMode.READ_ONLY, 0, 4096);
+                ch.write(ByteBuffer.wrap(t), t.length); // append 1 MiB of Tardis data after the mapped range
+                long blocks = allocatedBytes(f);
+                System.out.println("mapped 4 KiB of a 2 MiB Tardis file: " + blocks + " bytes allocated on disk");
+                return m.get(0) == t[0] && blocks < 256 << 10 && Arrays.equals(Arrays.copyOfRange(
+                        Files.readAllBytes(f.toPath()), t.length, 2 * t.length), t);
             }
         });
         System.exit(0);

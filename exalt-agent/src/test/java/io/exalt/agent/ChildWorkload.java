@@ -192,10 +192,14 @@ public final class ChildWorkload {
                 sent += ch.transferTo(sent, exp.length - sent, Channels.newChannel(o));
             }
             check(Arrays.equals(o.toByteArray(), exp), "FileChannel.transferTo", f);
-            MappedByteBuffer m = ch.map(FileChannel.MapMode.READ_ONLY, 0, exp.length);
-            byte[] mapped = new byte[exp.length];
+            // a mapping shows the physical file, so the agent writes the mapped range out in full (docs/exalt.md): map
+            // 8 KiB in the middle of a Tardis range, so that the caller's disk-usage check still sees a compressed file
+            int at = Math.max(0, Math.min(exp.length - 8192, exp.length / 2 + 5));
+            int n = Math.min(8192, exp.length - at);
+            MappedByteBuffer m = ch.map(FileChannel.MapMode.READ_ONLY, at, n);
+            byte[] mapped = new byte[n];
             m.get(mapped);
-            check(Arrays.equals(mapped, exp), "FileChannel.map(READ_ONLY)", f);
+            check(Arrays.equals(mapped, Arrays.copyOfRange(exp, at, at + n)), "FileChannel.map(READ_ONLY)", f);
         }
     }
 }

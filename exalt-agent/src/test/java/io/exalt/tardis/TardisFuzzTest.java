@@ -21,6 +21,8 @@ class TardisFuzzTest {
             byte[] viaArray = new byte[TardisCompressor.maxEncodedLength(n)];
             int cl = comp.compressTo(d, p, n, viaArray, 0);
             assertArrayEquals(c, java.util.Arrays.copyOf(viaArray, cl), "compressTo matches compress");
+            byte[] exact = comp.compressExact(d, p, n, 4);
+            assertArrayEquals(c, java.util.Arrays.copyOfRange(exact, 4, exact.length), "compressExact matches compress");
             byte[] back = dec.decompress(c);
             byte[] orig = new byte[n];
             System.arraycopy(d, p, orig, 0, n);

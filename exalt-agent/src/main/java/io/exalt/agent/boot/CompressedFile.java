@@ -292,6 +292,20 @@ public final class CompressedFile {
         if (len == 0) {
             return;
         }
+        long[] m = MappedRanges.firstOverlap(key, pos, pos + len);
+        if (m != null) {
+            // a live mapping shows this range: it must get the bytes on disk (see MappedRanges)
+            long a = Math.max(m[0], pos);
+            long b = Math.min(m[1], pos + len);
+            if (a > pos) {
+                write(pos, src, off, (int) (a - pos));
+            }
+            writePhysical(a, src, off + (int) (a - pos), (int) (b - a));
+            if (b < pos + len) {
+                write(b, src, off + (int) (b - pos), (int) (pos + len - b));
+            }
+            return;
+        }
         ensureWritable();
         long sizeBefore = size();
         ownMtime = null; // our own change starts: no staleness check until noteOwnChange() at the end
@@ -359,6 +373,24 @@ public final class CompressedFile {
         noteOwnChange();
     }
 
+    /** Writes logical bytes at {@code pos} to disk as they are (a mapped range), replacing what the index said. */
+    private void writePhysical(long pos, byte[] src, int off, int len) throws IOException {
+        ensureWritable();
+        size(); // fail loudly if the file was changed outside the agent
+        ownMtime = null;
+        boolean changed = !index.overlapping(pos, pos + len).isEmpty();
+        if (changed) {
+            index.clear(pos, pos + len); // runs around the range are split, the range itself is written below
+        }
+        writeFully(pos, src, off, len);
+        ExaltRuntime.LOGICAL_BYTES_WRITTEN.addAndGet(len);
+        ExaltRuntime.PHYSICAL_BYTES_WRITTEN.addAndGet(len);
+        if (changed) {
+            persist();
+        }
+        noteOwnChange();
+    }
+
     private void writeFully(long pos, byte[] b, int off, int len) throws IOException {
         ByteBuffer bb = ByteBuffer.wrap(b, off, len);
         long p = pos;
@@ -391,11 +423,15 @@ public final class CompressedFile {
         ExaltRuntime.MATERIALISED_BYTES.addAndGet(b - a);
     }
 
-    /** Writes the compressed ranges in [a, b) out in full (used before a read-write mapping). */
-    synchronized void materialise(long a, long b) throws IOException {
+    /**
+     * Writes the compressed ranges in [a, b) out in full (before a mapping: it shows the physical bytes). A
+     * read-write mapping changes the file without the agent, so its file is exempt from the staleness check.
+     */
+    synchronized void materialise(long a, long b, boolean writableMapping) throws IOException {
         ensureWritable();
         size(); // fail loudly if the file was already changed outside the agent
-        mappedWritable = true;
+        mappedWritable |= writableMapping;
+        ownMtime = null; // our own change starts (see write)
         List<long[]> ranges = new ArrayList<>();
         for (ExtentIndex.Extent e : index.overlapping(a, b)) {
             ranges.add(new long[] {Math.max(a, e.start), Math.min(b, e.end())});
@@ -406,6 +442,7 @@ public final class CompressedFile {
         if (!ranges.isEmpty()) {
             persist();
         }
+        noteOwnChange();
     }
 
     /** After File.setLastModified / Files.setLastModifiedTime on this open file: the new time is the agent's. */

@@ -506,47 +506,38 @@ public final class FileHooks {
         return done;
     }
 
-    /** FileChannel.map: read-only maps get a private copy of the logical bytes; writable maps materialise. */
-    public static MappedByteBuffer map(FileDescriptor fd, FileChannel.MapMode mode, long position, long size) throws IOException {
+    /**
+     * FileChannel.map (entered): the JDK's mapping is shared with the file in every mode, so the compressed ranges
+     * in it are written out in full first and the range is recorded in {@link MappedRanges}: while the mapping lives,
+     * writes into it go to disk too, so the mapping shows later writes and reads show writes through a read-write
+     * mapping. Then the real mapping is made. A read-only channel on a file the agent cannot open for writing cannot
+     * be mapped where it has Tardis runs: that fails with an IOException naming the file and the fix.
+     */
+    public static void mapping(FileDescriptor fd, FileChannel.MapMode mode, long position, long size) throws IOException {
         CompressedFile cf = lookup(fd);
-        if (cf == null) {
-            return null;
+        if (cf == null || position < 0 || size < 0) {
+            return; // not emulated (or the JDK rejects the arguments)
         }
-        if (mode != FileChannel.MapMode.READ_ONLY) {
-            // a writable mapping bypasses every hook: write the compressed ranges out first, then map for real
-            cf.materialise(position, position + size);
-            ExaltRuntime.log("read-write mmap of " + cf.path + " [" + position + ", " + (position + size)
-                    + "): compressed ranges written out in full");
-            return null;
+        MappedRanges.entering(cf.key, position, position + size);
+        if (mode == FileChannel.MapMode.READ_ONLY && !cf.hasExtentsIn(position, position + size)) {
+            return; // nothing compressed in range: the real mapping shows the right bytes
         }
-        if (!cf.hasExtentsIn(position, position + size)) {
-            return null; // nothing compressed in range: the real mapping shows the right bytes
+        try {
+            cf.materialise(position, position + size, mode != FileChannel.MapMode.READ_ONLY);
+        } catch (IOException e) {
+            MappedRanges.returned(null);
+            throw new IOException("Exalt: cannot map " + cf.path + " [" + position + ", " + (position + size) + "): a"
+                    + " mapping shows the file's physical bytes, so the agent must first write the Tardis runs in that range"
+                    + " out in full, and that failed (" + e.getMessage() + "). Fix: make the file writable for this"
+                    + " process, or read it with FileChannel.read instead of map", e);
         }
-        Path dir = Paths.get("/dev/shm");
-        if (!Files.isDirectory(dir) || !Files.isWritable(dir)) {
-            dir = Paths.get(System.getProperty("java.io.tmpdir"));
-        }
-        Boolean prev = ExaltRuntime.BYPASS.get();
-        ExaltRuntime.BYPASS.set(Boolean.TRUE);
-        Path tmp = Files.createTempFile(dir, "exalt-map", ".bin");
-        try (RandomAccessFile copy = new RandomAccessFile(tmp.toFile(), "rw")) {
-            copy.setLength(size);
-            byte[] buf = new byte[(int) Math.min(Math.max(size, 1), 1 << 20)];
-            long done = 0;
-            long avail = Math.max(0, Math.min(size, cf.size() - position));
-            while (done < avail) {
-                int n = cf.read(position + done, buf, 0, (int) Math.min(buf.length, avail - done));
-                if (n <= 0) {
-                    break;
-                }
-                copy.write(buf, 0, n);
-                done += n;
-            }
-            return copy.getChannel().map(FileChannel.MapMode.READ_ONLY, 0, size);
-        } finally {
-            Files.deleteIfExists(tmp);
-            ExaltRuntime.BYPASS.set(prev);
-        }
+        ExaltRuntime.log(mode + " mmap of " + cf.path + " [" + position + ", " + (position + size)
+                + "): compressed ranges written out in full; writes into it stay uncompressed while it is mapped");
+    }
+
+    /** FileChannel.map returned {@code b} (null if it threw). */
+    public static void mapped(MappedByteBuffer b) {
+        MappedRanges.returned(b);
     }
 
     /** After FileChannel.truncate. */

@@ -8,8 +8,6 @@ import java.lang.reflect.Field;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.nio.ByteBuffer;
-import java.nio.channels.SelectionKey;
-import java.nio.channels.Selector;
 import java.nio.channels.SocketChannel;
 import java.util.Collections;
 import java.util.Map;
@@ -52,6 +50,20 @@ public final class SocketHooks {
         int frameFill;
         /** Reused decode buffer: take() copies out of it, so nothing outside the hook ever holds it. */
         byte[] decodeBuf = new byte[0];
+        /** Guards the write side: pending frame bytes and the order of frames on the wire. */
+        final java.util.concurrent.locks.ReentrantLock out = new java.util.concurrent.locks.ReentrantLock();
+        /** The unsent rest of a frame a non-blocking write committed to (null: none). */
+        ByteBuffer pending;
+        /** An error the flusher met sending {@link #pending}: thrown by the next write. */
+        Exception failure;
+
+        void throwIfFailed() throws IOException {
+            Exception f = failure;
+            if (f != null) {
+                failure = null;
+                throw f instanceof IOException ? (IOException) f : new IOException(f);
+            }
+        }
 
         State(boolean compressed) {
             this.compressed = compressed;
@@ -163,6 +175,15 @@ public final class SocketHooks {
     /** The frames {@code [length][encoding]} of {@code b[off..off+len)}, one per {@link #MAX_FRAME_INPUT} bytes. */
     private static byte[] encode(byte[] b, int off, int len) {
         TardisCompressor c = ExaltRuntime.compressor();
+        if (len <= MAX_FRAME_INPUT) { // one frame (every HDFS packet): one exact allocation, no copies
+            byte[] f = c.compressExact(b, off, len, 4);
+            int n = f.length - 4;
+            f[0] = (byte) (n >>> 24);
+            f[1] = (byte) (n >>> 16);
+            f[2] = (byte) (n >>> 8);
+            f[3] = (byte) n;
+            return f;
+        }
         java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(Math.min(len, MAX_FRAME_INPUT) / 8 + 64);
         int done = 0;
         do {
@@ -175,10 +196,7 @@ public final class SocketHooks {
             out.write(enc, 0, enc.length);
             done += n;
         } while (done < len);
-        byte[] frames = out.toByteArray();
-        ExaltRuntime.NET_LOGICAL_BYTES_SENT.addAndGet(len);
-        ExaltRuntime.NET_WIRE_BYTES_SENT.addAndGet(frames.length);
-        return frames;
+        return out.toByteArray();
     }
 
     /**
@@ -296,25 +314,20 @@ public final class SocketHooks {
         }
     }
 
+    /**
+     * Logical bytes a non-blocking write takes at most: the part of a frame that the kernel does not accept is
+     * kept in {@link State#pending} until it is out, so this bounds the memory a stalled socket holds.
+     */
+    static final int NB_MAX_INPUT = 1 << 20;
+    /** How long close() waits for the peer to take pending frame bytes when it makes no progress. */
+    static final long CLOSE_PATIENCE_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+
     public static Integer chWrite(SocketChannel ch, ByteBuffer src) throws IOException {
         State st = state(ch);
         if (st == null) {
             return null;
         }
-        int n = src.remaining();
-        if (n == 0) {
-            return 0;
-        }
-        if (src.hasArray()) { // heap buffer (HDFS packets): compress in place, no copy
-            byte[] frame = encode(src.array(), src.arrayOffset() + src.position(), n);
-            src.position(src.position() + n);
-            writeFrame(ch, frame);
-            return n;
-        }
-        byte[] b = new byte[n];
-        src.get(b);
-        writeFrame(ch, encode(b, 0, n));
-        return n;
+        return (int) write(ch, st, new ByteBuffer[] {src}, 0, 1);
     }
 
     public static Long chWriteV(SocketChannel ch, ByteBuffer[] srcs, int off, int len) throws IOException {
@@ -322,50 +335,256 @@ public final class SocketHooks {
         if (st == null) {
             return null;
         }
+        return write(ch, st, srcs, off, len);
+    }
+
+    /**
+     * A write of a compressed SocketChannel. Blocking mode: the whole input goes out as frames, as before.
+     * Non-blocking mode (the JDK contract: never wait, return how many bytes were taken): first the rest of an
+     * earlier frame ({@link State#pending}) is sent, and while it does not fit 0 is returned; then at most
+     * {@link #NB_MAX_INPUT} bytes become one frame. If the kernel takes none of it, nothing is consumed and 0
+     * returned; if it takes part, the bytes are consumed (the frame is committed to the wire) and the rest is
+     * pending: the next write, the {@link Flusher} thread (the application may stop writing and wait for a
+     * reply), a switch to blocking mode or close() sends it.
+     */
+    private static long write(SocketChannel ch, State st, ByteBuffer[] srcs, int off, int len) throws IOException {
         long total = 0;
         for (int i = off; i < off + len; i++) {
             total += srcs[i].remaining();
         }
         if (total == 0) {
-            return 0L;
+            return 0;
         }
-        byte[] b = new byte[(int) total];
-        int p = 0;
-        for (int i = off; i < off + len; i++) {
-            int r = srcs[i].remaining();
-            srcs[i].get(b, p, r);
-            p += r;
-        }
-        writeFrame(ch, encode(b, 0, b.length));
-        return total;
-    }
-
-    private static void writeFrame(SocketChannel ch, byte[] frame) throws IOException {
-        ByteBuffer bb = ByteBuffer.wrap(frame);
-        IN_HOOK.set(Boolean.TRUE);
+        st.out.lock();
         try {
-            synchronized (ch) {
-                Selector sel = null;
-                try {
-                    while (bb.hasRemaining()) {
-                        if (ch.write(bb) == 0 && bb.hasRemaining() && !ch.isBlocking()) {
-                            // the whole frame must go out: wait until the socket is writable again
-                            if (sel == null) {
-                                sel = Selector.open();
-                                ch.register(sel, SelectionKey.OP_WRITE);
-                            }
-                            sel.select(1000);
-                            sel.selectedKeys().clear();
-                        }
+            st.throwIfFailed();
+            if (st.pending != null) {
+                rawWrite(ch, st.pending);
+                if (st.pending.hasRemaining()) {
+                    if (!ch.isBlocking()) {
+                        return 0; // the earlier frame is still going out: the application selects OP_WRITE and retries
                     }
-                } finally {
-                    if (sel != null) {
-                        sel.close();
-                    }
+                    writeFully(ch, st.pending);
+                }
+                st.pending = null;
+            }
+            boolean blocking = ch.isBlocking();
+            int n = (int) Math.min(total, blocking ? Integer.MAX_VALUE - 64 : NB_MAX_INPUT);
+            byte[] frames;
+            if (len == 1 && srcs[off].hasArray()) { // heap buffer (HDFS packets): compress in place, no copy
+                ByteBuffer src = srcs[off];
+                frames = encode(src.array(), src.arrayOffset() + src.position(), n);
+            } else {
+                byte[] b = new byte[n];
+                int p = 0;
+                for (int i = off; i < off + len && p < n; i++) {
+                    ByteBuffer d = srcs[i].duplicate();
+                    int r = Math.min(d.remaining(), n - p);
+                    d.get(b, p, r);
+                    p += r;
+                }
+                frames = encode(b, 0, n);
+            }
+            ByteBuffer bb = ByteBuffer.wrap(frames);
+            if (blocking) {
+                writeFully(ch, bb);
+            } else {
+                rawWrite(ch, bb);
+                if (bb.position() == 0) {
+                    return 0; // the kernel took nothing: nothing is committed, the application retries
+                }
+                if (bb.hasRemaining()) {
+                    st.pending = bb;
+                    Flusher.add(ch, st);
                 }
             }
+            consume(srcs, off, len, n);
+            ExaltRuntime.NET_LOGICAL_BYTES_SENT.addAndGet(n);
+            ExaltRuntime.NET_WIRE_BYTES_SENT.addAndGet(frames.length);
+            return n;
+        } finally {
+            st.out.unlock();
+        }
+    }
+
+    private static void consume(ByteBuffer[] srcs, int off, int len, long n) {
+        for (int i = off; i < off + len && n > 0; i++) {
+            int r = (int) Math.min(srcs[i].remaining(), n);
+            srcs[i].position(srcs[i].position() + r);
+            n -= r;
+        }
+    }
+
+    /** One raw (unhooked) write attempt; returns the count. */
+    private static int rawWrite(SocketChannel ch, ByteBuffer bb) throws IOException {
+        IN_HOOK.set(Boolean.TRUE);
+        try {
+            return ch.write(bb);
         } finally {
             IN_HOOK.remove();
+        }
+    }
+
+    /** Writes all of {@code bb}; if the channel is (or becomes) non-blocking, waits for it to be writable. */
+    private static void writeFully(SocketChannel ch, ByteBuffer bb) throws IOException {
+        long backoff = 0;
+        while (bb.hasRemaining()) {
+            if (rawWrite(ch, bb) == 0 && bb.hasRemaining()) {
+                backoff = Flusher.pause(backoff);
+            } else {
+                backoff = 0;
+            }
+        }
+    }
+
+    /**
+     * Before {@code SocketChannelImpl.implConfigureBlocking(true)}: a blocking channel has no pending frame bytes
+     * (its writes send everything), so they go out now; this waits for the peer, as a blocking write would.
+     */
+    public static void beforeBlockingMode(SocketChannel ch, boolean block) throws IOException {
+        if (!block) {
+            return;
+        }
+        State st = state(ch);
+        if (st == null) {
+            return;
+        }
+        st.out.lock();
+        try {
+            if (st.pending != null) {
+                writeFully(ch, st.pending);
+                st.pending = null;
+            }
+        } finally {
+            st.out.unlock();
+        }
+    }
+
+    /**
+     * Before {@code close()} of a compressed SocketChannel: the kernel would still deliver what an application
+     * wrote before closing, so pending frame bytes are sent first, waiting while the peer takes them. If the peer
+     * takes nothing for {@link #CLOSE_PATIENCE_NANOS} (it stopped reading) or the connection fails, they are
+     * dropped with a message on stderr; the peer then sees the connection end inside a frame (an EOFException).
+     */
+    public static void beforeClose(SocketChannel ch) {
+        State st;
+        try {
+            st = ch.isOpen() ? state(ch) : null;
+        } catch (RuntimeException e) {
+            return;
+        }
+        if (st == null) {
+            return;
+        }
+        st.out.lock();
+        try {
+            ByteBuffer p = st.pending;
+            if (p == null) {
+                return;
+            }
+            st.pending = null;
+            long last = System.nanoTime();
+            long backoff = 0;
+            try {
+                while (p.hasRemaining()) {
+                    if (rawWrite(ch, p) > 0) {
+                        last = System.nanoTime();
+                        backoff = 0;
+                    } else if (System.nanoTime() - last > CLOSE_PATIENCE_NANOS || Thread.currentThread().isInterrupted()) {
+                        System.err.println("[exalt] closing compressed socket " + ch + " with " + p.remaining() + " bytes of"
+                                + " a frame unsent: the peer took none for " + CLOSE_PATIENCE_NANOS / 1_000_000_000
+                                + " s (it stopped reading). The peer sees the connection end inside a frame.");
+                        return;
+                    } else {
+                        backoff = Flusher.pause(backoff);
+                    }
+                }
+            } catch (IOException e) {
+                System.err.println("[exalt] closing compressed socket " + ch + ": " + p.remaining() + " bytes of a frame"
+                        + " could not be sent (" + e + ")");
+            }
+        } finally {
+            st.out.unlock();
+        }
+    }
+
+    /**
+     * Sends the pending rest of frames of non-blocking sockets whose application stopped writing (HDFS waits for
+     * an ack after its last packet; the frame of that packet must arrive without another write). One daemon thread;
+     * it polls the sockets with pending bytes, pausing between rounds without progress (20 us doubling to 5 ms).
+     * Errors are kept and thrown by the socket's next write, as the kernel reports them.
+     */
+    static final class Flusher implements Runnable {
+        private static final java.util.Map<SocketChannel, State> PENDING = new java.util.LinkedHashMap<>();
+        private static Thread thread;
+
+        static synchronized void add(SocketChannel ch, State st) {
+            PENDING.put(ch, st);
+            if (thread == null) {
+                thread = new Thread(new Flusher(), "exalt-socket-flusher");
+                thread.setDaemon(true);
+                thread.start();
+            } else {
+                java.util.concurrent.locks.LockSupport.unpark(thread);
+            }
+        }
+
+        static long pause(long backoff) {
+            long b = backoff == 0 ? 20_000 : Math.min(backoff * 2, 5_000_000);
+            java.util.concurrent.locks.LockSupport.parkNanos(b);
+            return b;
+        }
+
+        @Override
+        public void run() {
+            long backoff = 0;
+            while (true) {
+                java.util.List<java.util.Map.Entry<SocketChannel, State>> work;
+                synchronized (Flusher.class) {
+                    work = new java.util.ArrayList<>(PENDING.entrySet());
+                }
+                if (work.isEmpty()) {
+                    java.util.concurrent.locks.LockSupport.park();
+                    continue;
+                }
+                boolean progress = false;
+                for (java.util.Map.Entry<SocketChannel, State> e : work) {
+                    SocketChannel ch = e.getKey();
+                    State st = e.getValue();
+                    boolean done;
+                    if (!st.out.tryLock()) {
+                        continue; // an application write holds it (and sends the pending bytes first)
+                    }
+                    try {
+                        if (st.pending == null || !ch.isOpen()) {
+                            done = true;
+                        } else if (ch.isBlocking()) {
+                            continue; // never block this thread: the next (blocking) write sends them
+                        } else {
+                            try {
+                                progress |= rawWrite(ch, st.pending) > 0;
+                            } catch (IOException | RuntimeException x) {
+                                st.failure = x;
+                                st.pending = null;
+                            }
+                            done = st.pending == null || !st.pending.hasRemaining();
+                            if (done) {
+                                st.pending = null;
+                            }
+                        }
+                    } finally {
+                        st.out.unlock();
+                    }
+                    if (done) {
+                        synchronized (Flusher.class) {
+                            if (st.pending == null) {
+                                PENDING.remove(ch);
+                            }
+                        }
+                    }
+                }
+                backoff = progress ? 0 : pause(backoff);
+            }
         }
     }
 
@@ -397,12 +616,19 @@ public final class SocketHooks {
             return false;
         }
         byte[] f = encode(b, off, len);
-        IN_HOOK.set(Boolean.TRUE);
+        st.out.lock();
         try {
-            raw.write(f, 0, f.length);
+            IN_HOOK.set(Boolean.TRUE);
+            try {
+                raw.write(f, 0, f.length);
+            } finally {
+                IN_HOOK.remove();
+            }
         } finally {
-            IN_HOOK.remove();
+            st.out.unlock();
         }
+        ExaltRuntime.NET_LOGICAL_BYTES_SENT.addAndGet(len);
+        ExaltRuntime.NET_WIRE_BYTES_SENT.addAndGet(f.length);
         return true;
     }
 
@@ -455,12 +681,19 @@ public final class SocketHooks {
             return false;
         }
         byte[] f = encode(b, off, len);
-        IN_HOOK.set(Boolean.TRUE);
+        st.out.lock();
         try {
-            raw.write(f, 0, f.length);
+            IN_HOOK.set(Boolean.TRUE);
+            try {
+                raw.write(f, 0, f.length);
+            } finally {
+                IN_HOOK.remove();
+            }
         } finally {
-            IN_HOOK.remove();
+            st.out.unlock();
         }
+        ExaltRuntime.NET_LOGICAL_BYTES_SENT.addAndGet(len);
+        ExaltRuntime.NET_WIRE_BYTES_SENT.addAndGet(f.length);
         return true;
     }
 

@@ -65,7 +65,7 @@ class CompressedFileTest {
         CompressedFile again = open(p);
         assertArrayEquals(expect, readAll(again, expect.length));
         // read-write mmap path: materialise everything, the index disappears, the disk holds the logical bytes
-        again.materialise(0, expect.length);
+        again.materialise(0, expect.length, true);
         assertEquals(0, again.extentCount());
         assertArrayEquals(expect, Files.readAllBytes(p));
         assertTrue(v.list().isEmpty(), "empty index removes the xattr");
