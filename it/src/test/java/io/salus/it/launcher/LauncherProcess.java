@@ -153,6 +153,22 @@ final class LauncherProcess implements AutoCloseable {
     return process.exitValue();
   }
 
+  /**
+   * Sends SIGKILL with kill(1) to the launcher's JVM (the whole {@code salus up}: every server runs in it): no
+   * shutdown hook, no region close, no flush. Returns the exit code (137).
+   */
+  int kill9(long timeout, TimeUnit unit) throws InterruptedException, IOException {
+    Process kill = new ProcessBuilder("kill", "-KILL", Long.toString(process.pid())).inheritIO().start();
+    if (kill.waitFor() != 0) {
+      throw new AssertionError("kill -KILL " + process.pid() + " failed");
+    }
+    if (!process.waitFor(timeout, unit)) {
+      throw new AssertionError("launcher still alive " + timeout + " " + unit + " after SIGKILL");
+    }
+    pump.join(2000);
+    return process.exitValue();
+  }
+
   int waitForExit(long timeout, TimeUnit unit) throws InterruptedException {
     if (!process.waitFor(timeout, unit)) {
       process.destroyForcibly();

@@ -260,7 +260,7 @@ public final class EmbeddedCluster implements AutoCloseable {
     }
     exports = new CatalogExports(connection, name, false);
     try {
-      exports.volume();
+      mountAwaitingStaleLease(name);
     } catch (IllegalStateException e) {
       if (!VolumeCatalog.KIND_SALUS.equals(volume.kind())) {
         throw e;
@@ -274,6 +274,45 @@ public final class EmbeddedCluster implements AutoCloseable {
     ServerSocketChannel bound = nbdSocket;
     nbdSocket = null;
     nbd.start(bound);
+  }
+
+  /** How long the export waits for a writer lease left by a killed previous run (ZooKeeper session expiry). */
+  static final Duration STALE_LEASE_WAIT = Duration.ofSeconds(90);
+
+  /**
+   * Mounts the exported volume. After {@code kill -9} the previous run's writer lease (an ephemeral znode) lives
+   * until ZooKeeper expires that run's session, which it restored from its own log at start; the export waits for
+   * that (bounded by {@link #STALE_LEASE_WAIT}) instead of failing, and then fails with the lease's own message.
+   */
+  private void mountAwaitingStaleLease(String name) throws Exception {
+    long deadline = System.nanoTime() + STALE_LEASE_WAIT.toNanos();
+    boolean said = false;
+    while (true) {
+      try {
+        exports.volume();
+        return;
+      } catch (Exception e) {
+        if (!(inUse(e)) || System.nanoTime() > deadline) {
+          throw e;
+        }
+        if (!said) {
+          progress.printf("%n  waiting up to %d s for the writer lease of a previous run to expire ...",
+              STALE_LEASE_WAIT.toSeconds());
+          progress.flush();
+          said = true;
+        }
+        Thread.sleep(1000);
+      }
+    }
+  }
+
+  private static boolean inUse(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (t instanceof io.salus.blockdriver.volume.VolumeException.InUse) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private void startHBase() throws Exception {
