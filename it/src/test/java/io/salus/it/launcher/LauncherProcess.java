@@ -129,7 +129,16 @@ final class LauncherProcess implements AutoCloseable {
         }
       }
       List<String> tail = picked.subList(Math.max(0, picked.size() - 120), picked.size());
-      return "\n--- last warnings/errors of " + m.group(1) + " ---\n" + String.join("\n", tail);
+      // a server that died early is named by its abort line, long before the last 120 warnings
+      List<String> aborts = new ArrayList<>();
+      for (String l : all) {
+        if (l.contains("ABORTING") || l.contains(" FATAL ") || l.contains("YouAreDeadException")) {
+          aborts.add(l);
+        }
+      }
+      return "\n--- server aborts in " + m.group(1) + " ---\n"
+          + String.join("\n", aborts.subList(0, Math.min(20, aborts.size())))
+          + "\n--- last warnings/errors of " + m.group(1) + " ---\n" + String.join("\n", tail);
     } catch (IOException | RuntimeException e) {
       return "\n(could not read " + m.group(1) + ": " + e + ")";
     }

@@ -46,7 +46,7 @@ import org.junit.jupiter.api.io.TempDir;
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class SalusUpSalusExportTest {
   private static final long SIZE = 128L << 20;
-  @TempDir Path tmp;
+  @TempDir static Path tmp; // static: injected before @BeforeAll
   private Path data;
   private LauncherProcess up;
   private String ready;

@@ -173,7 +173,13 @@ public final class EmbeddedCluster implements AutoCloseable {
     long t = System.nanoTime();
     progress.printf("  starting %-45s", what + " ...");
     progress.flush();
-    step.run();
+    try {
+      step.run();
+    } catch (Exception e) {
+      progress.println(" failed"); // ends the progress line before the error is printed
+      progress.flush();
+      throw e;
+    }
     progress.printf(" ok (%.1f s)%n", (System.nanoTime() - t) / 1e9);
   }
 
@@ -328,6 +334,9 @@ public final class EmbeddedCluster implements AutoCloseable {
     c.set("hbase.local.dir", layout.dir("hbase-tmp").getAbsolutePath() + "/local");
     c.setInt("hbase.master.wait.on.regionservers.mintostart", options.regionServers());
     c.setInt("hbase.master.wait.on.regionservers.timeout", 1000);
+    // MiniHBaseCluster waits 30 s for the master to become active: too short on a loaded machine (seen at load 17
+    // on 2 cores: "Master not active after 30000ms" and 'salus up' exited).
+    c.setInt("hbase.master.start.timeout.localHBaseCluster", 180_000);
     c.setBoolean("hbase.localcluster.assign.random.ports", false);
     c.setFloat("hfile.block.cache.size", 0.1f);
     c.setInt("hbase.regionserver.handler.count", 10);
