@@ -256,8 +256,7 @@ public final class EmbeddedCluster implements AutoCloseable {
       if (LauncherOptions.KIND_HBASE.equals(wanted)) {
         volume = catalog.create(name, options.volumeSizeBytes() / VOLUME_BLOCK_SIZE, VOLUME_BLOCK_SIZE);
       } else {
-        volume = catalog.createSalus(new VolumeGeometry(name, options.volumeSizeBytes(), VOLUME_BLOCK_SIZE,
-            VolumeGeometry.DEFAULT_BLOCKS_PER_REGION));
+        volume = catalog.createSalus(salusGeometry(name, options.volumeSizeBytes()));
       }
     } else if (wanted != null && !wanted.equals(volume.kind())) {
       throw new LauncherException("volume '" + name + "' in data directory " + layout.root() + " is a "
@@ -280,6 +279,18 @@ public final class EmbeddedCluster implements AutoCloseable {
     ServerSocketChannel bound = nbdSocket;
     nbdSocket = null;
     nbd.start(bound);
+  }
+
+  /**
+   * The geometry of a new Salus volume: 4 KiB blocks, regions of {@link VolumeGeometry#DEFAULT_BLOCKS_PER_REGION}
+   * blocks, or of the largest power of two that fits the volume when it is smaller than one such region. (A region
+   * larger than the whole volume made every region server that opened it abort: "region level 16 must be in
+   * [0,15] for 32768 blocks" from the replica endpoint, for a 128 MiB volume.)
+   */
+  static VolumeGeometry salusGeometry(String name, long sizeBytes) {
+    long blocks = sizeBytes / VOLUME_BLOCK_SIZE;
+    long perRegion = Math.min(VolumeGeometry.DEFAULT_BLOCKS_PER_REGION, Long.highestOneBit(blocks));
+    return new VolumeGeometry(name, sizeBytes, VOLUME_BLOCK_SIZE, perRegion);
   }
 
   /** How long the export waits for a writer lease left by a killed previous run (ZooKeeper session expiry). */
