@@ -45,7 +45,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class SalusUpSalusExportTest {
-  private static final long SIZE = 128L << 20;
+  private static final long SIZE = 64L << 20;
   @TempDir static Path tmp; // static: injected before @BeforeAll
   private Path data;
   private LauncherProcess up;
@@ -58,7 +58,7 @@ class SalusUpSalusExportTest {
     up = LauncherProcess.start("3g", "up", "--data", data.toString(),
         "--zk-port", Integer.toString(LauncherProcess.freePort()),
         "--namenode-port", Integer.toString(LauncherProcess.freePort()),
-        "--nbd-port", Integer.toString(LauncherProcess.freePort()), "--size", "128M");
+        "--nbd-port", Integer.toString(LauncherProcess.freePort()), "--size", "64M");
     ready = up.awaitLine(LauncherProcess.READY, 420, TimeUnit.SECONDS);
     nbd = LauncherProcess.field(ready, "nbd");
   }
@@ -82,7 +82,8 @@ class SalusUpSalusExportTest {
   @Test
   void exportsASalusVolumeWhoseLogsSitOnEachRegionServersOwnDataNode() throws Exception {
     assertEquals("salus", LauncherProcess.field(ready, "kind"), ready);
-    String written = qemuIo(nbd, "write -P 0x3c 0 1M", "flush");
+    // 1 MiB at 40 MiB: no other test of the class writes there except ext4 (which runs mkfs on its own)
+    String written = qemuIo(nbd, "write -P 0x3c 40M 1M", "flush");
     assertTrue(written.contains("wrote 1048576/1048576"), written);
     assertTrue(Files.readString(data.resolve("witness-trust.conf")).contains("\nrecoverer master "),
         Files.readString(data.resolve("witness-trust.conf")));
@@ -132,7 +133,7 @@ class SalusUpSalusExportTest {
       }
       dataNodesByRrs.forEach((rrs, dns) -> assertEquals(3, dns.size(), "RRS at " + rrs + " logs on " + dns));
     }
-    String read = qemuIo(nbd, "read -P 0x3c 0 1M");
+    String read = qemuIo(nbd, "read -P 0x3c 40M 1M");
     assertFalse(read.contains("Pattern verification failed"), read);
   }
 
@@ -149,7 +150,8 @@ class SalusUpSalusExportTest {
     new Random(13).nextBytes(payload);
     Files.write(src, payload);
     // the 2 MiB at offset 16 MiB, through nbdkit's offset filter in front of the export (nbdcopy copies whole images)
-    List<String> window = List.of("[", "nbdkit", "-s", "--exit-with-parent", "--filter=offset", "nbd",
+    // (no -s: nbdcopy's [ … ] starts nbdkit by socket activation, which -s refuses)
+    List<String> window = List.of("[", "nbdkit", "--exit-with-parent", "--filter=offset", "nbd",
         "uri=" + nbd, "offset=" + (16 << 20), "range=" + payload.length, "]");
     java.util.ArrayList<String> in = new java.util.ArrayList<>(List.of("nbdcopy", src.toString(), "--"));
     in.addAll(window);
@@ -183,7 +185,7 @@ class SalusUpSalusExportTest {
       // nodiscard: the protocol has no trim, a discard of the whole device would be written as zero blocks
       Tools.run(300, "mkfs.ext4", "-q", "-F", "-E", "nodiscard", img).requireSuccess("mkfs.ext4");
       Tools.run(60, "mount", "-o", "loop", img, mnt.getAbsolutePath()).requireSuccess("mount");
-      byte[] payload = new byte[3 << 20];
+      byte[] payload = new byte[1 << 20];
       new Random(3).nextBytes(payload);
       try {
         Files.write(mnt.toPath().resolve("payload.bin"), payload);
