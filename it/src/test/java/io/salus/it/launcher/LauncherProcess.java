@@ -129,7 +129,16 @@ final class LauncherProcess implements AutoCloseable {
         }
       }
       List<String> tail = picked.subList(Math.max(0, picked.size() - 120), picked.size());
-      return "\n--- last warnings/errors of " + m.group(1) + " ---\n" + String.join("\n", tail);
+      // a server that died early is named by its abort line, long before the last 120 warnings
+      List<String> aborts = new ArrayList<>();
+      for (String l : all) {
+        if (l.contains("ABORTING") || l.contains(" FATAL ") || l.contains("YouAreDeadException")) {
+          aborts.add(l);
+        }
+      }
+      return "\n--- server aborts in " + m.group(1) + " ---\n"
+          + String.join("\n", aborts.subList(0, Math.min(20, aborts.size())))
+          + "\n--- last warnings/errors of " + m.group(1) + " ---\n" + String.join("\n", tail);
     } catch (IOException | RuntimeException e) {
       return "\n(could not read " + m.group(1) + ": " + e + ")";
     }
@@ -148,6 +157,22 @@ final class LauncherProcess implements AutoCloseable {
       process.destroyForcibly();
       throw new AssertionError("launcher did not stop within " + timeout + " " + unit
           + " of SIGTERM; output:\n" + output());
+    }
+    pump.join(2000);
+    return process.exitValue();
+  }
+
+  /**
+   * Sends SIGKILL with kill(1) to the launcher's JVM (the whole {@code salus up}: every server runs in it): no
+   * shutdown hook, no region close, no flush. Returns the exit code (137).
+   */
+  int kill9(long timeout, TimeUnit unit) throws InterruptedException, IOException {
+    Process kill = new ProcessBuilder("kill", "-KILL", Long.toString(process.pid())).inheritIO().start();
+    if (kill.waitFor() != 0) {
+      throw new AssertionError("kill -KILL " + process.pid() + " failed");
+    }
+    if (!process.waitFor(timeout, unit)) {
+      throw new AssertionError("launcher still alive " + timeout + " " + unit + " after SIGKILL");
     }
     pump.join(2000);
     return process.exitValue();

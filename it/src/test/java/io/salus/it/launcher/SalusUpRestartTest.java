@@ -47,7 +47,9 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The README's run command end to end: {@code salus up} as a child process, real clients of
  * ZooKeeper, HDFS, HBase and NBD (qemu-io) against it, SIGTERM, a second {@code salus up} on the
- * same data directory, and the state written before the restart read back after it.
+ * same data directory, and the state written before the restart read back after it. The exported volume is the
+ * plain-HBase baseline ({@code --kind hbase}; the reopen keeps the recorded kind): a Salus volume cannot be mounted
+ * a second time until the client mount protocol exists (see {@link SalusUpReopenTest}).
  */
 class SalusUpRestartTest {
   private static final byte[] CF = Bytes.toBytes("f");
@@ -66,7 +68,7 @@ class SalusUpRestartTest {
     String ready;
     try (LauncherProcess up = LauncherProcess.start("3g", "up", "--data", data.toString(),
         "--zk-port", Integer.toString(zkPort), "--namenode-port", Integer.toString(nnPort),
-        "--nbd-port", Integer.toString(nbdPort))) {
+        "--nbd-port", Integer.toString(nbdPort), "--kind", "hbase")) {
       ready = up.awaitLine(LauncherProcess.READY, 240, TimeUnit.SECONDS);
       String zk = LauncherProcess.field(ready, "zookeeper");
       String nn = LauncherProcess.field(ready, "namenode");
@@ -99,6 +101,7 @@ class SalusUpRestartTest {
       // The demo volume is exported over NBD: write a pattern with qemu-io (a real NBD client).
       String nbd = LauncherProcess.field(ready, "nbd");
       assertEquals("nbd://127.0.0.1:" + nbdPort + "/demo", nbd);
+      assertEquals("hbase", LauncherProcess.field(ready, "kind"), ready);
       String written = qemuIo(nbd, "write -P 0x5a 1M 1M", "write -P 0xa5 100M 64k", "flush");
       assertTrue(written.contains("wrote 1048576/1048576") && written.contains("wrote 65536/65536"), written);
       // Five witnesses: one per DataNode plus two standalone ones.

@@ -37,6 +37,8 @@ public final class Tools {
       env.put("LIBNBD_DEBUG", "0");
       Process p = pb.start();
       if (!p.waitFor(timeoutSeconds, TimeUnit.SECONDS)) {
+        // fio runs its job in a child process: kill the whole tree, or the job goes on loading the server
+        p.descendants().forEach(ProcessHandle::destroyForcibly);
         p.destroyForcibly();
         p.waitFor(10, TimeUnit.SECONDS);
         throw new AssertionError(String.join(" ", cmd) + " timed out after " + timeoutSeconds

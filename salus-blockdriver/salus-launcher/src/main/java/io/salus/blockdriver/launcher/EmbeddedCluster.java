@@ -20,7 +20,8 @@ import org.apache.hadoop.hbase.client.RegionInfo;
 import org.apache.hadoop.hbase.client.TableState;
 import org.apache.hadoop.hbase.master.RegionState;
 import io.salus.blockdriver.nbd.NbdServer;
-import io.salus.blockdriver.nbd.HBaseExports;
+import io.salus.blockdriver.salus.CatalogExports;
+import io.salus.core.hbase.VolumeGeometry;
 import io.salus.blockdriver.volume.VolumeCatalog;
 import io.salus.blockdriver.volume.VolumeInfo;
 import io.salus.hdfs.witness.WitnessDaemon;
@@ -38,8 +39,10 @@ import org.apache.hadoop.hdfs.DFSConfigKeys;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
 
 /**
- * One JVM running ZooKeeper, HDFS and HBase (with every Salus plugin that exists), kept under a
- * data directory so that a second start reopens the same state.
+ * One JVM running ZooKeeper, HDFS and HBase set up for Salus (placement policy and witness plugin in HDFS,
+ * the placement observer and the endpoints' keys in HBase, each region server paired with its own DataNode),
+ * kept under a data directory so that a second start reopens the same state. It exports a Salus volume
+ * ({@code SalusVolume}) unless {@code --kind hbase} asks for the plain-HBase baseline.
  *
  * <p>Start order: ZooKeeper, HDFS (NameNode + DataNodes), HBase (master + region servers).
  * Stop order is the reverse, and HBase is shut down cleanly so that region close flushes the
@@ -54,7 +57,11 @@ public final class EmbeddedCluster implements AutoCloseable {
   private MiniDFSCluster dfs;
   private MiniHBaseCluster hbase;
   private final List<WitnessNode> witnesses = new ArrayList<>();
-  private HBaseExports exports;
+  private CatalogExports exports;
+  /** Transfer address (host:port) of each DataNode, in start order: region server i is paired with DataNode i. */
+  private final List<String> dataNodeAddresses = new ArrayList<>();
+  /** Seed of the replica endpoints' (test) keyring, {@link EndpointSeed}. */
+  private long endpointSeed;
   private NbdServer nbd;
   /** The NBD listening socket, bound in {@link #preflight()} and handed to the server later. */
   private ServerSocketChannel nbdSocket;
@@ -166,7 +173,13 @@ public final class EmbeddedCluster implements AutoCloseable {
     long t = System.nanoTime();
     progress.printf("  starting %-45s", what + " ...");
     progress.flush();
-    step.run();
+    try {
+      step.run();
+    } catch (Exception e) {
+      progress.println(" failed"); // ends the progress line before the error is printed
+      progress.flush();
+      throw e;
+    }
     progress.printf(" ok (%.1f s)%n", (System.nanoTime() - t) / 1e9);
   }
 
@@ -207,6 +220,9 @@ public final class EmbeddedCluster implements AutoCloseable {
     dfs.waitActive();
     dfs.waitClusterUp();
     for (var dn : dfs.getDataNodes()) {
+      dataNodeAddresses.add(options.host() + ":" + dn.getXferAddress().getPort());
+    }
+    for (var dn : dfs.getDataNodes()) {
       var problem = WitnessDataNodePlugin.problem(dn);
       if (problem.isPresent() || WitnessDataNodePlugin.running(dn) == null) {
         throw new LauncherException(problem.orElse("the witness plugin of DataNode "
@@ -226,21 +242,94 @@ public final class EmbeddedCluster implements AutoCloseable {
     }
   }
 
-  /** Creates the demo volume on first start (a plain-HBase volume for now) and exports it. */
+  /**
+   * Creates the volume on first start (a Salus volume unless {@code --kind hbase}) and exports it; an existing
+   * volume is exported as the kind the catalog records. The volume is mounted now, so that a refusal stops
+   * {@code salus up} with its reason instead of surfacing at the first NBD client.
+   */
   private void startNbd() throws Exception {
     VolumeCatalog catalog = new VolumeCatalog(connection);
     String name = options.volumeName();
+    String wanted = options.volumeKind();
     volume = catalog.describe(name).orElse(null);
     if (volume == null) {
-      long blocks = options.volumeSizeBytes() / VOLUME_BLOCK_SIZE;
-      volume = catalog.create(name, blocks, VOLUME_BLOCK_SIZE);
+      if (LauncherOptions.KIND_HBASE.equals(wanted)) {
+        volume = catalog.create(name, options.volumeSizeBytes() / VOLUME_BLOCK_SIZE, VOLUME_BLOCK_SIZE);
+      } else {
+        volume = catalog.createSalus(salusGeometry(name, options.volumeSizeBytes()));
+      }
+    } else if (wanted != null && !wanted.equals(volume.kind())) {
+      throw new LauncherException("volume '" + name + "' in data directory " + layout.root() + " is a "
+          + volume.kind() + " volume, but --kind " + wanted + " was given; drop --kind to export it as it is,"
+          + " or pass --volume with a new name to create a " + wanted + " volume beside it");
     }
-    exports = HBaseExports.single(connection, name);
-    exports.volume(name);
+    exports = new CatalogExports(connection, name, false);
+    try {
+      mountAwaitingStaleLease(name);
+    } catch (IllegalStateException e) {
+      if (!VolumeCatalog.KIND_SALUS.equals(volume.kind())) {
+        throw e;
+      }
+      // SalusVolume.openFromCatalog: the one-mount rule (no client mount protocol yet, issue 14)
+      throw new LauncherException("cannot export Salus volume '" + name + "' again: " + e.getMessage()
+          + ". To go on with data directory " + layout.root() + ", pass --volume with a new name (a new Salus"
+          + " volume is created) or --kind hbase --volume NAME for the plain-HBase baseline", e);
+    }
     nbd = new NbdServer(InetAddress.getByName(options.host()), options.nbdPort(), exports);
     ServerSocketChannel bound = nbdSocket;
     nbdSocket = null;
     nbd.start(bound);
+  }
+
+  /**
+   * The geometry of a new Salus volume: 4 KiB blocks, regions of {@link VolumeGeometry#DEFAULT_BLOCKS_PER_REGION}
+   * blocks, or of the largest power of two that fits the volume when it is smaller than one such region. (A region
+   * larger than the whole volume made every region server that opened it abort: "region level 16 must be in
+   * [0,15] for 32768 blocks" from the replica endpoint, for a 128 MiB volume.)
+   */
+  static VolumeGeometry salusGeometry(String name, long sizeBytes) {
+    long blocks = sizeBytes / VOLUME_BLOCK_SIZE;
+    long perRegion = Math.min(VolumeGeometry.DEFAULT_BLOCKS_PER_REGION, Long.highestOneBit(blocks));
+    return new VolumeGeometry(name, sizeBytes, VOLUME_BLOCK_SIZE, perRegion);
+  }
+
+  /** How long the export waits for a writer lease left by a killed previous run (ZooKeeper session expiry). */
+  static final Duration STALE_LEASE_WAIT = Duration.ofSeconds(90);
+
+  /**
+   * Mounts the exported volume. After {@code kill -9} the previous run's writer lease (an ephemeral znode) lives
+   * until ZooKeeper expires that run's session, which it restored from its own log at start; the export waits for
+   * that (bounded by {@link #STALE_LEASE_WAIT}) instead of failing, and then fails with the lease's own message.
+   */
+  private void mountAwaitingStaleLease(String name) throws Exception {
+    long deadline = System.nanoTime() + STALE_LEASE_WAIT.toNanos();
+    boolean said = false;
+    while (true) {
+      try {
+        exports.volume();
+        return;
+      } catch (Exception e) {
+        if (!(inUse(e)) || System.nanoTime() > deadline) {
+          throw e;
+        }
+        if (!said) {
+          progress.printf("%n  waiting up to %d s for the writer lease of a previous run to expire ...",
+              STALE_LEASE_WAIT.toSeconds());
+          progress.flush();
+          said = true;
+        }
+        Thread.sleep(1000);
+      }
+    }
+  }
+
+  private static boolean inUse(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (t instanceof io.salus.blockdriver.volume.VolumeException.InUse) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private void startHBase() throws Exception {
@@ -256,16 +345,25 @@ public final class EmbeddedCluster implements AutoCloseable {
     c.set("hbase.local.dir", layout.dir("hbase-tmp").getAbsolutePath() + "/local");
     c.setInt("hbase.master.wait.on.regionservers.mintostart", options.regionServers());
     c.setInt("hbase.master.wait.on.regionservers.timeout", 1000);
+    // MiniHBaseCluster waits 30 s for the master to become active: too short on a loaded machine (seen at load 17
+    // on 2 cores: "Master not active after 30000ms" and 'salus up' exited).
+    c.setInt("hbase.master.start.timeout.localHBaseCluster", 180_000);
     c.setBoolean("hbase.localcluster.assign.random.ports", false);
     c.setFloat("hfile.block.cache.size", 0.1f);
     c.setInt("hbase.regionserver.handler.count", 10);
     c.setBoolean("hbase.unsafe.stream.capability.enforce", false);
-    SalusPlugins.configureHBase(c);
+    endpointSeed = EndpointSeed.ensure(layout.root());
+    SalusPlugins.configureHBase(c, endpointSeed);
+    // Region server i keeps its Salus logs (and HFiles) on DataNode i: salus.favored.datanode per server.
+    for (int i = 0; i < regionServerPorts.size(); i++) {
+      c.set(PairedRegionServer.PAIR_PREFIX + regionServerPorts.get(i),
+          dataNodeAddresses.get(i % dataNodeAddresses.size()));
+    }
     try (StaleMetaRecovery metaRecovery = new StaleMetaRecovery(c, options.regionServers())) {
       metaRecovery.start();
       // Returns once the master is initialised, which needs hbase:meta online.
       hbase = new MiniHBaseCluster(c, 1, 0, options.regionServers(), regionServerPorts,
-          HMaster.class, MiniHBaseCluster.MiniHBaseClusterRegionServer.class);
+          HMaster.class, PairedRegionServer.class);
     }
     conf = hbase.getConfiguration();
     waitForHBase(Duration.ofMinutes(3));
@@ -357,6 +455,20 @@ public final class EmbeddedCluster implements AutoCloseable {
     return volume;
   }
 
+  /** The seed of the replica endpoints' keyring (a client of the Salus volume needs it). */
+  public long endpointSeed() {
+    return endpointSeed;
+  }
+
+  /** The DataNode each region server is paired with ({@code salus.favored.datanode}), by region server port. */
+  public java.util.Map<Integer, String> pairedDataNodes() {
+    java.util.Map<Integer, String> m = new java.util.LinkedHashMap<>();
+    for (int i = 0; i < regionServerPorts.size(); i++) {
+      m.put(regionServerPorts.get(i), dataNodeAddresses.get(i % dataNodeAddresses.size()));
+    }
+    return m;
+  }
+
   /** Witness addresses: the one inside each DataNode, then the standalone ones. */
   public List<InetSocketAddress> witnessAddresses() {
     List<InetSocketAddress> all = new ArrayList<>();
@@ -385,6 +497,9 @@ public final class EmbeddedCluster implements AutoCloseable {
     p.setProperty("nbd.uri", nbdUri());
     p.setProperty("volume", volume.name() + " " + volume.sizeInBytes() + " bytes, block size "
         + volume.blockSize());
+    p.setProperty("volume.kind", volume.kind());
+    p.setProperty("regionserver.datanodes", pairedDataNodes().entrySet().stream()
+        .map(e -> options.host() + ":" + e.getKey() + "=" + e.getValue()).collect(Collectors.joining(",")));
     p.setProperty("witness.trust", trustFile.toString());
     p.setProperty("witnesses", witnessAddresses().stream()
         .map(a -> a.getHostString() + ":" + a.getPort()).collect(Collectors.joining(",")));

@@ -17,14 +17,17 @@ import io.salus.hdfs.witness.WitnessIdentity;
  * The replica identities of the embedded cluster and the trust file its five witnesses load, so
  * that they accept offers signed by the cluster's replicas (without one, a witness knows no RRS
  * and rejects every offer). Ed25519: each replica's secret stays in {@code DATA/keys/<id>.key}
- * (owner-only), the trust file {@code DATA/witness-trust.conf} holds only verification keys and
- * one {@code rrs *} line naming the three replicas. Created on first start, reused afterwards.
+ * (owner-only), the trust file {@code DATA/witness-trust.conf} holds only verification keys, the
+ * {@code recoverer master} line (the Master's recovery key, {@code DATA/keys/master.key}) and one
+ * {@code rrs *} line naming the three replicas. Created on first start, reused afterwards.
  */
 public final class LauncherTrust {
   /** The three replica ids of every region's RRS in the embedded cluster. */
   public static final List<String> REPLICAS = List.of("replica-1", "replica-2", "replica-3");
   public static final String TRUST_FILE = "witness-trust.conf";
   public static final String KEYS_DIR = "keys";
+  /** The id of the HBase Master's recovery key: the trust file's {@code recoverer} (docs/hdfs.md). */
+  public static final String RECOVERER = "master";
 
   private LauncherTrust() {
   }
@@ -33,6 +36,15 @@ public final class LauncherTrust {
   public static NodeKeys replicaKeys(Path dataDir, String replica) throws IOException {
     return WitnessIdentity.loadOrCreate(NodeId.of(replica), SignatureScheme.ED25519,
         dataDir.resolve(KEYS_DIR).resolve(replica + ".key"));
+  }
+
+  /**
+   * The Master's recovery key (its secret in {@code DATA/keys/master.key}), created if absent: the only key whose
+   * signed QUERY may seal a witness slot (NO_NEXT_ENTRY), so that nobody else can stall a region.
+   */
+  public static NodeKeys recovererKeys(Path dataDir) throws IOException {
+    return WitnessIdentity.loadOrCreate(NodeId.of(RECOVERER), SignatureScheme.ED25519,
+        dataDir.resolve(KEYS_DIR).resolve(RECOVERER + ".key"));
   }
 
   /** Creates (or re-writes from the existing keys) the witness trust file and returns its path. */
@@ -44,6 +56,8 @@ public final class LauncherTrust {
       t.append("node ").append(r).append(' ')
           .append(HexFormat.of().formatHex(replicaKeys(dataDir, r).verificationKey())).append('\n');
     }
+    t.append("recoverer ").append(RECOVERER).append(' ')
+        .append(HexFormat.of().formatHex(recovererKeys(dataDir).verificationKey())).append('\n');
     t.append("rrs * ").append(String.join(" ", REPLICAS)).append('\n');
     Path file = dataDir.resolve(TRUST_FILE);
     Path tmp = dataDir.resolve(TRUST_FILE + ".tmp");

@@ -26,6 +26,10 @@ public final class ReadinessLine {
     if (nbd != null) {
       sb.append(" nbd=").append(nbd);
     }
+    String kind = e.getProperty("volume.kind");
+    if (kind != null) {
+      sb.append(" kind=").append(kind); // salus = a SalusVolume, hbase = the plain-HBase baseline
+    }
     sb.append(" | try:");
     if (nbd != null) {
       sb.append(" nbdinfo ").append(nbd).append(" ;");

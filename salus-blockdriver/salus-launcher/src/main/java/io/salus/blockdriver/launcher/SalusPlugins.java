@@ -1,5 +1,8 @@
 package io.salus.blockdriver.launcher;
 
+import io.salus.core.hbase.SalusPlacementObserver;
+import io.salus.core.hbase.endpoint.EndpointKeyring;
+import io.salus.core.hbase.storage.HdfsReplicaStorage;
 import io.salus.hdfs.placement.LocationHintPlacementPolicy;
 import io.salus.hdfs.witness.WitnessDataNodePlugin;
 import org.apache.hadoop.conf.Configuration;
@@ -25,8 +28,41 @@ final class SalusPlugins {
     conf.set(WitnessDataNodePlugin.BIND_HOST_KEY, "127.0.0.1");
   }
 
-  /** HBase side: coprocessors and balancer (salus-core's HBase adapters, not built yet). */
-  static void configureHBase(Configuration conf) {
-    // Nothing yet: the Salus region-server coprocessors are a later issue.
+  /**
+   * HBase side (salus-core's HBase adapters), the keys an operator sets in {@code hbase-site.xml} (see
+   * docs/salus-on-hbase.md, "Enabling Salus on an existing HBase 2.6 cluster"):
+   *
+   * <ul>
+   *   <li>the master coprocessor {@code SalusPlacementObserver} (keeps the three replicas of every RRS on three
+   *       distinct region servers; the one cluster-wide coprocessor key);
+   *   <li>the replica endpoints' keyring: today only the deterministic test keyring exists, seeded by
+   *       {@code salus.endpoint.keyring.test-seed} ({@link EndpointSeed}), signature scheme Ed25519 (the default,
+   *       written out so that the file says it);
+   *   <li>where a replica keeps its Salus log (HDFS, {@code salus.log.root}) and its checkpoint certificates
+   *       (ZooKeeper, {@code salus.zk.root}), both at their defaults, written out.
+   * </ul>
+   *
+   * The region endpoints themselves are table attributes of each Salus volume, nothing cluster-wide. Each region
+   * server's own {@code salus.favored.datanode} is set per server ({@link PairedRegionServer}).
+   */
+  static void configureHBase(Configuration conf, long endpointSeed) {
+    conf.set("hbase.coprocessor.master.classes", SalusPlacementObserver.class.getName());
+    conf.setLong(SalusPlacementObserver.PERIOD_KEY, PLACEMENT_CHECK_MS);
+    conf.setLong(EndpointKeyring.TEST_SEED_KEY, endpointSeed);
+    conf.set(EndpointKeyring.SCHEME_KEY, "ED25519");
+    conf.set(HdfsReplicaStorage.LOG_ROOT_KEY, HdfsReplicaStorage.DEFAULT_LOG_ROOT);
+    conf.set(HdfsReplicaStorage.ZK_ROOT_KEY, HdfsReplicaStorage.DEFAULT_ZK_ROOT);
   }
+
+  /**
+   * What a client needs beside the cluster's addresses to mount a Salus volume: the endpoints' keyring seed and
+   * scheme (the client signs its sub-batches with the same keyring).
+   */
+  static void configureClient(Configuration conf, long endpointSeed) {
+    conf.setLong(EndpointKeyring.TEST_SEED_KEY, endpointSeed);
+    conf.set(EndpointKeyring.SCHEME_KEY, "ED25519");
+  }
+
+  /** Placement check period of the embedded cluster (the observer's default is 10 s; one JVM can afford 2 s). */
+  static final long PLACEMENT_CHECK_MS = 2000;
 }

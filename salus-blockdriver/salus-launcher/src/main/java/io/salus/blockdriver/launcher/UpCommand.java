@@ -17,7 +17,7 @@ import picocli.CommandLine.Option;
     mixinStandardHelpOptions = true,
     description = {
       "Start ZooKeeper, HDFS (>= 3 DataNodes) and HBase (1 master, >= 3 region servers) with the"
-          + " Salus plugins in this JVM, and export a volume over NBD.",
+          + " Salus plugins in this JVM, and export a volume over NBD (a Salus volume unless --kind hbase).",
       "State lives under --data; running 'salus up' again reopens it. Ctrl-C or SIGTERM stops"
           + " cleanly."
     })
@@ -43,6 +43,12 @@ public final class UpCommand implements Callable<Integer> {
   @Option(names = "--size", defaultValue = "1G", converter = ByteSizeConverter.class, description = "Size of the volume if it is created (default: ${DEFAULT-VALUE}).")
   long size;
 
+  @Option(names = "--kind", paramLabel = "salus|hbase",
+      description = "Kind of the exported volume: salus (a SalusVolume: the Salus write and read path through the"
+          + " replica endpoints) or hbase (the plain-HBase baseline). Default: salus for a new volume, the recorded"
+          + " kind for an existing one.")
+  String kind;
+
   @Option(names = "--datanodes", defaultValue = "3", description = "Number of DataNodes (default: ${DEFAULT-VALUE}).")
   int dataNodes;
 
@@ -60,7 +66,7 @@ public final class UpCommand implements Callable<Integer> {
       options = new LauncherOptions(data, host,
           zkPort == null ? LauncherOptions.UNSET : zkPort,
           nameNodePort == null ? LauncherOptions.UNSET : nameNodePort, nbdPort, dataNodes,
-          regionServers, volume, size, skipMemoryCheck);
+          regionServers, volume, size, kind, skipMemoryCheck);
     } catch (IllegalArgumentException e) {
       System.err.println("salus up: " + e.getMessage());
       return 2;
@@ -154,7 +160,12 @@ public final class UpCommand implements Callable<Integer> {
     c.set("hbase.zookeeper.property.clientPort", quorum.substring(colon + 1));
     c.set("zookeeper.znode.parent", "/hbase");
     c.set("fs.defaultFS", cluster.nameNodeUri());
+    SalusPlugins.configureClient(c, cluster.endpointSeed()); // a Salus volume's client signs with the endpoints' keyring
     Path tmp = dir.resolve("hbase-site.xml.tmp");
+    java.nio.file.Files.deleteIfExists(tmp);
+    // owner-only: it carries the endpoints' keyring seed
+    java.nio.file.Files.createFile(tmp, java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
+        java.nio.file.attribute.PosixFilePermissions.fromString("rw-------")));
     try (java.io.OutputStream o = java.nio.file.Files.newOutputStream(tmp)) {
       c.writeXml(o);
     }

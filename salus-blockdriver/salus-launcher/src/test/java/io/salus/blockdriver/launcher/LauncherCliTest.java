@@ -61,4 +61,23 @@ class LauncherCliTest {
     assertTrue(up.err().contains(expected), up.err());
     assertTrue(create.err().contains(expected), create.err());
   }
+
+  @Test
+  void aBadKindIsRefusedNamingBothKindsAndTouchesNothing(@org.junit.jupiter.api.io.TempDir java.nio.file.Path tmp)
+      throws Exception {
+    java.nio.file.Path data = tmp.resolve("never-created");
+    java.io.ByteArrayOutputStream err = new java.io.ByteArrayOutputStream();
+    java.io.PrintStream old = System.err;
+    System.setErr(new java.io.PrintStream(err, true, java.nio.charset.StandardCharsets.UTF_8));
+    Run r;
+    try {
+      r = run("up", "--data", data.toString(), "--kind", "ceph");
+    } finally {
+      System.setErr(old);
+    }
+    String msg = err.toString(java.nio.charset.StandardCharsets.UTF_8);
+    assertEquals(2, r.code(), msg);
+    assertTrue(msg.contains("bad --kind 'ceph'") && msg.contains("salus") && msg.contains("hbase"), msg);
+    assertTrue(!java.nio.file.Files.exists(data), "a refused run creates no data directory");
+  }
 }
