@@ -41,6 +41,7 @@ public final class WitnessHolders implements AutoCloseable {
     public static final String STANDALONE_KEY = "salus.endpoint.witness.standalone";
     /**
      * The witness plugin of the DataNode paired with each region server: {@code rsHost:rsPort=witnessHost:port,...}.
+     * The region server's host may be {@code *} (match the port only: several region servers on one machine).
      * A region server not listed: its own host and {@link #PLUGIN_PORT_KEY}.
      */
     public static final String PAIRED_KEY = "salus.endpoint.witness.paired";
@@ -112,6 +113,9 @@ public final class WitnessHolders implements AutoCloseable {
         /** The witness of the DataNode paired with region server {@code rsHostPort} (host:port). */
         InetSocketAddress pairedWith(String rsHostPort) {
             InetSocketAddress a = paired.get(rsHostPort);
+            if (a == null) { // "*:port": any host (several region servers on one machine)
+                a = paired.get("*" + rsHostPort.substring(rsHostPort.lastIndexOf(':')));
+            }
             if (a != null) {
                 return a;
             }
