@@ -35,7 +35,6 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.BlockLocation;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.LocatedFileStatus;
-import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.RemoteIterator;
 import org.apache.hadoop.hbase.HBaseTestingUtility;
 import org.apache.hadoop.hbase.ServerName;
@@ -79,7 +78,6 @@ import io.salus.hdfs.witness.WitnessTrust;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.nio.file.Files;
-import java.nio.file.Path;
 
 /**
  * Issue 13, Done-when "certificates in five witness stores": the five metadata holders of every RRS are real
@@ -104,8 +102,8 @@ class SalusWitnessStoresTest {
     static VolumeAddressing addressing;
     static EndpointKeyring keys;
     static HBaseVolumeClientRunner runner;
-    static Path dir;
-    static Path trustFile;
+    static java.nio.file.Path dir;
+    static java.nio.file.Path trustFile;
     static final WitnessNode[] standalone = new WitnessNode[2];
     static final int[] standalonePorts = new int[2];
     static final Set<Long> acked = ConcurrentHashMap.newKeySet();
