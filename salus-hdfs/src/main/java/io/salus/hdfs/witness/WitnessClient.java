@@ -104,10 +104,23 @@ public final class WitnessClient implements Closeable {
   }
 
   public OfferResult offerBytes(byte[] cert) throws IOException {
+    return offerForAck(cert).result();
+  }
+
+  /**
+   * Reply to an offer: STORED carries the witness's signature over
+   * {@code Message.StoreAck.signedBytes} of the slot (verify it against the witness's key).
+   */
+  public record OfferReply(OfferResult result, byte[] storeAckSignature) {
+  }
+
+  /** Offers encoded certificate bytes; a STORED reply carries the witness-signed store ack. */
+  public OfferReply offerForAck(byte[] cert) throws IOException {
     WitnessProtocol.Frame f = call(WitnessProtocol.OP_OFFER, new Wire.Out().blob(cert).toByteArray());
     return switch (f.code()) {
-      case WitnessProtocol.ST_STORED -> OfferResult.STORED;
-      case WitnessProtocol.ST_PENDING -> OfferResult.PENDING;
+      case WitnessProtocol.ST_STORED -> new OfferReply(OfferResult.STORED,
+          new Wire.In(f.body()).blob("store ack signature"));
+      case WitnessProtocol.ST_PENDING -> new OfferReply(OfferResult.PENDING, null);
       default -> throw new IOException("unexpected status " + f.code() + " to OFFER");
     };
   }

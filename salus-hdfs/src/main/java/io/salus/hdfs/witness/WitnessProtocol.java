@@ -6,16 +6,19 @@ import java.io.EOFException;
 import java.io.IOException;
 
 /**
- * The witness wire protocol, version 2 (v2 added authenticated recovery queries; a v1 peer gets a
- * clear "unsupported witness protocol version" error and the connection is closed): length-prefixed frames over TCP, big-endian, one response per
+ * The witness wire protocol, version 3 (v2 added authenticated recovery queries; v3 adds the
+ * witness's own signed store acknowledgement to every STORED reply; an older peer gets a clear
+ * "unsupported witness protocol version" error and the connection is closed): length-prefixed frames over TCP, big-endian, one response per
  * request, in request order (clients may pipeline). Documented in {@code docs/hdfs.md}.
  *
  * <pre>
- * request:  u32 frame length (bytes after this field) | u8 version=2 | u8 op | u64 request id | body
- * response: u32 frame length | u8 version=2 | u8 status | u64 request id | body
+ * request:  u32 frame length (bytes after this field) | u8 version=3 | u8 op | u64 request id | body
+ * response: u32 frame length | u8 version=3 | u8 status | u64 request id | body
  *
  * op OFFER    (1) body: u32 n, n bytes of a TENTATIVE_LOG_ENTRY or LOG_ENTRY certificate
- *                  -> STORED (durable LOG_ENTRY for that slot) | PENDING (waiting for the other
+ *                  -> STORED (durable LOG_ENTRY for that slot; body u32 n + this witness's
+ *                     signature over StoreAck.signedBytes(region, generation, index, digest),
+ *                     the replicas' evidence that this witness stores it) | PENDING (waiting for the other
  *                     replicas' tentatives) | REJECTED (reason)
  * op QUERY    (2) body: u8 len, volume (UTF-8), i32 region, i64 generation, i64 index,
  *                  i64 attempt, u8 len, signer id (empty = unsigned), u32 n, signature
@@ -33,7 +36,7 @@ import java.io.IOException;
  * </pre>
  */
 public final class WitnessProtocol {
-  public static final int VERSION = 2;
+  public static final int VERSION = 3;
 
   public static final int OP_OFFER = 1;
   public static final int OP_QUERY = 2;
@@ -93,8 +96,8 @@ public final class WitnessProtocol {
     in.readFully(body);
     if (version != VERSION) {
       throw new ProtocolException("unsupported witness protocol version " + version
-          + " (this build speaks " + VERSION + "; v2 authenticates recovery queries: upgrade the"
-          + " older side)");
+          + " (this build speaks " + VERSION + "; v2 authenticates recovery queries, v3 signs store"
+          + " acknowledgements: upgrade the older side)");
     }
     return new Frame(code, id, body);
   }

@@ -284,8 +284,9 @@ public final class WitnessServer implements Closeable {
           } finally {
             inflight.release();
           }
-          WitnessProtocol.write(out, o.status(), id, o.reason() == null ? new byte[0]
-              : message(o.reason()));
+          byte[] body = o.storeAck() != null ? new Wire.Out().blob(o.storeAck()).toByteArray()
+              : o.reason() == null ? new byte[0] : message(o.reason());
+          WitnessProtocol.write(out, o.status(), id, body);
         }
         case WitnessProtocol.OP_QUERY -> {
           Wire.In in = new Wire.In(f.body());
@@ -323,8 +324,9 @@ public final class WitnessServer implements Closeable {
         case WitnessProtocol.OP_TRUNCATE -> {
           byte[] cert = new Wire.In(f.body()).blob("checkpoint certificate");
           WitnessService.Outcome o = service.truncate(cert);
-          WitnessProtocol.write(out, o.status(), id, o.reason() == null ? new byte[0]
-              : message(o.reason()));
+          byte[] body = o.storeAck() != null ? new Wire.Out().blob(o.storeAck()).toByteArray()
+              : o.reason() == null ? new byte[0] : message(o.reason());
+          WitnessProtocol.write(out, o.status(), id, body);
         }
         case WitnessProtocol.OP_IDENTITY -> {
           byte[] key = service.keys().verificationKey();

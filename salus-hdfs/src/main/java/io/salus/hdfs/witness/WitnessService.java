@@ -1,5 +1,7 @@
 package io.salus.hdfs.witness;
 
+import io.salus.core.protocol.message.Message;
+
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -27,10 +29,22 @@ import io.salus.core.protocol.witness.WitnessLog;
  */
 public final class WitnessService {
   /** Outcome of an offer or truncate request. */
-  public record Outcome(int status, String reason) {
-    static final Outcome STORED = new Outcome(WitnessProtocol.ST_STORED, null);
-    static final Outcome PENDING = new Outcome(WitnessProtocol.ST_PENDING, null);
-    static final Outcome TRUNCATED = new Outcome(WitnessProtocol.ST_TRUNCATED, null);
+  public record Outcome(int status, String reason, byte[] storeAck) {
+    static final Outcome PENDING = new Outcome(WitnessProtocol.ST_PENDING, null, null);
+    static final Outcome TRUNCATED = new Outcome(WitnessProtocol.ST_TRUNCATED, null, null);
+
+    Outcome(int status, String reason) {
+      this(status, reason, null);
+    }
+
+    /**
+     * STORED, with this witness's signature over {@link Message.StoreAck#signedBytes} of the
+     * stored slot: the replica's evidence that this witness (not the region server relaying it)
+     * holds the LOG_ENTRY.
+     */
+    static Outcome stored(byte[] storeAck) {
+      return new Outcome(WitnessProtocol.ST_STORED, null, storeAck);
+    }
 
     static Outcome rejected(String why) {
       return new Outcome(WitnessProtocol.ST_REJECTED, why);
@@ -159,7 +173,8 @@ public final class WitnessService {
       case STORED -> {
         store.awaitDurable(position);
         offersStored.incrementAndGet();
-        return Outcome.STORED;
+        return Outcome.stored(keys.signer().sign(Message.StoreAck.signedBytes(st.region().index(),
+            st.generation(), st.index(), st.digest())));
       }
       case PENDING -> {
         offersPending.incrementAndGet();

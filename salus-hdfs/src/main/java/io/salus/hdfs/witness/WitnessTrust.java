@@ -1,5 +1,7 @@
 package io.salus.hdfs.witness;
 
+import io.salus.core.crypto.NodeKeys;
+
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -29,6 +31,7 @@ import io.salus.core.crypto.SignatureScheme;
  *   rrs   &lt;volume&gt;#&lt;region&gt; &lt;id1&gt; &lt;id2&gt; &lt;id3&gt;
  *   rrs   &lt;volume&gt;#* &lt;id1&gt; &lt;id2&gt; &lt;id3&gt;        (every region of a volume)
  *   rrs   * &lt;id1&gt; &lt;id2&gt; &lt;id3&gt;                 (default for all regions)
+ *   endpoint-volume &lt;volume&gt; test-seed &lt;long&gt;     (TEST ONLY: the replica endpoint's regions)
  * </pre>
  *
  * Membership may also be set programmatically ({@link #setMembers}). Without a {@code scheme}
@@ -45,6 +48,7 @@ public final class WitnessTrust {
   private final Map<String, Set<NodeId>> rules = new ConcurrentHashMap<>();
   /** Principals (the Master / recovery orchestrator) whose signed queries may seal a slot. */
   private final Set<NodeId> recoverers = ConcurrentHashMap.newKeySet();
+  private final Map<String, Long> endpointVolumes = new ConcurrentHashMap<>();
   private volatile java.util.function.BiFunction<RegionId, Long, Set<NodeId>> membership;
 
   public WitnessTrust(SignatureScheme scheme) {
@@ -94,8 +98,41 @@ public final class WitnessTrust {
     return this;
   }
 
+  /**
+   * <b>Test only.</b> Regions of {@code volume} (created by the replica endpoint, {@code salus:<volume>_r0..2})
+   * have, in generation 0, the members the endpoint's {@code VolumeAddressing} names
+   * ({@code <volume>/<i>/r0..r2}), whose keys are the endpoint's deterministic test keys for {@code seed}
+   * ({@code salus.endpoint.keyring.test-seed}): anyone who knows the seed can sign as those replicas. Trust-file
+   * line: {@code endpoint-volume <volume> test-seed <long>}.
+   */
+  public WitnessTrust useEndpointTestKeys(String volume, long seed) {
+    endpointVolumes.put(volume, seed);
+    return this;
+  }
+
+  private Set<NodeId> endpointMembers(RegionId region, long generation) {
+    Long seed = endpointVolumes.get(region.volume());
+    if (seed == null || generation != 0 || region.index() < 0) {
+      return null;
+    }
+    Set<NodeId> m = new LinkedHashSet<>();
+    for (int k = 0; k < 3; k++) {
+      // salus-core's VolumeAddressing convention (not called: it pulls HBase classes into the daemon)
+      NodeId id = NodeId.of(region.volume() + "/" + region.index() + "/r" + k);
+      if (!keys.knows(id)) {
+        keys.register(NodeKeys.deterministic(keys.scheme(), id, seed));
+      }
+      m.add(id);
+    }
+    return m;
+  }
+
   /** The RRS members of {@code region} in log generation {@code generation}, or null if unknown. */
   public Set<NodeId> members(RegionId region, long generation) {
+    Set<NodeId> e = endpointMembers(region, generation);
+    if (e != null) {
+      return e;
+    }
     java.util.function.BiFunction<RegionId, Long, Set<NodeId>> m = membership;
     if (m != null) {
       Set<NodeId> s = m.apply(region, generation);
@@ -204,8 +241,26 @@ public final class WitnessTrust {
           }
           t.setMembers(f[1], m);
         }
+        case "endpoint-volume" -> {
+          if (t == null) {
+            t = new WitnessTrust(DEFAULT_SCHEME);
+          }
+          long seed;
+          try {
+            if (f.length != 4 || !f[2].equals("test-seed")) {
+              throw new NumberFormatException();
+            }
+            seed = Long.parseLong(f[3]);
+          } catch (NumberFormatException e) {
+            throw new IOException(where + "expected `endpoint-volume <volume> test-seed <long>` (test only:"
+                + " the replica endpoint's deterministic keys, salus.endpoint.keyring.test-seed)");
+          }
+          LOG.warn("{}endpoint-volume {}: its replicas' keys are derived from a test seed; anyone who"
+              + " knows it can sign as them (tests only)", where, f[1]);
+          t.useEndpointTestKeys(f[1], seed);
+        }
         default -> throw new IOException(where + "unknown directive `" + f[0]
-            + "` (expected scheme, node, recoverer or rrs)");
+            + "` (expected scheme, node, recoverer, rrs or endpoint-volume)");
       }
     }
     if (t == null) {

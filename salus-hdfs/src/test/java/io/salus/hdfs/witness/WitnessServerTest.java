@@ -142,6 +142,51 @@ class WitnessServerTest {
     }
   }
 
+  /**
+   * Protocol v3 (issue 13): a STORED reply carries the witness's own signature over
+   * {@code StoreAck.signedBytes} of the slot, verifiable with the key the witness announces, and
+   * only for that slot and digest: a replica can count it as this witness's evidence.
+   */
+  @Test
+  void aStoredReplyCarriesTheWitnessSignedStoreAckForExactlyThatSlot() throws Exception {
+    Statement.LogEntry st = Certs.entry(R, 0, 3);
+    try (WitnessClient c = WitnessClient.connect(node.address())) {
+      WitnessClient.Identity id = c.identity();
+      KeyDirectory witnessKeys = new KeyDirectory(SignatureScheme.ED25519)
+          .register(id.id(), id.verificationKey());
+      assertEquals(WitnessClient.OfferResult.PENDING, c.offerForAck(certs.tentative(0, st).encode()).result());
+      assertNull(c.offerForAck(certs.tentative(1, st).encode()).storeAckSignature(),
+          "a PENDING reply carries no ack");
+      WitnessClient.OfferReply r = c.offerForAck(certs.tentative(2, st).encode());
+      assertEquals(WitnessClient.OfferResult.STORED, r.result());
+      byte[] sig = r.storeAckSignature();
+      assertTrue(witnessKeys.verify(id.id(), io.salus.core.protocol.message.Message.StoreAck.signedBytes(
+          R.index(), 0, 3, st.digest()), sig), "the ack verifies with the witness's key");
+      assertTrue(!witnessKeys.verify(id.id(), io.salus.core.protocol.message.Message.StoreAck.signedBytes(
+          R.index(), 0, 4, st.digest()), sig), "the ack is not valid for another index");
+      // A repeated offer (the replicas that got PENDING retry) gets the ack too.
+      assertTrue(witnessKeys.verify(id.id(), io.salus.core.protocol.message.Message.StoreAck.signedBytes(
+          R.index(), 0, 3, st.digest()), c.offerForAck(certs.tentative(0, st).encode()).storeAckSignature()));
+    }
+  }
+
+  /** A v2 client (STORED without an ack) gets a clear version error. */
+  @Test
+  void aVersion2ClientIsRefusedWithAClearError() throws Exception {
+    try (Socket s = new Socket(node.address().getAddress(), node.address().getPort())) {
+      DataOutputStream out = new DataOutputStream(s.getOutputStream());
+      out.writeInt(WitnessProtocol.FRAME_HEADER);
+      out.writeByte(2); // version 2
+      out.writeByte(WitnessProtocol.OP_IDENTITY);
+      out.writeLong(1);
+      out.flush();
+      WitnessProtocol.Frame f = WitnessProtocol.read(new DataInputStream(s.getInputStream()), 1 << 20);
+      assertEquals(WitnessProtocol.ST_BAD_REQUEST, f.code());
+      String msg = WitnessClient.readMessage(f.body());
+      assertTrue(msg.contains("unsupported witness protocol version 2") && msg.contains("upgrade"), msg);
+    }
+  }
+
   /** A v1 client (unsigned QUERY layout) gets a clear version error, not a silent misparse. */
   @Test
   void aVersion1ClientIsRefusedWithAClearError() throws Exception {

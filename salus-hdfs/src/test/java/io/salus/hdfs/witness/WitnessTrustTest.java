@@ -60,6 +60,30 @@ class WitnessTrustTest {
     assertTrue(e.getMessage().contains("both"), e.getMessage());
   }
 
+  /**
+   * Issue 13: the test-only `endpoint-volume` line lets witnesses check the HBase replica endpoint's
+   * tentatives: region i of the volume has members {@code <vol>/<i>/r0..r2} (VolumeAddressing's
+   * naming) with the endpoint's deterministic test keys; other volumes and generations stay unknown.
+   */
+  @Test
+  void anEndpointVolumeLineDerivesTheMembersAndTestKeysOfEveryRegion() throws Exception {
+    WitnessTrust t = WitnessTrust.load(file("scheme ed25519\nendpoint-volume vv test-seed 5\n"));
+    io.salus.core.cert.RegionId r2 = new io.salus.core.cert.RegionId("vv", 2);
+    java.util.Set<io.salus.core.crypto.NodeId> m = t.members(r2, 0);
+    assertEquals(Set.of(NodeId.of("vv/2/r0"), NodeId.of("vv/2/r1"), NodeId.of("vv/2/r2")), m);
+    io.salus.core.crypto.NodeId r0 = io.salus.core.crypto.NodeId.of("vv/2/r0");
+    byte[] msg = {1, 2, 3};
+    assertTrue(t.keys().verify(r0, msg, io.salus.core.crypto.NodeKeys.deterministic(SignatureScheme.ED25519, r0, 5)
+        .signer().sign(msg)), "the endpoint's test key of vv/2/r0 verifies");
+    assertTrue(!t.keys().verify(r0, msg, io.salus.core.crypto.NodeKeys.deterministic(SignatureScheme.ED25519, r0, 6)
+        .signer().sign(msg)), "another seed's key does not");
+    assertEquals(null, t.members(r2, 1), "generation 1 is not the endpoint's static configuration");
+    assertEquals(null, t.members(new io.salus.core.cert.RegionId("other", 0), 0));
+    IOException e = assertThrows(IOException.class,
+        () -> WitnessTrust.load(file("endpoint-volume vv seed 5\n")));
+    assertTrue(e.getMessage().contains("endpoint-volume <volume> test-seed <long>"), e.getMessage());
+  }
+
   @Test
   void badFilesNameTheLineAndTheFix() throws Exception {
     IOException e = assertThrows(IOException.class,

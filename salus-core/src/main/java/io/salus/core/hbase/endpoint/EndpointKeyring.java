@@ -2,6 +2,7 @@ package io.salus.core.hbase.endpoint;
 
 import io.salus.core.crypto.KeyDirectory;
 import io.salus.core.crypto.NodeId;
+import io.salus.core.crypto.Verifier;
 import io.salus.core.crypto.NodeKeys;
 import io.salus.core.crypto.SignatureScheme;
 import io.salus.core.crypto.Signer;
@@ -25,9 +26,12 @@ public final class EndpointKeyring {
 
     private final KeyDirectory directory;
     private final Map<NodeId, Signer> signers = new HashMap<>();
+    private final java.util.Set<NodeId> witnessHolders = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final KeyDirectory witnessKeys;
 
     private EndpointKeyring(KeyDirectory directory) {
         this.directory = directory;
+        this.witnessKeys = new KeyDirectory(directory.scheme());
     }
 
     /** The deterministic test keyring for every node of a volume. */
@@ -70,6 +74,46 @@ public final class EndpointKeyring {
 
     public KeyDirectory verifier() {
         return directory;
+    }
+
+    /**
+     * The verifier replicas use: as {@link #verifier()}, except for metadata holders served by real witness stores
+     * ({@link #useWitnessKeys}): their signatures (store acks) verify only with the key the witness announced
+     * ({@link #registerHolderKey}), never with the test keyring's key the region server itself knows, and not at
+     * all before the witness announced one.
+     */
+    public Verifier replicaVerifier() {
+        return new Verifier() {
+            @Override
+            public SignatureScheme scheme() {
+                return directory.scheme();
+            }
+
+            @Override
+            public boolean verify(NodeId signer, byte[] msg, int off, int len, byte[] sig) {
+                return witnessHolders.contains(signer) ? witnessKeys.verify(signer, msg, off, len, sig)
+                        : directory.verify(signer, msg, off, len, sig);
+            }
+        };
+    }
+
+    /** From now on, signatures of these holders verify only with witness-announced keys. */
+    public void useWitnessKeys(java.util.Collection<NodeId> holders) {
+        witnessHolders.addAll(holders);
+    }
+
+    /**
+     * Records the verification key a witness announced for the holder it serves.
+     *
+     * @throws IllegalArgumentException if the witness signs with another scheme than the volume's
+     */
+    public void registerHolderKey(NodeId holder, SignatureScheme scheme, byte[] key) {
+        if (scheme != directory.scheme()) {
+            throw new IllegalArgumentException("the witness serving " + holder + " signs with " + scheme
+                    + " but the volume's scheme is " + directory.scheme() + ": set " + SCHEME_KEY
+                    + " and the witnesses' trust-file `scheme` line to the same scheme");
+        }
+        witnessKeys.register(holder, key);
     }
 
     /** The signer of a node of the volume. */

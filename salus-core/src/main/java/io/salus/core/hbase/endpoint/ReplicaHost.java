@@ -65,6 +65,7 @@ public final class ReplicaHost {
     private final long replayedFrom;
     private final long replayedLogEnd;
     private final long replayedSeqs;
+    private final WitnessHolders remoteHolders;
 
     /**
      * @param disks  the Salus log of the replica
@@ -86,6 +87,19 @@ public final class ReplicaHost {
     public ReplicaHost(VolumeAddressing addressing, int region, int replicaIndex, EndpointKeyring keys,
                        ReplicaLink link, ReplicaDisk disk, Function<NodeId, CertificateStore> stores,
                        Coordination coordination, ReplicaFaultInjector faults, RegionStore store) {
+        this(addressing, region, replicaIndex, keys, link, disk, stores, coordination, faults, store, null, null);
+    }
+
+    /**
+     * @param remote       the real witness stores serving the five metadata holders (null: the interim holders
+     *                     hosted in this region, signed with the region server's test keys)
+     * @param regionServer with {@code remote}: resolves replica k's region server (host:port), to find the
+     *                     witness of its paired DataNode
+     */
+    public ReplicaHost(VolumeAddressing addressing, int region, int replicaIndex, EndpointKeyring keys,
+                       ReplicaLink link, ReplicaDisk disk, Function<NodeId, CertificateStore> stores,
+                       Coordination coordination, ReplicaFaultInjector faults, RegionStore store,
+                       WitnessHolders.Settings remote, Function<Integer, CompletableFuture<String>> regionServer) {
         this.addressing = addressing;
         this.client = addressing.client();
         this.region = region;
@@ -103,18 +117,23 @@ public final class ReplicaHost {
         ex.setRemoveOnCancelPolicy(true);
         ex.setExecuteExistingDelayedTasksAfterShutdownPolicy(false);
         this.loop = ex;
+        this.remoteHolders = remote == null ? null : new WitnessHolders(remote, rrs.metadataHolders(), regionServer,
+                keys, (h, ack) -> loop.execute(() -> dispatch(h, me, ack)));
         RegionSnapshot base;
         try {
             base = RegionReplica.verifiedBase(cfg, rrs, keys.verifier(), addressing.membership(), disk, coordination);
         } catch (RecoveryException e) {
             ex.shutdownNow();
+            if (remoteHolders != null) {
+                remoteHolders.close();
+            }
             throw new IllegalStateException(e.getMessage(), e);
         }
         long logEnd = disk.lastIndex(rrs.generation());
         this.replica = store == null
-                ? new RegionReplica(cfg, rrs, me, client, keys.signer(me), keys.verifier(), addressing.membership(),
+                ? new RegionReplica(cfg, rrs, me, client, keys.signer(me), keys.replicaVerifier(), addressing.membership(),
                         transport(me), disk, coordination, faults.hooks(me), base)
-                : new RegionReplica(cfg, rrs, me, client, keys.signer(me), keys.verifier(), addressing.membership(),
+                : new RegionReplica(cfg, rrs, me, client, keys.signer(me), keys.replicaVerifier(), addressing.membership(),
                         transport(me), disk, coordination, faults.hooks(me), base, store);
         this.replayedFrom = base.throughIndex();
         this.replayedLogEnd = logEnd;
@@ -124,7 +143,7 @@ public final class ReplicaHost {
                     + " through seq {} before serving", me, base.throughIndex(), base.lastSeq(), logEnd, replica.appliedSeq());
         }
         for (NodeId h : addressing.hostedBy(region, replicaIndex)) {
-            if (!h.equals(me)) {
+            if (!h.equals(me) && remoteHolders == null) {
                 witnesses.put(h, new WitnessLog(keys.signer(h), keys.verifier(), stores.apply(h),
                         (r, g) -> {
                             RrsConfig c = addressing.membership().config(r, g);
@@ -206,6 +225,10 @@ public final class ReplicaHost {
                 outboxDropped.incrementAndGet();
             }
             outbox.add(ReplicaLink.envelope(from, to, m));
+        } else if (remoteHolders != null && remoteHolders.holds(to)) {
+            if (m instanceof Message.LogCertMsg l) {
+                remoteHolders.offer(to, l.tentative());
+            }
         } else if (hosts(to)) {
             loop.execute(() -> dispatch(from, to, m));
         } else {
@@ -238,8 +261,13 @@ public final class ReplicaHost {
      * log before serving ({@code replayedSeqs > 0}: this replica replayed entries).
      */
     public Map<String, Long> counters() {
-        return Map.of("received", received.get(), "outboxDropped", outboxDropped.get(),
-                "replayBaseIndex", replayedFrom, "replayLogEnd", replayedLogEnd, "replayedSeqs", replayedSeqs);
+        Map<String, Long> m = new java.util.TreeMap<>(Map.of("received", received.get(), "outboxDropped",
+                outboxDropped.get(), "replayBaseIndex", replayedFrom, "replayLogEnd", replayedLogEnd, "replayedSeqs",
+                replayedSeqs));
+        if (remoteHolders != null) {
+            m.putAll(remoteHolders.counters());
+        }
+        return m;
     }
 
     public int region() {
@@ -252,6 +280,9 @@ public final class ReplicaHost {
 
     public void close() {
         loop.shutdownNow();
+        if (remoteHolders != null) {
+            remoteHolders.close();
+        }
     }
 
 }

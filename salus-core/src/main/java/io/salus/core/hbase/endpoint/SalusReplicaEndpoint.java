@@ -59,6 +59,7 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
     private ReplicaFaultInjector faults;
     private int region;
     private int replicaIndex;
+    private WitnessHolders.Settings witnesses;
 
     @Override
     public Optional<RegionObserver> getRegionObserver() {
@@ -99,6 +100,12 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
         Configuration conf = renv.getConfiguration();
         try {
             keys = EndpointKeyring.fromConfiguration(conf, addressing);
+            witnesses = WitnessHolders.Settings.fromConfiguration(conf);
+            if (witnesses == null) {
+                LOG.warn("{} is unset: the metadata holders of {} are the interim in-region ones, signed with the"
+                        + " region server's test keys (tests only; `salus up` sets the real witnesses)",
+                        WitnessHolders.CONNECTOR_KEY, td.getTableName());
+            }
             storage = conf.getClass(ReplicaStorageFactory.CLASS_KEY, HdfsReplicaStorage.class,
                     ReplicaStorageFactory.class).getDeclaredConstructor().newInstance();
             Class<? extends ReplicaFaultInjector> fc = conf.getClass(ReplicaFaultInjector.CLASS_KEY, null,
@@ -139,11 +146,16 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
             var disk = storage.disk(renv, me);
             var coordination = storage.coordination(renv, addressing.protocolConfig().volume());
             var store = storage.regionStore(renv, addressing.protocolConfig(), region);
-            link = new ReplicaLink(acquireConnection(renv.getConfiguration()), addressing,
+            CompletableFuture<AsyncConnection> conn = acquireConnection(renv.getConfiguration());
+            java.util.function.Function<Integer, CompletableFuture<String>> regionServer = k -> conn.thenCompose(c -> {
+                VolumeAddressing.Address a = addressing.address(region, k);
+                return c.getRegionLocator(a.table()).getRegionLocation(a.row());
+            }).thenApply(loc -> loc.getServerName().getHostname() + ":" + loc.getServerName().getPort());
+            link = new ReplicaLink(conn, addressing,
                     addressing.protocolConfig().volume() + "-" + region + "-r" + replicaIndex, null, null);
             try {
                 host = new ReplicaHost(addressing, region, replicaIndex, keys, link, disk,
-                        h -> storage.certificateStore(renv, h), coordination, faults, store);
+                        h -> storage.certificateStore(renv, h), coordination, faults, store, witnesses, regionServer);
             } catch (RuntimeException e) {
                 link.close();
                 releaseConnection();

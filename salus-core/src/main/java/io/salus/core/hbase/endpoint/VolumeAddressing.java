@@ -108,7 +108,15 @@ public final class VolumeAddressing {
     }
 
     private NodeId node(int region, char kind, int k) {
-        return NodeId.of(geometry.volume() + "/" + region + "/" + kind + k);
+        return node(geometry.volume(), region, kind, k);
+    }
+
+    /**
+     * The node id convention, {@code <volume>/<region>/<kind><k>}, for those who know a volume only by name (a
+     * witness checking the endpoint's tentatives: salus-hdfs's trust-file {@code endpoint-volume} rule).
+     */
+    public static NodeId node(String volume, int region, char kind, int k) {
+        return NodeId.of(volume + "/" + region + "/" + kind + k);
     }
 
     /** Every node of the volume (replicas, stores, witnesses, the client): whose keys a verifier needs. */

@@ -1,0 +1,34 @@
+package io.salus.core.hbase.endpoint;
+
+import java.io.Closeable;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+
+/**
+ * The seam between the replica endpoint and a real witness store (a DataNode's witness plugin or a standalone
+ * witness daemon). salus-core defines it; salus-hdfs implements it over its witness wire protocol
+ * ({@code io.salus.hdfs.witness.WitnessClientConnector}), loaded by class name from
+ * {@link WitnessHolders#CONNECTOR_KEY}, so salus-core never depends on salus-hdfs. One instance is one connection,
+ * used by one thread at a time.
+ */
+public interface RemoteWitness extends Closeable {
+    /** The witness's signing identity (its scheme name and verification key). */
+    record Identity(String nodeId, String scheme, byte[] verificationKey) {
+    }
+
+    /**
+     * Offers an encoded TENTATIVE_LOG_ENTRY certificate.
+     *
+     * @return the witness's own signature over {@code Message.StoreAck.signedBytes} of the slot if the witness
+     *         stores the LOG_ENTRY durably (STORED), or null while it waits for the other replicas' tentatives
+     * @throws IOException unreachable, refused (the message says why) or a protocol error
+     */
+    byte[] offer(byte[] certificate) throws IOException;
+
+    Identity identity() throws IOException;
+
+    /** Opens connections; needs a public no-argument constructor. */
+    interface Connector {
+        RemoteWitness connect(InetSocketAddress address, int timeoutMillis) throws IOException;
+    }
+}
