@@ -270,8 +270,9 @@ public final class EmbeddedCluster implements AutoCloseable {
       if (!VolumeCatalog.KIND_SALUS.equals(volume.kind())) {
         throw e;
       }
-      // SalusVolume.openFromCatalog: the one-mount rule (no client mount protocol yet, issue 14)
-      throw new LauncherException("cannot export Salus volume '" + name + "' again: " + e.getMessage()
+      // SalusVolume.openFromCatalog: the mount against the replicas did not finish (a region not settled or
+      // refused; docs/protocol.md "Mount by a new writer")
+      throw new LauncherException("cannot mount Salus volume '" + name + "': " + e.getMessage()
           + ". To go on with data directory " + layout.root() + ", pass --volume with a new name (a new Salus"
           + " volume is created) or --kind hbase --volume NAME for the plain-HBase baseline", e);
     }
