@@ -88,6 +88,51 @@ class SalusReplyTheftTest {
     }
   }
 
+  /**
+   * Review finding (rv13): the endpoint takes the sender of an envelope from the envelope itself, so any HBase
+   * client can send a GET "from" the volume's client. RegionReplica admits only the client's GETs because "anyone
+   * else's GET would wait here for ever" — but a forged one with prevNum = Long.MAX_VALUE does exactly that: it is
+   * kept in the replica's pending GETs for ever, each one makes every later GET arrival and every apply scan the
+   * whole list, and nothing bounds it (memory and the replica's single event loop).
+   */
+  @Test
+  void forgedGetsFromAKeylessCallerAreNotKeptByTheReplica() throws Exception {
+    VolumeGeometry g = new VolumeGeometry("forge", 2 * PER_REGION * BLOCK, BLOCK, PER_REGION);
+    cluster.createVolume(g);
+    VolumeAddressing addressing = new VolumeAddressing(g);
+    int n = 2000;
+    AsyncConnection forgerConn = ConnectionFactory.createAsyncConnection(cluster.util.getConfiguration())
+        .get(60, TimeUnit.SECONDS);
+    ReplicaLink forger = new ReplicaLink(CompletableFuture.completedFuture(forgerConn), addressing, "forger", null,
+        null);
+    try (SalusVolume v = SalusVolume.open(cluster.connection(), "forge")) {
+      byte[] d = new byte[BLOCK];
+      new Random(14).nextBytes(d);
+      v.write(0, d, true).get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS);
+      var host = cluster.endpoint(g, 0, 0).host();
+      long before = host.counters().get("received");
+      io.salus.core.crypto.NodeId target = addressing.replica(0, 0);
+      for (int i = 0; i < n; i++) {
+        // no key, no signature: only the public client name in the envelope's "from"
+        forger.send(addressing.address(0, 0), ReplicaLink.envelope(addressing.client(), target,
+            new io.salus.core.protocol.message.Message.GetRequest(1_000_000L + i, 0, Long.MAX_VALUE)));
+      }
+      long end = System.currentTimeMillis() + SalusMiniCluster.DEADLINE_MS;
+      while (host.counters().get("received") < before + n && System.currentTimeMillis() < end) {
+        Thread.sleep(50);
+      }
+      assertTrue(host.counters().get("received") >= before + n, "the forged GETs reached the endpoint: "
+          + host.counters() + " " + forger.counters());
+      int pending = host.inspect(r -> r.retainedSizes().get("pendingGets")).get(60, TimeUnit.SECONDS);
+      assertEquals(0, pending, "replica " + target + " keeps " + pending + " GETs that a caller without the"
+          + " client's key sent in the client's name, each waiting for seq " + Long.MAX_VALUE + " for ever");
+      assertArrayEquals(d, v.read(0, 1).get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS));
+    } finally {
+      forger.close();
+      forgerConn.close();
+    }
+  }
+
   private static void pollForever(ReplicaLink thief, VolumeAddressing.Address a, AtomicBoolean stop) {
     if (stop.get()) {
       return;
