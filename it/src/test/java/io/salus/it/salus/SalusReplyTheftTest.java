@@ -1,0 +1,142 @@
+package io.salus.it.salus;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+import io.salus.blockdriver.salus.SalusVolume;
+import io.salus.core.hbase.VolumeGeometry;
+import io.salus.core.hbase.endpoint.ReplicaLink;
+import io.salus.core.hbase.endpoint.VolumeAddressing;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.hadoop.hbase.client.AsyncConnection;
+import org.apache.hadoop.hbase.client.ConnectionFactory;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Review finding (rv13): the replica endpoint's {@code poll} RPC (and the {@code replyTo} of {@code deliver}) hands
+ * the replies queued for the volume's client to <b>any</b> caller that names the client, and removes them. The
+ * client's name is public (it is derived from the volume name), and the call needs no Salus key: any process that
+ * can reach HBase RPC can drain the outboxes. The real client then never collects the three tentative outcomes of
+ * a region, retransmits, and after {@code VolumeClient.DEFAULT_RETRIES_BEFORE_RECOVERY} retransmissions without
+ * progress asks for recovery: {@link SalusVolume} then refuses every write until a remount that is not built, so
+ * one unauthenticated poller kills the volume.
+ *
+ * <p>Real components only: the mini cluster of {@link SalusMiniCluster} (HDFS-backed replica storage), a real
+ * {@link SalusVolume}, and the thief is the project's own {@link ReplicaLink} with {@code replyTo} set to the
+ * client's name over its own HBase connection.
+ */
+class SalusReplyTheftTest {
+  static final int BLOCK = 4096;
+  static final long PER_REGION = 16;
+  static SalusMiniCluster cluster;
+
+  @BeforeAll
+  static void start() throws Exception {
+    cluster = new SalusMiniCluster();
+  }
+
+  @AfterAll
+  static void stop() throws Exception {
+    if (cluster != null) {
+      cluster.close();
+    }
+  }
+
+  @Test
+  void anHbaseClientWithoutKeysCannotStealTheClientsRepliesAndStallItsWrites() throws Exception {
+    VolumeGeometry g = new VolumeGeometry("theft", 2 * PER_REGION * BLOCK, BLOCK, PER_REGION);
+    cluster.createVolume(g);
+    VolumeAddressing addressing = new VolumeAddressing(g);
+    AtomicLong stolen = new AtomicLong();
+    AtomicBoolean stop = new AtomicBoolean();
+    AsyncConnection thiefConn = ConnectionFactory.createAsyncConnection(cluster.util.getConfiguration())
+        .get(60, TimeUnit.SECONDS);
+    // the thief: no keys, only the (public) client name derived from the volume name
+    ReplicaLink thief = new ReplicaLink(CompletableFuture.completedFuture(thiefConn), addressing, "thief",
+        addressing.client().name(), e -> stolen.incrementAndGet());
+    try (SalusVolume v = SalusVolume.open(cluster.connection(), "theft")) {
+      for (int r = 0; r < g.numRegions(); r++) {
+        for (int k = 0; k < 3; k++) {
+          pollForever(thief, addressing.address(r, k), stop);
+        }
+      }
+      byte[] d = new byte[4 * BLOCK];
+      new Random(13).nextBytes(d);
+      Throwable writeError = null;
+      try {
+        // PER_REGION - 2 .. PER_REGION + 1: a batch across both regions
+        v.write(PER_REGION - 2, d, true).get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS);
+      } catch (ExecutionException e) {
+        writeError = e.getCause();
+      }
+      stop.set(true);
+      assertEquals(0, stolen.get(), "a caller without the client's key collected " + stolen.get()
+          + " of the client's replies through poll (write outcome: " + (writeError == null ? "committed"
+          : writeError.toString()) + ")");
+      assertNull(writeError, "the write failed while another HBase client polled as the volume's client");
+      assertArrayEquals(d, v.read(PER_REGION - 2, 4).get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS));
+    } finally {
+      stop.set(true);
+      thief.close();
+      thiefConn.close();
+    }
+  }
+
+  /**
+   * Review finding (rv13): the endpoint takes the sender of an envelope from the envelope itself, so any HBase
+   * client can send a GET "from" the volume's client. RegionReplica admits only the client's GETs because "anyone
+   * else's GET would wait here for ever" — but a forged one with prevNum = Long.MAX_VALUE does exactly that: it is
+   * kept in the replica's pending GETs for ever, each one makes every later GET arrival and every apply scan the
+   * whole list, and nothing bounds it (memory and the replica's single event loop).
+   */
+  @Test
+  void forgedGetsFromAKeylessCallerAreNotKeptByTheReplica() throws Exception {
+    VolumeGeometry g = new VolumeGeometry("forge", 2 * PER_REGION * BLOCK, BLOCK, PER_REGION);
+    cluster.createVolume(g);
+    VolumeAddressing addressing = new VolumeAddressing(g);
+    int n = 2000;
+    AsyncConnection forgerConn = ConnectionFactory.createAsyncConnection(cluster.util.getConfiguration())
+        .get(60, TimeUnit.SECONDS);
+    ReplicaLink forger = new ReplicaLink(CompletableFuture.completedFuture(forgerConn), addressing, "forger", null,
+        null);
+    try (SalusVolume v = SalusVolume.open(cluster.connection(), "forge")) {
+      byte[] d = new byte[BLOCK];
+      new Random(14).nextBytes(d);
+      v.write(0, d, true).get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS);
+      var host = cluster.endpoint(g, 0, 0).host();
+      long before = host.counters().get("received");
+      io.salus.core.crypto.NodeId target = addressing.replica(0, 0);
+      for (int i = 0; i < n; i++) {
+        // no key, no signature: only the public client name in the envelope's "from"
+        forger.send(addressing.address(0, 0), ReplicaLink.envelope(addressing.client(), target,
+            new io.salus.core.protocol.message.Message.GetRequest(1_000_000L + i, 0, Long.MAX_VALUE)));
+      }
+      long end = System.currentTimeMillis() + SalusMiniCluster.DEADLINE_MS;
+      while (host.counters().get("received") < before + n && System.currentTimeMillis() < end) {
+        Thread.sleep(50);
+      }
+      assertTrue(host.counters().get("received") >= before + n, "the forged GETs reached the endpoint: "
+          + host.counters() + " " + forger.counters());
+      int pending = host.inspect(r -> r.retainedSizes().get("pendingGets")).get(60, TimeUnit.SECONDS);
+      assertEquals(0, pending, "replica " + target + " keeps " + pending + " GETs that a caller without the"
+          + " client's key sent in the client's name, each waiting for seq " + Long.MAX_VALUE + " for ever");
+      assertArrayEquals(d, v.read(0, 1).get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS));
+    } finally {
+      forger.close();
+      forgerConn.close();
+    }
+  }
+
+  private static void pollForever(ReplicaLink thief, VolumeAddressing.Address a, AtomicBoolean stop) {
+    if (stop.get()) {
+      return;
+    }
+    thief.poll(a).whenComplete((n, err) -> pollForever(thief, a, stop));
+  }
+}
