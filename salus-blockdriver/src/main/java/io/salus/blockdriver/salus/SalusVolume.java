@@ -152,8 +152,13 @@ public final class SalusVolume implements Volume {
       async = ConnectionFactory.createAsyncConnection(connection.getConfiguration()).get(60, TimeUnit.SECONDS);
       SalusVolume v = new SalusVolume(g, lease, async, keys);
       try {
+        // First the mount: its signed query fences the previous writer by batch id (nothing new is logged from it)
+        // while the entries it already logged are still forwarded and decided, so the regions settle and the
+        // mount reads one state. Only then the durable epoch fence: it refuses every sub-batch and BatchInfo of
+        // the old epoch, including those still needed to decide the old writer's last logged batches, so fencing
+        // by epoch first would leave them undecided and the mount waiting (SalusRemountTest's killed writer).
+        v.mount(MOUNT_WAIT_MILLIS);
         v.fenceReplicas(FENCE_WAIT_MILLIS); // storage refuses the previous writer's epoch from here on
-        v.mount(MOUNT_WAIT_MILLIS);         // then learn the regions' state (they can only settle now)
       } catch (IOException | RuntimeException e) {
         v.close(); // releases the lease and the connection
         throw e;
