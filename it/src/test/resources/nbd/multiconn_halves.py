@@ -1,5 +1,5 @@
 # Two real libnbd connections write disjoint 512-byte halves of the same 4 KiB blocks, all
-# pipelined at once; then a third connection reads every block back.
+# pipelined at once (after the blocks were zeroed); then a third connection reads every block back.
 # usage: python3 multiconn_halves.py URI BLOCKS   (exit 0 = every block holds both halves)
 import sys
 import nbd
@@ -14,6 +14,13 @@ for skew, fill in ((0, 0xAA), (512, 0xBB)):
         sys.exit("export does not advertise CAN_MULTI_CONN")
     buf = nbd.Buffer.from_bytearray(bytearray([fill]) * 512)
     conns.append((h, buf))
+# the blocks start as zeros whatever earlier tests wrote there (a test class may share its export):
+# written and flushed by one connection before the two connections race on the halves
+h0 = conns[0][0]
+zero = bytearray(4096)
+for i in range(n):
+    h0.pwrite(zero, i * 4096)
+h0.flush()
 for i in range(n):
     for k, (h, buf) in enumerate(conns):
         cookies.append((h, h.aio_pwrite(buf, i * 4096 + 512 * k)))
