@@ -57,7 +57,6 @@ public final class VolumeCatalog {
   private static final byte[] Q_ROOT_SEQ = Bytes.toBytes("rootSeq");
   private static final byte[] Q_CLEAN = Bytes.toBytes("cleanClose");
   private static final byte[] Q_EPOCH = Bytes.toBytes("writerEpoch");
-  private static final byte[] Q_SALUS_MOUNTED = Bytes.toBytes("salusMounted");
 
   private final Connection connection;
 
@@ -211,20 +210,6 @@ public final class VolumeCatalog {
       throw e;
     }
     return describe(g.volume()).orElseThrow();
-  }
-
-  /**
-   * Marks a Salus volume as mounted; true only for the first mount of its life. (The Salus client's
-   * volume tree lives in the writer's memory; a second mount needs the mount protocol after
-   * recovery, which is not built, so the caller refuses it.)
-   */
-  public boolean claimFirstSalusMount(String name) throws IOException {
-    try (Table t = connection.getTable(CATALOG_TABLE)) {
-      byte[] row = Bytes.toBytes(name);
-      return t.checkAndMutate(CheckAndMutate.newBuilder(row).ifNotExists(FAMILY, Q_SALUS_MOUNTED)
-          .build(new Put(row).addColumn(FAMILY, Q_SALUS_MOUNTED,
-              Bytes.toBytes(Instant.now().toEpochMilli())))).isSuccess();
-    }
   }
 
   public Optional<VolumeInfo> describe(String name) throws IOException {
