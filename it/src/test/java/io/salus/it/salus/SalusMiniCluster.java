@@ -41,6 +41,12 @@ final class SalusMiniCluster implements AutoCloseable {
     conf.setInt("hbase.client.retries.number", 10);
     conf.set("hbase.coprocessor.master.classes", SalusPlacementObserver.class.getName());
     conf.setLong(SalusPlacementObserver.PERIOD_KEY, 1000);
+    // -Dsalus.test.balancer.period=MS keeps HBase's balancer on and runs it that often (to reproduce moves of
+    // replica regions mid-write); otherwise the balancer is switched off once the cluster is up (below)
+    String balancerPeriod = System.getProperty("salus.test.balancer.period");
+    if (balancerPeriod != null) {
+      conf.set("hbase.balancer.period", balancerPeriod);
+    }
     conf.setLong(EndpointKeyring.TEST_SEED_KEY, SEED);
     // inert until a test puts a replica into GetFaults.corrupt
     conf.set(io.salus.core.hbase.endpoint.ReplicaFaultInjector.CLASS_KEY,
@@ -59,6 +65,16 @@ final class SalusMiniCluster implements AutoCloseable {
       util.getMiniHBaseCluster().getConfiguration()
           .set(io.salus.core.hbase.storage.SalusFavoredNodes.DATANODE_KEY, dataNodes.get(i));
       util.getMiniHBaseCluster().startRegionServer();
+    }
+    if (balancerPeriod == null) {
+      // HBase's balancer first runs hbase.balancer.period (300 s) after the master starts. Volumes created through
+      // the CLI never passed awaitPlaced, so the balancer stayed on, its run moved replica regions while
+      // SalusNbdTest's third test wrote, the placement observer moved them back, and the volume stopped
+      // ("no PUT_SUCCESS after 4 retries": CI run of 2026-11-24; reproduced with -Dsalus.test.balancer.period=15000).
+      // Moving a replica region mid-write is a fault with its own tests (issue 14); these tests are not about it.
+      try (Admin admin = util.getConnection().getAdmin()) {
+        admin.balancerSwitch(false, true);
+      }
     }
   }
 
@@ -97,9 +113,6 @@ final class SalusMiniCluster implements AutoCloseable {
         throw new AssertionError("volume " + g.volume() + ": replica regions not on three servers with endpoints");
       }
       Thread.sleep(50);
-    }
-    try (Admin admin = connection().getAdmin()) {
-      admin.balancerSwitch(false, true); // in-memory replica state would be lost on a move
     }
   }
 

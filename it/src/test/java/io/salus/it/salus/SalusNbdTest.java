@@ -125,7 +125,7 @@ class SalusNbdTest {
     }
     try (NbdCommand.Running r = NbdCommand.serve("halves", "127.0.0.1", 0, conf)) {
       Tools.Result res = Tools.run(300, "/usr/bin/python3", script.toString(), r.server.uri("halves"), "200");
-      assertEquals(0, res.exit(), res.output());
+      assertEquals(0, res.exit(), () -> ((SalusVolume) r.volume).diagnostics() + "\n" + res.output());
       assertTrue(res.output().contains("lost a half: 0 of 200"), res.output());
     }
   }
@@ -157,7 +157,11 @@ class SalusNbdTest {
       }
       cmd.add("-c");
       cmd.add("flush");
-      String out = Tools.run(300, cmd).requireSuccess("qemu-io").output();
+      Tools.Result res = Tools.run(300, cmd);
+      // on failure the message carries the export's own account (refusal reason, lease, client counters)
+      assertEquals(0, res.exit(), () -> "qemu-io failed: " + ((SalusVolume) r.volume).diagnostics() + "\n"
+          + res.output());
+      String out = res.output();
       assertFalse(out.toLowerCase().contains("error"), out);
       Path back = tmp.resolve("back.bin");
       Tools.run(300, "nbdcopy", r.server.uri("qio"), back.toString()).requireSuccess("nbdcopy out");

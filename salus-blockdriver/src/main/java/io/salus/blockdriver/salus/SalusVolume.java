@@ -363,6 +363,18 @@ public final class SalusVolume implements Volume {
     return runner.getRetriesByReplica();
   }
 
+  /**
+   * One line for an operator or a failing test: why the volume refuses work (if it does), the lease, and the
+   * client's counters (what a CI log must show when an export answers EIO).
+   */
+  public String diagnostics() {
+    VolumeException why = unusable();
+    return "Salus volume '" + name() + "': " + (why == null ? "usable" : "refusing work: " + why.getMessage())
+        + "; lease epoch " + lease.epoch() + (lease.isHeld() ? " held" : lease.isLost() ? " lost" : " suspended")
+        + "; waiting batches " + waiting.size() + ", puts in flight " + puts.size() + ", gets in flight "
+        + gets.size() + "; GET retries " + getRetriesByReplica() + "; counters " + counters();
+  }
+
   /** The client's link counters (tests, metrics). */
   public Map<String, Long> counters() {
     return runner.counters();
