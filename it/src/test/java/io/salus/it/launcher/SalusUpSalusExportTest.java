@@ -137,6 +137,38 @@ class SalusUpSalusExportTest {
     assertFalse(read.contains("Pattern verification failed"), read);
   }
 
+  /**
+   * The five metadata holders of the volume's RRS are the cluster's real witness stores (issue 13 item 3): after a
+   * write and a FLUSH, each of the five witnesses {@code salus up} runs (the plugin of the three DataNodes and the two
+   * standalone daemons, endpoints.properties {@code witnesses}) holds a LOG_ENTRY certificate for the first entry of
+   * the volume's region 0. (Before, {@code salus up} left the endpoints on their interim in-region holders and the
+   * witnesses never saw an offer.)
+   */
+  @Test
+  void everyWitnessStoreHoldsTheVolumesLogEntries() throws Exception {
+    String written = qemuIo(nbd, "write -P 0x5a 44M 64k", "flush");
+    assertTrue(written.contains("wrote 65536/65536"), written);
+    Properties endpoints = new Properties();
+    try (var in = Files.newInputStream(data.resolve("endpoints.properties"))) {
+      endpoints.load(in);
+    }
+    String[] witnesses = endpoints.getProperty("witnesses").split(",");
+    assertEquals(5, witnesses.length, endpoints.getProperty("witnesses"));
+    assertTrue(Files.readString(data.resolve("witness-trust.conf")).contains("\nendpoint-volume * test-seed "),
+        Files.readString(data.resolve("witness-trust.conf")));
+    for (String w : witnesses) {
+      String hostPort = w.trim();
+      int colon = hostPort.lastIndexOf(':');
+      java.net.InetSocketAddress a = new java.net.InetSocketAddress(hostPort.substring(0, colon),
+          Integer.parseInt(hostPort.substring(colon + 1)));
+      try (io.salus.hdfs.witness.WitnessClient c = io.salus.hdfs.witness.WitnessClient.connect(a)) {
+        io.salus.core.cert.Certificate got = c.query(new io.salus.core.cert.RegionId("demo", 0), 0, 0);
+        assertTrue(got != null && got.type() == io.salus.core.cert.CertType.LOG_ENTRY,
+            "witness " + hostPort + " holds the LOG_ENTRY certificate of demo region 0 index 0: " + got);
+      }
+    }
+  }
+
   @Test
   void fioWritesThenVerifiesCrc32c() throws Exception {
     Tools.fioVerify(nbd, "randwrite", "2M", 16); // small: the suite shares 2 cores (8M timed out at load 54)

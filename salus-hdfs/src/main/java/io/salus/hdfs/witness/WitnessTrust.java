@@ -32,6 +32,7 @@ import io.salus.core.crypto.SignatureScheme;
  *   rrs   &lt;volume&gt;#* &lt;id1&gt; &lt;id2&gt; &lt;id3&gt;        (every region of a volume)
  *   rrs   * &lt;id1&gt; &lt;id2&gt; &lt;id3&gt;                 (default for all regions)
  *   endpoint-volume &lt;volume&gt; test-seed &lt;long&gt;     (TEST ONLY: the replica endpoint's regions)
+ *   endpoint-volume * test-seed &lt;long&gt;            (TEST ONLY: every volume's, e.g. 'salus up')
  * </pre>
  *
  * Membership may also be set programmatically ({@link #setMembers}). Without a {@code scheme}
@@ -49,6 +50,8 @@ public final class WitnessTrust {
   /** Principals (the Master / recovery orchestrator) whose signed queries may seal a slot. */
   private final Set<NodeId> recoverers = ConcurrentHashMap.newKeySet();
   private final Map<String, Long> endpointVolumes = new ConcurrentHashMap<>();
+  /** The volume name of {@code endpoint-volume * test-seed S}: every volume (no volume can be named so). */
+  public static final String ALL_VOLUMES = "*";
   private volatile java.util.function.BiFunction<RegionId, Long, Set<NodeId>> membership;
 
   public WitnessTrust(SignatureScheme scheme) {
@@ -112,6 +115,9 @@ public final class WitnessTrust {
 
   private Set<NodeId> endpointMembers(RegionId region, long generation) {
     Long seed = endpointVolumes.get(region.volume());
+    if (seed == null) {
+      seed = endpointVolumes.get(ALL_VOLUMES); // `endpoint-volume * test-seed S`: every volume
+    }
     if (seed == null || generation != 0 || region.index() < 0) {
       return null;
     }

@@ -84,6 +84,24 @@ class WitnessTrustTest {
     assertTrue(e.getMessage().contains("endpoint-volume <volume> test-seed <long>"), e.getMessage());
   }
 
+  /** `endpoint-volume * test-seed S` ('salus up'): every volume's regions, with a named volume's own line first. */
+  @Test
+  void anEndpointVolumeStarLineCoversEveryVolume() throws Exception {
+    WitnessTrust t = WitnessTrust.load(file("scheme ed25519\nendpoint-volume * test-seed 7\n"
+        + "endpoint-volume vv test-seed 5\n"));
+    NodeId a = NodeId.of("any/3/r1");
+    assertEquals(Set.of(NodeId.of("any/3/r0"), a, NodeId.of("any/3/r2")),
+        t.members(new io.salus.core.cert.RegionId("any", 3), 0));
+    byte[] msg = {4, 5};
+    assertTrue(t.keys().verify(a, msg, io.salus.core.crypto.NodeKeys.deterministic(SignatureScheme.ED25519, a, 7)
+        .signer().sign(msg)), "the * line's seed gives any/3/r1's key");
+    NodeId v = NodeId.of("vv/0/r0");
+    assertEquals(3, t.members(new io.salus.core.cert.RegionId("vv", 0), 0).size());
+    assertTrue(t.keys().verify(v, msg, io.salus.core.crypto.NodeKeys.deterministic(SignatureScheme.ED25519, v, 5)
+        .signer().sign(msg)), "a volume's own line wins over *");
+    assertEquals(null, t.members(new io.salus.core.cert.RegionId("any", 3), 1), "generation 0 only");
+  }
+
   @Test
   void badFilesNameTheLineAndTheFix() throws Exception {
     IOException e = assertThrows(IOException.class,

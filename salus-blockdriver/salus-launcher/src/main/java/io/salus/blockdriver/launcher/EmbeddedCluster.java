@@ -58,6 +58,8 @@ public final class EmbeddedCluster implements AutoCloseable {
   private MiniHBaseCluster hbase;
   private final List<WitnessNode> witnesses = new ArrayList<>();
   private CatalogExports exports;
+  /** The witness plugin (host:port) of each DataNode, in start order. */
+  private final List<String> dataNodeWitnesses = new ArrayList<>();
   /** Transfer address (host:port) of each DataNode, in start order: region server i is paired with DataNode i. */
   private final List<String> dataNodeAddresses = new ArrayList<>();
   /** Seed of the replica endpoints' (test) keyring, {@link EndpointSeed}. */
@@ -228,6 +230,8 @@ public final class EmbeddedCluster implements AutoCloseable {
         throw new LauncherException(problem.orElse("the witness plugin of DataNode "
             + dn.getXferAddress() + " did not start; see " + layout.dir("logs") + "/salus.log"));
       }
+      InetSocketAddress w = WitnessDataNodePlugin.running(dn).address();
+      dataNodeWitnesses.add(w.getHostString() + ":" + w.getPort());
     }
   }
 
@@ -355,6 +359,15 @@ public final class EmbeddedCluster implements AutoCloseable {
     c.setBoolean("hbase.unsafe.stream.capability.enforce", false);
     endpointSeed = EndpointSeed.ensure(layout.root());
     SalusPlugins.configureHBase(c, endpointSeed);
+    // the five metadata holders of every RRS: the witness of the DataNode paired with each replica's region server
+    // and the two standalone witnesses (their trust file names the endpoints' keys: LauncherTrust)
+    List<String> standalone = new ArrayList<>();
+    witnessPorts.forEach(p -> standalone.add(options.host() + ":" + p));
+    java.util.Map<Integer, String> pairedWitness = new java.util.LinkedHashMap<>();
+    for (int i = 0; i < regionServerPorts.size(); i++) {
+      pairedWitness.put(regionServerPorts.get(i), dataNodeWitnesses.get(i % dataNodeWitnesses.size()));
+    }
+    SalusPlugins.configureWitnesses(c, standalone, pairedWitness);
     // Region server i keeps its Salus logs (and HFiles) on DataNode i: salus.favored.datanode per server.
     for (int i = 0; i < regionServerPorts.size(); i++) {
       c.set(PairedRegionServer.PAIR_PREFIX + regionServerPorts.get(i),

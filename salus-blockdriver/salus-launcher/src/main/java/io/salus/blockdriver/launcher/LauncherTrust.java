@@ -18,8 +18,10 @@ import io.salus.hdfs.witness.WitnessIdentity;
  * that they accept offers signed by the cluster's replicas (without one, a witness knows no RRS
  * and rejects every offer). Ed25519: each replica's secret stays in {@code DATA/keys/<id>.key}
  * (owner-only), the trust file {@code DATA/witness-trust.conf} holds only verification keys, the
- * {@code recoverer master} line (the Master's recovery key, {@code DATA/keys/master.key}) and one
- * {@code rrs *} line naming the three replicas. Created on first start, reused afterwards.
+ * {@code recoverer master} line (the Master's recovery key, {@code DATA/keys/master.key}), one
+ * {@code rrs *} line naming the three replicas, and {@code endpoint-volume * test-seed S}: the replica endpoints of
+ * every Salus volume (members {@code <volume>/<i>/r<k>}, keys from the endpoint keyring's seed, {@link EndpointSeed}),
+ * whose tentatives the five witnesses store. Created on first start, re-written at every start.
  */
 public final class LauncherTrust {
   /** The three replica ids of every region's RRS in the embedded cluster. */
@@ -59,6 +61,9 @@ public final class LauncherTrust {
     t.append("recoverer ").append(RECOVERER).append(' ')
         .append(HexFormat.of().formatHex(recovererKeys(dataDir).verificationKey())).append('\n');
     t.append("rrs * ").append(String.join(" ", REPLICAS)).append('\n');
+    // the replica endpoints of every Salus volume sign with the keyring of DATA/keys/endpoint-test-seed
+    // (EndpointSeed); their regions' members <volume>/<i>/r<k> and keys follow from that seed
+    t.append("endpoint-volume * test-seed ").append(EndpointSeed.ensure(dataDir)).append('\n');
     Path file = dataDir.resolve(TRUST_FILE);
     Path tmp = dataDir.resolve(TRUST_FILE + ".tmp");
     Files.writeString(tmp, t, StandardCharsets.UTF_8);

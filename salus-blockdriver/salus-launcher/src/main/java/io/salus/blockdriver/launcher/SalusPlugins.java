@@ -5,6 +5,10 @@ import io.salus.core.hbase.endpoint.EndpointKeyring;
 import io.salus.core.hbase.storage.HdfsReplicaStorage;
 import io.salus.hdfs.placement.LocationHintPlacementPolicy;
 import io.salus.hdfs.witness.WitnessDataNodePlugin;
+import io.salus.core.hbase.endpoint.WitnessHolders;
+import io.salus.hdfs.witness.WitnessClientConnector;
+import java.util.List;
+import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
 
 /**
@@ -61,6 +65,22 @@ final class SalusPlugins {
   static void configureClient(Configuration conf, long endpointSeed) {
     conf.setLong(EndpointKeyring.TEST_SEED_KEY, endpointSeed);
     conf.set(EndpointKeyring.SCHEME_KEY, "ED25519");
+  }
+
+  /**
+   * The five metadata holders of every RRS are the real witness stores (issue 13 item 3): the witness plugin of the
+   * DataNode paired with each replica's region server, and the two standalone witnesses.
+   *
+   * @param standalone the standalone witnesses, {@code host:port} each
+   * @param paired     per region server port, its paired DataNode's witness plugin ({@code host:port})
+   */
+  static void configureWitnesses(Configuration conf, List<String> standalone, Map<Integer, String> paired) {
+    conf.set(WitnessHolders.CONNECTOR_KEY, WitnessClientConnector.class.getName());
+    conf.set(WitnessHolders.STANDALONE_KEY, String.join(",", standalone));
+    StringBuilder p = new StringBuilder();
+    paired.forEach((rsPort, witness) -> p.append(p.length() == 0 ? "" : ",").append("*:").append(rsPort)
+        .append('=').append(witness));
+    conf.set(WitnessHolders.PAIRED_KEY, p.toString());
   }
 
   /** Placement check period of the embedded cluster (the observer's default is 10 s; one JVM can afford 2 s). */
