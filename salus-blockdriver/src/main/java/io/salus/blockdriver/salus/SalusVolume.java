@@ -578,20 +578,56 @@ public final class SalusVolume implements Volume {
     return writeZeroes(firstBlock, count, false);
   }
 
-  /** Zeroes are written as zero blocks (the protocol has no TRIM; they do take storage). */
+  /**
+   * Zeroes are written as zero blocks (the protocol has no TRIM; they do take storage), at most
+   * {@link #ZERO_WINDOW_BATCHES} batches at a time: a TRIM of the whole device (mkfs.ext4 discards it first) once
+   * built every batch of zeros up front, 1 GiB of arrays for a 1 GiB volume, and exhausted the heap on a large one.
+   */
   @Override
   public CompletableFuture<Void> writeZeroes(long firstBlock, long count, boolean fua) {
     VolumeException e = Volume.checkRange(this, firstBlock, count);
     if (e != null) {
       return CompletableFuture.failedFuture(e);
     }
-    List<CompletableFuture<Void>> all = new ArrayList<>();
-    int chunk = MAX_BLOCKS_PER_BATCH;
-    for (long b = firstBlock; b < firstBlock + count; b += chunk) {
-      int n = (int) Math.min(chunk, firstBlock + count - b);
-      all.add(write(b, new byte[n * blockSize()], fua));
+    CompletableFuture<Void> done = new CompletableFuture<>();
+    zeroWindow(firstBlock, firstBlock + count, fua, done);
+    return done;
+  }
+
+  /** Batches of zeros in flight for one TRIM / WRITE_ZEROES (the client pipeline holds {@link #PIPELINE}). */
+  public static final int ZERO_WINDOW_BATCHES = PIPELINE;
+
+  private void zeroWindow(long next, long end, boolean fua, CompletableFuture<Void> done) {
+    List<CompletableFuture<Void>> window = new ArrayList<>(ZERO_WINDOW_BATCHES);
+    long b = next;
+    while (b < end && window.size() < ZERO_WINDOW_BATCHES) {
+      int n = (int) Math.min(MAX_BLOCKS_PER_BATCH, end - b);
+      window.add(write(b, new byte[n * blockSize()], fua));
+      b += n;
     }
-    return CompletableFuture.allOf(all.toArray(CompletableFuture[]::new));
+    long resume = b;
+    CompletableFuture.allOf(window.toArray(CompletableFuture[]::new)).whenComplete((v, t) -> {
+      if (t != null) {
+        done.completeExceptionally(t instanceof java.util.concurrent.CompletionException && t.getCause() != null
+            ? t.getCause() : t);
+      } else if (resume >= end) {
+        done.complete(null);
+      } else {
+        zeroWindow(resume, end, fua, done);
+      }
+    });
+  }
+
+  /** Batches this volume holds now: queued for the pipeline or in flight (tests, diagnostics). */
+  public int batchesHeld() {
+    try {
+      return runner.call(c -> waiting.size() + puts.size()).get(60, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return -1;
+    } catch (ExecutionException | TimeoutException e) {
+      return -1;
+    }
   }
 
   /**
