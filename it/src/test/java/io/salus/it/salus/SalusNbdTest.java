@@ -25,7 +25,7 @@ import picocli.CommandLine;
  * Issue 13 items 6-7 through the CLI and real NBD clients: {@code salus volume create --kind salus} makes a
  * Salus volume (three replica tables, kind recorded in the catalog), {@code salus nbd} exports it as a
  * {@link SalusVolume}, and libnbd clients (nbdcopy, two multi-conn connections) read and write it. One HBase mini
- * cluster with three region servers running the replica endpoint (in-memory replica storage, its default).
+ * cluster with three region servers running the replica endpoint (its default storage: the Salus log on HDFS).
  */
 class SalusNbdTest {
   static SalusMiniCluster cluster;
