@@ -86,7 +86,7 @@ public final class VolumeCommand implements Runnable {
 
     @Option(names = "--blocks-per-region", paramLabel = "N",
         description = "Salus volumes only: blocks per region (RRS), a power of two"
-            + " (default 65536).")
+            + " (default 65536, or the largest power of two that fits a smaller volume).")
     Long blocksPerRegion;
 
     @Option(names = "--hash", defaultValue = "SHA-256",
@@ -130,7 +130,7 @@ public final class VolumeCommand implements Runnable {
     io.salus.core.hbase.VolumeGeometry salusGeometry() {
       return new io.salus.core.hbase.VolumeGeometry(name, size, blockSize,
           blocksPerRegion != null ? blocksPerRegion
-              : io.salus.core.hbase.VolumeGeometry.DEFAULT_BLOCKS_PER_REGION);
+              : io.salus.core.hbase.VolumeGeometry.defaultBlocksPerRegion(size / blockSize));
     }
 
     @Override

@@ -48,6 +48,20 @@ class SalusCliTest {
     return new Run(code, out.toString(), err.toString());
   }
 
+  /**
+   * A Salus region larger than the volume is refused before anything is created, naming the largest size that fits
+   * (it was accepted, and every region server that opened such a region failed: "region level 16 must be in
+   * [0,15] for 32768 blocks").
+   */
+  @Test
+  void aSalusRegionLargerThanTheVolumeIsRefusedNamingTheFix() {
+    Run create = run("volume", "create", "small", "--kind", "salus", "--size", "128M", "--blocks-per-region",
+        "65536");
+    assertEquals(2, create.code(), create.err());
+    assertTrue(create.err().contains("blocks per region 65536 is larger than volume small (32768 blocks): use at"
+        + " most 32768"), create.err());
+  }
+
   @Test
   void aBadSizeNamesTheFormat() {
     Run create = run("volume", "create", "v1", "--size", "12Q");

@@ -33,6 +33,22 @@ public record VolumeGeometry(String volume, long sizeBytes, int blockSize, long 
             throw new IllegalArgumentException("blocks per region " + blocksPerRegion + " is not valid: use a power"
                     + " of two (default " + DEFAULT_BLOCKS_PER_REGION + ")");
         }
+        long blocks = sizeBytes / blockSize;
+        if (blocksPerRegion > 1L << io.salus.core.merkle.MerkleTree.depthFor(blocks)) {
+            // the region's tree would sit above the volume tree's root: every replica endpoint that opened such a
+            // region failed ("region level 16 must be in [0,15] for 32768 blocks"), once aborting its region server
+            throw new IllegalArgumentException("blocks per region " + blocksPerRegion + " is larger than volume "
+                    + volume + " (" + blocks + " blocks): use at most " + defaultBlocksPerRegion(blocks)
+                    + " (--blocks-per-region), or leave it out to get that");
+        }
+    }
+
+    /**
+     * The region size of a volume of {@code blocks} blocks when none is given: {@link #DEFAULT_BLOCKS_PER_REGION},
+     * or the largest power of two that fits when the volume is smaller than one such region.
+     */
+    public static long defaultBlocksPerRegion(long blocks) {
+        return Math.min(DEFAULT_BLOCKS_PER_REGION, Long.highestOneBit(Math.max(1, blocks)));
     }
 
     public long numBlocks() {

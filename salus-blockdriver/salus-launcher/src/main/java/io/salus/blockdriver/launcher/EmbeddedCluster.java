@@ -294,7 +294,7 @@ public final class EmbeddedCluster implements AutoCloseable {
    */
   static VolumeGeometry salusGeometry(String name, long sizeBytes) {
     long blocks = sizeBytes / VOLUME_BLOCK_SIZE;
-    long perRegion = Math.min(VolumeGeometry.DEFAULT_BLOCKS_PER_REGION, Long.highestOneBit(blocks));
+    long perRegion = VolumeGeometry.defaultBlocksPerRegion(blocks);
     return new VolumeGeometry(name, sizeBytes, VOLUME_BLOCK_SIZE, perRegion);
   }
 

@@ -43,4 +43,20 @@ class VolumeAddressingTest {
                     e.getMessage());
         }
     }
+
+    /** A region larger than the volume's tree is refused by the geometry, not later by every endpoint. */
+    @Test
+    void aRegionLargerThanTheVolumeIsRefusedAndTheDefaultFits() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> new io.salus.core.hbase.VolumeGeometry("small", 32768L * 4096, 4096, 65536));
+        assertTrue(e.getMessage().contains("use at most 32768"), e.getMessage());
+        for (long blocks : new long[] {1, 3, 1000, 32768, 65536, 100_000, 1L << 30}) {
+            long per = io.salus.core.hbase.VolumeGeometry.defaultBlocksPerRegion(blocks);
+            io.salus.core.hbase.VolumeGeometry g = new io.salus.core.hbase.VolumeGeometry("v", blocks * 4096, 4096, per);
+            assertTrue(per <= io.salus.core.hbase.VolumeGeometry.DEFAULT_BLOCKS_PER_REGION, blocks + " -> " + per);
+            new VolumeAddressing(g); // the endpoint's addressing (and its region layout) accepts it
+        }
+        // a last region partly used is fine: 1000 blocks in regions of 1024
+        new VolumeAddressing(new io.salus.core.hbase.VolumeGeometry("v", 1000L * 4096, 4096, 1024));
+    }
 }
