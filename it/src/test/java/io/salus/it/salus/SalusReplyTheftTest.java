@@ -3,9 +3,15 @@ package io.salus.it.salus;
 import static org.junit.jupiter.api.Assertions.*;
 
 import io.salus.blockdriver.salus.SalusVolume;
+import io.salus.core.crypto.NodeId;
+import io.salus.core.crypto.SignatureScheme;
 import io.salus.core.hbase.VolumeGeometry;
+import io.salus.core.hbase.endpoint.CallAuth;
+import io.salus.core.hbase.endpoint.EndpointKeyring;
 import io.salus.core.hbase.endpoint.ReplicaLink;
 import io.salus.core.hbase.endpoint.VolumeAddressing;
+import io.salus.core.protocol.message.Message;
+import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -31,7 +37,6 @@ import org.junit.jupiter.api.Test;
  * {@link SalusVolume}, and the thief is the project's own {@link ReplicaLink} with {@code replyTo} set to the
  * client's name over its own HBase connection.
  */
-@org.junit.jupiter.api.Disabled("review rv13 findings, open in issue 13: deliver/poll take the caller's word for the client's identity, so a caller without keys collects the client's replies (stalls its writes) and parks forged GETs in the replica; needs caller authentication on the transport")
 class SalusReplyTheftTest {
   static final int BLOCK = 4096;
   static final long PER_REGION = 16;
@@ -94,7 +99,11 @@ class SalusReplyTheftTest {
    * client can send a GET "from" the volume's client. RegionReplica admits only the client's GETs because "anyone
    * else's GET would wait here for ever" — but a forged one with prevNum = Long.MAX_VALUE does exactly that: it is
    * kept in the replica's pending GETs for ever, each one makes every later GET arrival and every apply scan the
-   * whole list, and nothing bounds it (memory and the replica's single event loop).
+   * whole list, and nothing bounds it (memory and the replica's single event loop). A forged GET that can be served
+   * at once (prevNum 0), a forged DecisionRequest or MountQuery would make the replica queue answers in the client's
+   * outbox (bounded: they push the client's real replies out). With caller authentication ({@code CallAuth}) none
+   * of them reaches the replica: not kept, not served, nothing queued for the client; and a caller holding a
+   * replica's key (a region server) cannot speak for the client either.
    */
   @Test
   void forgedGetsFromAKeylessCallerAreNotKeptByTheReplica() throws Exception {
@@ -106,32 +115,72 @@ class SalusReplyTheftTest {
         .get(60, TimeUnit.SECONDS);
     ReplicaLink forger = new ReplicaLink(CompletableFuture.completedFuture(forgerConn), addressing, "forger", null,
         null);
+    // a region server's key (replica forge/0/r1): it may speak for the nodes its region hosts, never for the client
+    EndpointKeyring keys = EndpointKeyring.deterministic(SignatureScheme.ED25519, SalusMiniCluster.SEED, addressing);
+    NodeId peer = addressing.replica(0, 1);
+    ReplicaLink peerLink = new ReplicaLink(CompletableFuture.completedFuture(forgerConn), addressing, "peer", null,
+        null, new CallAuth.Signing(g.volume(), keys.signer(peer), 0));
     try (SalusVolume v = SalusVolume.open(cluster.connection(), "forge")) {
       byte[] d = new byte[BLOCK];
       new Random(14).nextBytes(d);
       v.write(0, d, true).get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS);
       var host = cluster.endpoint(g, 0, 0).host();
-      long before = host.counters().get("received");
-      io.salus.core.crypto.NodeId target = addressing.replica(0, 0);
+      Map<String, Long> before = host.counters();
+      NodeId target = addressing.replica(0, 0);
       for (int i = 0; i < n; i++) {
         // no key, no signature: only the public client name in the envelope's "from"
         forger.send(addressing.address(0, 0), ReplicaLink.envelope(addressing.client(), target,
-            new io.salus.core.protocol.message.Message.GetRequest(1_000_000L + i, 0, Long.MAX_VALUE)));
+            new Message.GetRequest(1_000_000L + i, 0, Long.MAX_VALUE)));
+        // served at once if believed: a GetReply into the client's outbox
+        forger.send(addressing.address(0, 0), ReplicaLink.envelope(addressing.client(), target,
+            new Message.GetRequest(2_000_000L + i, 0, 0)));
+        // answered to the client if believed: a MountState (every leaf hash) / a decision into its outbox
+        forger.send(addressing.address(0, 0), ReplicaLink.envelope(addressing.client(), target,
+            new Message.MountQuery(3_000_000L + i, 0, null)));
+        forger.send(addressing.address(0, 0), ReplicaLink.envelope(addressing.client(), target,
+            new Message.DecisionRequest(0, 5_000_000L + i)));
+        while (forger.queued() > ReplicaLink.MAX_QUEUED / 2) {
+          Thread.sleep(5); // the link drops beyond MAX_QUEUED: every forged envelope must reach the endpoint
+        }
+      }
+      for (int i = 0; i < 100; i++) {
+        peerLink.send(addressing.address(0, 0), ReplicaLink.envelope(addressing.client(), target,
+            new Message.GetRequest(4_000_000L + i, 0, Long.MAX_VALUE)));
       }
       long end = System.currentTimeMillis() + SalusMiniCluster.DEADLINE_MS;
-      while (host.counters().get("received") < before + n && System.currentTimeMillis() < end) {
+      while ((arrived(host.counters()) < arrived(before) + 4 * n
+          || foreign(host.counters()) < foreign(before) + 100) && System.currentTimeMillis() < end) {
         Thread.sleep(50);
       }
-      assertTrue(host.counters().get("received") >= before + n, "the forged GETs reached the endpoint: "
-          + host.counters() + " " + forger.counters());
+      Map<String, Long> after = host.counters();
+      assertTrue(arrived(after) >= arrived(before) + 4 * n, "the forged envelopes reached the endpoint: " + after
+          + " " + forger.counters());
+      assertEquals(0, forger.counters().get("dropped"), "the forger's link dropped envelopes: " + forger.counters());
+      assertTrue(foreign(after) >= foreign(before) + 100, "the replica-signed envelopes in the client's name reached"
+          + " the endpoint: " + after + " " + peerLink.counters());
       int pending = host.inspect(r -> r.retainedSizes().get("pendingGets")).get(60, TimeUnit.SECONDS);
       assertEquals(0, pending, "replica " + target + " keeps " + pending + " GETs that a caller without the"
           + " client's key sent in the client's name, each waiting for seq " + Long.MAX_VALUE + " for ever");
+      // let the event loop drain whatever it was given, then nothing may have been queued for the client
+      host.inspect(r -> 0).get(60, TimeUnit.SECONDS);
+      long queued = host.counters().get("toClient") - before.get("toClient");
+      assertTrue(queued < n, "replica " + target + " queued " + queued + " messages for the client in answer to "
+          + 3 * n + " forged GETs / MountQueries / DecisionRequests: " + host.counters());
       assertArrayEquals(d, v.read(0, 1).get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS));
     } finally {
       forger.close();
+      peerLink.close();
       forgerConn.close();
     }
+  }
+
+  /** Envelopes the endpoint enqueued or dropped (an unauthenticated call's). */
+  private static long arrived(Map<String, Long> c) {
+    return c.get("received") + c.getOrDefault("authDroppedEnvelopes", 0L);
+  }
+
+  private static long foreign(Map<String, Long> c) {
+    return c.getOrDefault("authForeignSenderEnvelopes", 0L);
   }
 
   private static void pollForever(ReplicaLink thief, VolumeAddressing.Address a, AtomicBoolean stop) {

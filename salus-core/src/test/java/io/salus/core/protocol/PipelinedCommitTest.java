@@ -167,6 +167,27 @@ class PipelinedCommitTest {
         return d;
     }
 
+    /**
+     * Review rv13: GETs waiting for a PUT that never comes (prevNum far ahead) are not kept without bound, and the
+     * newest still waits and is served once its PUT applies; a GET in another node's name is not kept at all.
+     */
+    @Test
+    void pendingGetsAreBoundedAndOnlyTheClientsWait() {
+        RegionReplica r = replicas.get(configs.get(0).primary());
+        for (int i = 0; i < RegionReplica.MAX_PENDING_GETS + 500; i++) {
+            r.receive(clientId, new Message.GetRequest(1000 + i, 1, Long.MAX_VALUE));
+            r.receive(configs.get(0).replicas().get(1), new Message.GetRequest(1000 + i, 1, 0));
+        }
+        assertEquals(RegionReplica.MAX_PENDING_GETS, r.retainedSizes().get("pendingGets"));
+        r.receive(clientId, new Message.GetRequest(7, 1, 1));
+        assertEquals(RegionReplica.MAX_PENDING_GETS, r.retainedSizes().get("pendingGets"));
+        net.clear();
+        assertTrue(client.submit(List.of(new BlockWrite(1, data(5)))) > 0);
+        drain();
+        assertTrue(sent.stream().anyMatch(e -> e.to().equals(clientId) && e.m() instanceof Message.GetReply g
+                && g.requestId() == 7), "the newest waiting GET is served once its PUT applies");
+    }
+
     @Test
     void batchesAcrossRegionsCommitInOrderAndGetsVerify() {
         assertTrue(client.submit(List.of(new BlockWrite(1, data(1)), new BlockWrite(9, data(2)))) > 0);

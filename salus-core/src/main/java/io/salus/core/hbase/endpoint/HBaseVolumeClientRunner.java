@@ -86,7 +86,10 @@ public final class HBaseVolumeClientRunner implements Closeable {
         });
         loop.setRemoveOnCancelPolicy(true);
         this.link = new ReplicaLink(CompletableFuture.completedFuture(conn), addressing, "client-"
-                + addressing.geometry().volume(), me.name(), e -> loop.execute(() -> onReply(e)));
+                + addressing.geometry().volume(), me.name(), e -> loop.execute(() -> onReply(e)),
+                // every call signed with the client's key: only then do the replicas act on its envelopes and hand
+                // it its replies (CallAuth); the lease epoch gives a new writer a fresh counter space
+                new CallAuth.Signing(addressing.geometry().volume(), signer, epoch));
         ClientListener counting = new ClientListener() {
             @Override
             public void putSucceeded(long batchId, long firstSeq, long lastSeq, List<Certificate> putSuccess) {

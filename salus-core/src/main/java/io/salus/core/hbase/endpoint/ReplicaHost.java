@@ -62,6 +62,8 @@ public final class ReplicaHost {
     private final AtomicInteger outboxSize = new AtomicInteger();
     private final AtomicLong received = new AtomicLong();
     private final AtomicLong outboxDropped = new AtomicLong();
+    private final AtomicLong toClient = new AtomicLong();
+    private final CallAuth.Checker auth;
     private final long replayedFrom;
     private final long replayedLogEnd;
     private final long replayedSeqs;
@@ -106,6 +108,7 @@ public final class ReplicaHost {
         this.replicaIndex = replicaIndex;
         this.link = link;
         this.faults = faults;
+        this.auth = new CallAuth.Checker(addressing, region, replicaIndex, keys.verifier());
         ProtocolConfig cfg = addressing.protocolConfig();
         RrsConfig rrs = addressing.membership().current(region);
         NodeId me = rrs.replicas().get(replicaIndex);
@@ -219,6 +222,7 @@ public final class ReplicaHost {
             if (faults.dropToClient(from, m)) {
                 return;
             }
+            toClient.incrementAndGet();
             if (outboxSize.incrementAndGet() > MAX_OUTBOX) {
                 outbox.poll();
                 outboxSize.decrementAndGet();
@@ -236,7 +240,15 @@ public final class ReplicaHost {
         }
     }
 
-    /** Takes the replies waiting for {@code clientName} (never waits). */
+    /** The caller authentication of this region's endpoint ({@link CallAuth}). */
+    public CallAuth.Checker auth() {
+        return auth;
+    }
+
+    /**
+     * Takes the replies waiting for {@code clientName} (never waits). The endpoint calls it only for a call the
+     * client signed ({@link CallAuth}).
+     */
     public List<Envelope> takeReplies(String clientName) {
         List<Envelope> l = new ArrayList<>();
         if (!client.name().equals(clientName)) {
@@ -258,12 +270,14 @@ public final class ReplicaHost {
     /**
      * Counters: messages received by RPC, replies dropped on a full outbox; the open-time replay: the verified
      * base's checkpoint index, the last log index found on the disk, and the sequence numbers re-applied from the
-     * log before serving ({@code replayedSeqs > 0}: this replica replayed entries).
+     * log before serving ({@code replayedSeqs > 0}: this replica replayed entries); messages queued for the client
+     * ({@code toClient}); the caller authentication's refusals ({@code auth*}, {@link CallAuth.Checker#counters}).
      */
     public Map<String, Long> counters() {
         Map<String, Long> m = new java.util.TreeMap<>(Map.of("received", received.get(), "outboxDropped",
                 outboxDropped.get(), "replayBaseIndex", replayedFrom, "replayLogEnd", replayedLogEnd, "replayedSeqs",
-                replayedSeqs));
+                replayedSeqs, "toClient", toClient.get()));
+        m.putAll(auth.counters());
         if (remoteHolders != null) {
             m.putAll(remoteHolders.counters());
         }

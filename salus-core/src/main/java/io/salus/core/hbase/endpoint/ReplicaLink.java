@@ -36,6 +36,8 @@ import org.slf4j.LoggerFactory;
  * re-validating copies (64-block batches never committed). A full queue drops (the protocol retransmits:
  * delivery is unreliable by contract), and so does a failed call, with a log line and a counter.
  *
+ * <p>Each call is signed ({@link CallAuth.Signing}) when the link has a key: the endpoint drops unsigned calls.
+ *
  * <p>Replies piggy-backed on {@code deliver} responses and returned by {@code poll} go to {@code replies}.
  */
 public final class ReplicaLink implements Closeable {
@@ -51,6 +53,7 @@ public final class ReplicaLink implements Closeable {
     private final VolumeAddressing addressing;
     private final String replyTo;
     private final Consumer<Envelope> replies;
+    private final CallAuth.Signing auth;
     private final ExecutorService sender;
     private final Map<VolumeAddressing.Address, Dest> dests = new ConcurrentHashMap<>();
     private final AtomicLong dropped = new AtomicLong();
@@ -77,6 +80,16 @@ public final class ReplicaLink implements Closeable {
      */
     public ReplicaLink(CompletableFuture<AsyncConnection> conn, VolumeAddressing addressing, String name, String replyTo,
                        Consumer<Envelope> replies) {
+        this(conn, addressing, name, replyTo, replies, null);
+    }
+
+    /**
+     * @param auth signs every call ({@link CallAuth}); null: unsigned calls, which the endpoint drops (tests of
+     *             hostile callers)
+     */
+    public ReplicaLink(CompletableFuture<AsyncConnection> conn, VolumeAddressing addressing, String name, String replyTo,
+                       Consumer<Envelope> replies, CallAuth.Signing auth) {
+        this.auth = auth;
         this.conn = conn;
         this.addressing = addressing;
         this.replyTo = replyTo;
@@ -147,6 +160,9 @@ public final class ReplicaLink implements Closeable {
         if (replyTo != null) {
             req.setReplyTo(replyTo);
         }
+        if (auth != null) {
+            req.setAuth(auth.sign(CallAuth.DELIVER, d.address, replyTo, req.getEnvelopesList()));
+        }
         DeliverRequest built = req.build();
         calls.incrementAndGet();
         CompletableFuture<DeliverResponse> f;
@@ -193,7 +209,11 @@ public final class ReplicaLink implements Closeable {
         if (replyTo == null) {
             throw new IllegalStateException("poll needs a client link (replyTo set)");
         }
-        PollRequest req = PollRequest.newBuilder().setClient(replyTo).build();
+        PollRequest.Builder b = PollRequest.newBuilder().setClient(replyTo);
+        if (auth != null) {
+            b.setAuth(auth.sign(CallAuth.POLL, a, replyTo, java.util.List.of()));
+        }
+        PollRequest req = b.build();
         return conn.thenCompose(c -> c.getTable(a.table())
                 .<SalusReplicaService.Stub, DeliverResponse>coprocessorService(SalusReplicaService::newStub,
                         (stub, ctl, done) -> stub.poll(ctl, req, done), a.row()))

@@ -42,6 +42,11 @@ import org.slf4j.LoggerFactory;
  * ({@link ReplicaHost}) and returns, with any replies waiting for the calling client. Messages to peer regions
  * leave from a separate executor through the async client ({@link ReplicaLink}). {@code poll} returns the
  * waiting replies at once.
+ *
+ * <p>Who may talk to a replica ({@link CallAuth}): every call is signed by the calling node (the volume's client, or
+ * a replica for the nodes its region hosts) over the destination, a counter and the envelopes; an unsigned, badly
+ * signed or replayed call has its envelopes dropped and gets no replies, and only the client's own signed calls
+ * take the client's replies.
  */
 public final class SalusReplicaEndpoint extends SalusReplicaService implements RegionCoprocessor, RegionObserver {
     private static final Logger LOG = LoggerFactory.getLogger(SalusReplicaEndpoint.class);
@@ -151,8 +156,11 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
                 VolumeAddressing.Address a = addressing.address(region, k);
                 return c.getRegionLocator(a.table()).getRegionLocation(a.row());
             }).thenApply(loc -> loc.getServerName().getHostname() + ":" + loc.getServerName().getPort());
+            // the link signs its calls with this replica's key: a peer accepts from it only the nodes this region
+            // hosts (CallAuth)
             link = new ReplicaLink(conn, addressing,
-                    addressing.protocolConfig().volume() + "-" + region + "-r" + replicaIndex, null, null);
+                    addressing.protocolConfig().volume() + "-" + region + "-r" + replicaIndex, null, null,
+                    new CallAuth.Signing(addressing.geometry().volume(), keys.signer(me), 0));
             try {
                 host = new ReplicaHost(addressing, region, replicaIndex, keys, link, disk,
                         h -> storage.certificateStore(renv, h), coordination, faults, store, witnesses, regionServer);
@@ -230,10 +238,33 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
             done.run(null);
             return;
         }
+        String replyTo = request.hasReplyTo() ? request.getReplyTo() : null;
+        NodeId caller = h.auth().authenticate(CallAuth.DELIVER, request.hasAuth() ? request.getAuth() : null, replyTo,
+                request.getEnvelopesList());
+        if (caller == null) {
+            // unauthenticated: nothing of the call acts on anyone's identity (the envelopes claim a sender the
+            // call cannot prove), and no one's replies leave
+            h.auth().dropped(request.getEnvelopesCount());
+            if (request.getEnvelopesCount() > 0) {
+                resp.addRefused(request.getEnvelopesCount() + " envelope(s): the call is not signed by a node of"
+                        + " volume " + addressing.geometry().volume() + " (or replays a counter): dropped");
+            }
+            if (replyTo != null) {
+                h.auth().refusedReplies();
+            }
+            done.run(resp.build());
+            return;
+        }
         for (Envelope e : request.getEnvelopesList()) {
             try {
                 NodeId from = NodeId.of(e.getFrom());
                 NodeId to = NodeId.of(e.getTo());
+                if (!h.auth().speaksFor(caller, from)) {
+                    h.auth().foreignSender(caller, from);
+                    resp.addRefused(e.getTo() + ": from " + from + " in a call signed by " + caller
+                            + ", which does not speak for it: dropped");
+                    continue;
+                }
                 if (!h.hosts(to)) {
                     resp.addRefused(e.getTo() + ": not hosted by this region (it hosts "
                             + addressing.hostedBy(h.region(), h.replicaIndex()) + "); the sender's routing is stale");
@@ -245,8 +276,12 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
                 resp.addRefused(e.getTo() + ": " + bad.getMessage());
             }
         }
-        if (request.hasReplyTo()) {
-            resp.addAllReplies(h.takeReplies(request.getReplyTo()));
+        if (replyTo != null) {
+            if (caller.name().equals(replyTo)) {
+                resp.addAllReplies(h.takeReplies(replyTo));
+            } else {
+                h.auth().refusedReplies();
+            }
         }
         done.run(resp.build());
     }
@@ -257,6 +292,13 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
         if (h == null) {
             controller.setFailed(startError);
             done.run(null);
+            return;
+        }
+        NodeId caller = h.auth().authenticate(CallAuth.POLL, request.hasAuth() ? request.getAuth() : null,
+                request.getClient(), Collections.emptyList());
+        if (caller == null || !caller.name().equals(request.getClient())) {
+            h.auth().refusedReplies(); // only the client takes its replies
+            done.run(DeliverResponse.getDefaultInstance());
             return;
         }
         done.run(DeliverResponse.newBuilder().addAllReplies(h.takeReplies(request.getClient())).build());

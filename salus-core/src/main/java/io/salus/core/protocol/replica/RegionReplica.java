@@ -78,6 +78,12 @@ public final class RegionReplica {
     private VolumeRootRecord rootRecord;
     private final TreeMap<Long, Hash> rootHistory = new TreeMap<>();
     private final List<PendingGet> pendingGets = new ArrayList<>();
+    /**
+     * GETs waiting for their prevNum to apply, at most (the oldest is dropped beyond it; the client retries a GET
+     * that gets no answer). Only the client's GETs wait (the endpoint authenticates it, {@code CallAuth}); the
+     * bound keeps even a runaway client from growing the list that every apply scans without limit.
+     */
+    public static final int MAX_PENDING_GETS = 4096;
     /** Highest batch id this replica has logged or learned a decision for (reported at mount). */
     private long lastBatchId;
     /** A mount fenced the previous writer: no sub-batch from the client below this batch id is logged any more. */
@@ -851,6 +857,9 @@ public final class RegionReplica {
             return; // only the volume's client reads; anyone else's GET would wait here for ever
         }
         pendingGets.removeIf(p -> p.from.equals(from) && p.req.requestId() == g.requestId()); // a retry
+        if (pendingGets.size() >= MAX_PENDING_GETS) {
+            pendingGets.remove(0); // the oldest: its client retries it (at another replica) when it times out
+        }
         pendingGets.add(new PendingGet(from, g));
         serveGets();
     }
