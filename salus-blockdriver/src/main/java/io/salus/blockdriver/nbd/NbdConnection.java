@@ -510,11 +510,14 @@ final class NbdConnection implements Runnable {
           long t0 = metrics.begin();
           try {
             wf = io.write(offset, data, fua);
-          } catch (RuntimeException e) {
+          } catch (RuntimeException | Error e) {
+            // e.g. OutOfMemoryError allocating the volume's copy: answer this request (ENOMEM),
+            // never leave the connection with its pooled buffer lost to the server-wide cap
             wf = CompletableFuture.failedFuture(e);
-          }
-          if (!viewed) {
-            pool.release(data); // volumes consume the buffer before write() returns
+          } finally {
+            if (!viewed) {
+              pool.release(data); // volumes consume the buffer before write() returns
+            }
           }
           if (wf.isDone()) {
             // completed synchronously (MemoryVolume, refusals): record and answer inline,
@@ -704,7 +707,9 @@ final class NbdConnection implements Runnable {
     CompletableFuture<T> f;
     try {
       f = call.get();
-    } catch (RuntimeException e) {
+    } catch (RuntimeException | Error e) {
+      // an Error too (OutOfMemoryError: ENOMEM): the caller's reply releases the request's
+      // pooled buffer and permits; thrown on, they would be lost to the server-wide cap
       f = CompletableFuture.failedFuture(e);
     }
     if (f.isDone()) {
