@@ -121,6 +121,7 @@ final class NbdConnection implements Runnable {
     readerThread = Thread.currentThread();
     try {
       channel.socket().setTcpNoDelay(true);
+      keepAlive(channel);
       in = new ChannelIn(channel, 256 * 1024);
       out = new ChannelOut(channel, 256 * 1024);
       ScheduledFuture<?> timeout = TIMERS.schedule(() -> {
@@ -153,6 +154,23 @@ final class NbdConnection implements Runnable {
       drain();
       stopReplyThread();
       onClose.run();
+    }
+  }
+
+  /**
+   * TCP keepalive on the connection: the server writes nothing to an idle client, so without it
+   * a client host that vanished (power loss, killed VM) would keep its connection, its slot
+   * (at most {@link NbdServer#DEFAULT_MAX_CONNECTIONS}) and its threads forever. Probes start
+   * after 60 s idle, every 10 s; after 6 unanswered the socket fails and the connection closes.
+   */
+  private void keepAlive(SocketChannel ch) {
+    try {
+      ch.setOption(java.net.StandardSocketOptions.SO_KEEPALIVE, true);
+      ch.setOption(jdk.net.ExtendedSocketOptions.TCP_KEEPIDLE, 60);
+      ch.setOption(jdk.net.ExtendedSocketOptions.TCP_KEEPINTERVAL, 10);
+      ch.setOption(jdk.net.ExtendedSocketOptions.TCP_KEEPCOUNT, 6);
+    } catch (IOException | UnsupportedOperationException e) {
+      LOG.debug("NBD connection {}: keepalive settings not applied: {}", remote, e.toString());
     }
   }
 
