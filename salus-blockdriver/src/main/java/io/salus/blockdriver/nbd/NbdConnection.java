@@ -683,7 +683,16 @@ final class NbdConnection implements Runnable {
         case CMD_DISC:
           flushPendingReplies();
           drain();
-          volume.flush().exceptionally(t -> null).join();
+          try {
+            // bounded like the drain: a hung flush must not hold the connection forever
+            volume.flush().get(drainTimeoutMs, TimeUnit.MILLISECONDS);
+          } catch (java.util.concurrent.ExecutionException
+              | java.util.concurrent.TimeoutException e) {
+            LOG.warn("NBD connection {}: flush on disconnect did not complete: {}", remote,
+                e.toString());
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
           throw new Disconnect("client sent DISC");
         default:
           metrics.malformedRequests.increment();
