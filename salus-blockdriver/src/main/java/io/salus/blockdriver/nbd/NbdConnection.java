@@ -121,6 +121,7 @@ final class NbdConnection implements Runnable {
     readerThread = Thread.currentThread();
     try {
       channel.socket().setTcpNoDelay(true);
+      keepAlive(channel);
       in = new ChannelIn(channel, 256 * 1024);
       out = new ChannelOut(channel, 256 * 1024);
       ScheduledFuture<?> timeout = TIMERS.schedule(() -> {
@@ -153,6 +154,23 @@ final class NbdConnection implements Runnable {
       drain();
       stopReplyThread();
       onClose.run();
+    }
+  }
+
+  /**
+   * TCP keepalive on the connection: the server writes nothing to an idle client, so without it
+   * a client host that vanished (power loss, killed VM) would keep its connection, its slot
+   * (at most {@link NbdServer#DEFAULT_MAX_CONNECTIONS}) and its threads forever. Probes start
+   * after 60 s idle, every 10 s; after 6 unanswered the socket fails and the connection closes.
+   */
+  private void keepAlive(SocketChannel ch) {
+    try {
+      ch.setOption(java.net.StandardSocketOptions.SO_KEEPALIVE, true);
+      ch.setOption(jdk.net.ExtendedSocketOptions.TCP_KEEPIDLE, 60);
+      ch.setOption(jdk.net.ExtendedSocketOptions.TCP_KEEPINTERVAL, 10);
+      ch.setOption(jdk.net.ExtendedSocketOptions.TCP_KEEPCOUNT, 6);
+    } catch (IOException | UnsupportedOperationException e) {
+      LOG.debug("NBD connection {}: keepalive settings not applied: {}", remote, e.toString());
     }
   }
 
@@ -510,11 +528,14 @@ final class NbdConnection implements Runnable {
           long t0 = metrics.begin();
           try {
             wf = io.write(offset, data, fua);
-          } catch (RuntimeException e) {
+          } catch (RuntimeException | Error e) {
+            // e.g. OutOfMemoryError allocating the volume's copy: answer this request (ENOMEM),
+            // never leave the connection with its pooled buffer lost to the server-wide cap
             wf = CompletableFuture.failedFuture(e);
-          }
-          if (!viewed) {
-            pool.release(data); // volumes consume the buffer before write() returns
+          } finally {
+            if (!viewed) {
+              pool.release(data); // volumes consume the buffer before write() returns
+            }
           }
           if (wf.isDone()) {
             // completed synchronously (MemoryVolume, refusals): record and answer inline,
@@ -662,7 +683,16 @@ final class NbdConnection implements Runnable {
         case CMD_DISC:
           flushPendingReplies();
           drain();
-          volume.flush().exceptionally(t -> null).join();
+          try {
+            // bounded like the drain: a hung flush must not hold the connection forever
+            volume.flush().get(drainTimeoutMs, TimeUnit.MILLISECONDS);
+          } catch (java.util.concurrent.ExecutionException
+              | java.util.concurrent.TimeoutException e) {
+            LOG.warn("NBD connection {}: flush on disconnect did not complete: {}", remote,
+                e.toString());
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
           throw new Disconnect("client sent DISC");
         default:
           metrics.malformedRequests.increment();
@@ -704,7 +734,9 @@ final class NbdConnection implements Runnable {
     CompletableFuture<T> f;
     try {
       f = call.get();
-    } catch (RuntimeException e) {
+    } catch (RuntimeException | Error e) {
+      // an Error too (OutOfMemoryError: ENOMEM): the caller's reply releases the request's
+      // pooled buffer and permits; thrown on, they would be lost to the server-wide cap
       f = CompletableFuture.failedFuture(e);
     }
     if (f.isDone()) {
