@@ -41,12 +41,16 @@ final class NbdCpuPerRequest {
   private NbdCpuPerRequest() {}
 
   /**
-   * One measured run: requests fio completed, server CPU ticks, fio's IOPS, fio's own CPU
-   * (client: fio + libnbd) in microseconds.
+   * One measured run: requests fio completed, server CPU ticks (of which in the kernel:
+   * stime), fio's IOPS, fio's own CPU (client: fio + libnbd) in microseconds.
    */
-  record Run(long requests, long ticks, double iops, double clientUs) {
+  record Run(long requests, long ticks, long sysTicks, double iops, double clientUs) {
     double usPerRequest() {
       return ticks * (1_000_000.0 / CLK_TCK) / requests;
+    }
+
+    double sysUsPerRequest() {
+      return sysTicks * (1_000_000.0 / CLK_TCK) / requests;
     }
 
     double clientUsPerRequest() {
@@ -103,10 +107,10 @@ final class NbdCpuPerRequest {
           }
           Run x = a.get(a.size() - 1);
           Run y = b.get(b.size() - 1);
-          System.out.printf("%-20s rep %d  ours %6.2f us/req (fio %6.2f, %8.0f IOPS)"
-              + " | nbdkit %6.2f us/req (fio %6.2f, %8.0f IOPS) | cpu ratio %.2f | %s%n",
-              w.name(), r, x.usPerRequest(), x.clientUsPerRequest(), x.iops(),
-              y.usPerRequest(), y.clientUsPerRequest(), y.iops(),
+          System.out.printf("%-20s rep %d  ours %6.2f us/req (sys %5.2f, fio %6.2f, %8.0f IOPS)"
+              + " | nbdkit %6.2f us/req (sys %5.2f, fio %6.2f, %8.0f IOPS) | cpu ratio %.2f | %s%n",
+              w.name(), r, x.usPerRequest(), x.sysUsPerRequest(), x.clientUsPerRequest(), x.iops(),
+              y.usPerRequest(), y.sysUsPerRequest(), y.clientUsPerRequest(), y.iops(),
               x.usPerRequest() / y.usPerRequest(), NbdBenchmark.machineLoad());
         }
         double ua = median(a.stream().map(Run::usPerRequest).toList());
@@ -115,10 +119,12 @@ final class NbdCpuPerRequest {
         double ib = median(b.stream().map(Run::iops).toList());
         double minA = a.stream().mapToDouble(Run::usPerRequest).min().orElse(0);
         double minB = b.stream().mapToDouble(Run::usPerRequest).min().orElse(0);
+        double ka = median(a.stream().map(Run::sysUsPerRequest).toList());
+        double kb = median(b.stream().map(Run::sysUsPerRequest).toList());
         double ca = median(a.stream().map(Run::clientUsPerRequest).toList());
         double cb = median(b.stream().map(Run::clientUsPerRequest).toList());
-        rows.add(String.format("%s,%d,%.2f,%.2f,%.2f,%.2f,%.3f,%.2f,%.2f,%.0f,%.0f,%.3f",
-            w.name(), n, ua, minA, ub, minB, ua / ub, ca, cb, ia, ib, ia / ib));
+        rows.add(String.format("%s,%d,%.2f,%.2f,%.2f,%.2f,%.3f,%.2f,%.2f,%.2f,%.2f,%.0f,%.0f,%.3f",
+            w.name(), n, ua, minA, ub, minB, ua / ub, ka, kb, ca, cb, ia, ib, ia / ib));
         System.out.println(rows.get(rows.size() - 1));
       }
       File csv = new File(out, fileName);
@@ -129,12 +135,13 @@ final class NbdCpuPerRequest {
             + " runs per server alternating order after fill + warm-up; ours = MemoryNbdMain in a"
             + " child JVM (-Xmx2g " + String.join(" ", serverJvmArgs) + "), nbdkit = " + version
             + " memory; us = median (and min) microseconds of server CPU per request; cpu_ratio"
-            + " = ours/nbdkit (< 1: ours cheaper); fio_cpu_us = median CPU of the client (fio +"
+            + " = ours/nbdkit (< 1: ours cheaper); sys_us = median kernel part (stime) of the"
+            + " server CPU per request; fio_cpu_us = median CPU of the client (fio +"
             + " libnbd, from fio's usr_cpu/sys_cpu) per request against each server; iops = median wall-clock IOPS (noisy on a"
             + " shared machine), iops_ratio = ours/nbdkit; " + Instant.now() + "; load before: "
             + loadBefore + "; load after: " + NbdBenchmark.machineLoad());
         pw.println("workload,requests_per_run,salus_cpu_us,salus_cpu_us_min,nbdkit_cpu_us,"
-            + "nbdkit_cpu_us_min,cpu_ratio,salus_fio_cpu_us,nbdkit_fio_cpu_us,salus_iops,nbdkit_iops,iops_ratio");
+            + "nbdkit_cpu_us_min,cpu_ratio,salus_sys_us,nbdkit_sys_us,salus_fio_cpu_us,nbdkit_fio_cpu_us,salus_iops,nbdkit_iops,iops_ratio");
         rows.forEach(pw::println);
       }
       System.out.println("wrote " + csv);
@@ -152,22 +159,22 @@ final class NbdCpuPerRequest {
 
   static Run measure(long pid, String uri, Workload w, String fioSize, long requests)
       throws Exception {
-    long before = cpuTicks(pid);
+    long[] before = cpuTicks(pid);
     JsonNode job = fio(uri, w, fioSize, requests);
-    long after = cpuTicks(pid);
+    long[] after = cpuTicks(pid);
     JsonNode side = job.path(w.read() ? "read" : "write");
     double clientUs = (job.path("usr_cpu").asDouble() + job.path("sys_cpu").asDouble()) / 100.0
         * job.path("job_runtime").asDouble() * 1000.0;
-    return new Run(side.path("total_ios").asLong(), after - before, side.path("iops").asDouble(),
-        clientUs);
+    return new Run(side.path("total_ios").asLong(), after[0] + after[1] - before[0] - before[1],
+        after[1] - before[1], side.path("iops").asDouble(), clientUs);
   }
 
-  /** utime + stime of the whole process (all threads, also exited ones), in clock ticks. */
-  static long cpuTicks(long pid) throws IOException {
+  /** {utime, stime} of the whole process (all threads, also exited ones), in clock ticks. */
+  static long[] cpuTicks(long pid) throws IOException {
     String s = Files.readString(Path.of("/proc", String.valueOf(pid), "stat"));
     // fields after the ")" closing the command name: state is field 3, utime 14, stime 15
     String[] f = s.substring(s.lastIndexOf(')') + 2).trim().split("\\s+");
-    return Long.parseLong(f[11]) + Long.parseLong(f[12]);
+    return new long[] {Long.parseLong(f[11]), Long.parseLong(f[12])};
   }
 
   /** fio issuing {@code requests} requests of the workload; returns the JSON of its job. */
