@@ -79,7 +79,9 @@ public final class BlockDriverMetrics {
     inFlight.decrement();
     opCompleted[i].increment();
     opLatencyNanos[i].add(ns);
-    opMaxNanos.accumulateAndGet(i, ns, Math::max);
+    if (ns > opMaxNanos.get(i)) { // a plain read first: no CAS unless this is a new maximum
+      opMaxNanos.accumulateAndGet(i, ns, Math::max);
+    }
     if (error != null) {
       opErrors[i].increment();
     }

@@ -156,11 +156,8 @@ public final class MemoryVolume implements Volume {
       int ci = (int) (pos / CHUNK_BYTES);
       int co = (int) (pos % CHUNK_BYTES);
       int n = Math.min(src.remaining(), CHUNK_BYTES - co);
-      ByteBuffer part = src.duplicate();
-      part.limit(part.position() + n);
-      ByteBuffer c = chunk(ci).duplicate();
-      c.position(co);
-      c.put(part);
+      // absolute bulk put: leaves the shared chunk's position alone, allocates no views
+      chunk(ci).put(co, src, src.position(), n);
       src.position(src.position() + n);
       pos += n;
     }

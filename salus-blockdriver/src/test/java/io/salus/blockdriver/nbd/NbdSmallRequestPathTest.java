@@ -68,6 +68,57 @@ class NbdSmallRequestPathTest {
   }
 
   @Test
+  void pipelinedSmallWritesFromTheReceiveBufferLandExactly() throws Exception {
+    // small writes are handed to the volume as one reused read-only view of the receive buffer
+    // (position > 0, not a slice) and written with absolute bulk puts into the volume's chunks:
+    // every byte must land where its request said, across a chunk boundary and through the
+    // unaligned read-modify-write path, and every request gets exactly one reply
+    MemoryVolume vol = new MemoryVolume("vol", 4 * MIB / 4096, 4096);
+    BlockDriverMetrics metrics = new BlockDriverMetrics();
+    byte[] want = new byte[4 * MIB];
+    try (NbdServer server = new NbdServer(InetAddress.getLoopbackAddress(), 0,
+            NbdExports.of(vol), metrics, 8).start();
+        RawNbdClient c = new RawNbdClient(server.port())) {
+      c.connect("vol", true); // structured replies
+      int n = 200;
+      for (int i = 0; i < n; i++) {
+        long off;
+        int len;
+        if (i == 0) {
+          off = MIB - 4096; // spans chunks 0 and 1
+          len = 8192;
+        } else if (i % 10 == 3) {
+          off = 2L * MIB + i * 1000L + 7; // unaligned: read-modify-write of its edge blocks
+          len = 777;
+        } else {
+          off = 3L * MIB + (i % 100) * 4096L; // later writes overwrite earlier ones
+          len = 4096;
+        }
+        byte[] p = new byte[len];
+        Arrays.fill(p, (byte) (i + 1));
+        p[0] = (byte) ~i;
+        p[len - 1] = (byte) (i * 7);
+        System.arraycopy(p, 0, want, (int) off, len);
+        c.sendRequest(0, CMD_WRITE, 5000 + i, off, len, p);
+      }
+      boolean[] seen = new boolean[n];
+      for (int i = 0; i < n; i++) {
+        RawNbdClient.Reply r = c.readReply(0);
+        assertEquals(0, r.error(), "write " + r.handle());
+        int k = (int) (r.handle() - 5000);
+        assertFalse(seen[k], "two replies to write " + k);
+        seen[k] = true;
+      }
+      c.sendRequest(0, CMD_FLUSH, 9, 0, 0, null);
+      assertEquals(0, c.readReply(0).error());
+      assertEquals(n, metrics.completed(BlockDriverMetrics.Op.WRITE), "WRITEs completed");
+      assertEquals(0, metrics.errors(BlockDriverMetrics.Op.WRITE));
+      assertEquals(0, metrics.inFlight.sum(), "nothing left in flight");
+    }
+    assertArrayEquals(want, vol.read(0, 4 * MIB / 4096).join(), "volume contents");
+  }
+
+  @Test
   void qemuIoSmallWritesAndReadsRoundTripWithExactMetrics() throws Exception {
     org.junit.jupiter.api.Assumptions.assumeTrue(new File("/usr/bin/qemu-io").canExecute(),
         "qemu-io (a real NBD client) is not installed");

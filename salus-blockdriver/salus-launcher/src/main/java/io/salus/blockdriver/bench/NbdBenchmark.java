@@ -36,6 +36,8 @@ import org.knowm.xchart.CategoryChartBuilder;
  * java -Xmx2g -cp 'salus-blockdriver/target/salus-blockdriver-0.1.0-SNAPSHOT.jar:salus-blockdriver/target/lib/*' \
  *   io.salus.blockdriver.bench.NbdBenchmark [--out docs/benchmarks] [--runtime 8] [--reps 7] [--skip-hbase]
  *   [--skip-memory] [--hdfs]
+ * java ... NbdBenchmark --cpu-per-request [--reps 5]   (server CPU per request, see
+ *   {@link NbdCpuPerRequest})
  * </pre>
  *
  * Writes {@code nbd-memory-vs-nbdkit.csv/.png} (with a {@code ratio} column = ours / nbdkit,
@@ -75,6 +77,11 @@ public final class NbdBenchmark {
     boolean memory = true;
     List<String> only = null;
     boolean hdfs = false;
+    boolean cpu = false;
+    long requests4k = 300_000;
+    long requests1m = 8_000;
+    String cpuCsv = "nbd-cpu-per-request.csv";
+    List<String> serverJvmArgs = new ArrayList<>();
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
         case "--out": out = new File(args[++i]); break;
@@ -84,9 +91,16 @@ public final class NbdBenchmark {
         case "--skip-memory": memory = false; break;
         case "--workloads": only = List.of(args[++i].split(",")); break;
         case "--hdfs": hdfs = true; break;
+        case "--cpu-per-request": cpu = true; break;
+        case "--requests-4k": requests4k = Long.parseLong(args[++i]); break;
+        case "--requests-1m": requests1m = Long.parseLong(args[++i]); break;
+        case "--cpu-csv": cpuCsv = args[++i]; break;
+        case "--server-jvm-arg": serverJvmArgs.add(args[++i]); break;
         default:
           System.err.println("usage: NbdBenchmark [--out DIR] [--runtime S] [--reps N]"
-              + " [--skip-hbase] [--skip-memory] [--workloads NAME,...] [--hdfs]");
+              + " [--skip-hbase] [--skip-memory] [--workloads NAME,...] [--hdfs]"
+              + " | --cpu-per-request [--out DIR] [--reps N] [--requests-4k N] [--requests-1m N]"
+              + " [--workloads NAME,...] [--cpu-csv FILE] [--server-jvm-arg ARG]...");
           System.exit(2);
       }
     }
@@ -95,6 +109,10 @@ public final class NbdBenchmark {
     if (only != null) {
       final List<String> names = only;
       workloads = MEMORY_WORKLOADS.stream().filter(w -> names.contains(w.name())).toList();
+    }
+    if (cpu) {
+      NbdCpuPerRequest.run(out, cpuCsv, reps, requests4k, requests1m, workloads, serverJvmArgs);
+      return;
     }
     if (memory) {
       memoryVsNbdkit(out, runtime, reps, workloads);
