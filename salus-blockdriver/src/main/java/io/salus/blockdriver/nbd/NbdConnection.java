@@ -522,8 +522,10 @@ final class NbdConnection implements Runnable {
           long t0 = metrics.begin();
           wf = CompletableFuture.supplyAsync(() -> io.write(off, data, fua), rmwExecutor)
               .thenCompose(x -> x);
-          wf.whenComplete((v, t) -> metrics.end(BlockDriverMetrics.Op.WRITE, t0, t));
-          wf.whenComplete((v, t) -> pool.release(data));
+          // chained, not side callbacks: the reply depends on them, so the metric is recorded and the buffer
+          // returned before the client can see the reply (CompletableFuture runs side callbacks in any order)
+          wf = wf.whenComplete((v, t) -> metrics.end(BlockDriverMetrics.Op.WRITE, t0, t))
+              .whenComplete((v, t) -> pool.release(data));
         } else {
           long t0 = metrics.begin();
           try {
@@ -543,7 +545,7 @@ final class NbdConnection implements Runnable {
             replyDone(BlockDriverMetrics.Op.WRITE, t0, handle, wf);
             continue;
           }
-          wf.whenComplete((v, t) -> metrics.end(BlockDriverMetrics.Op.WRITE, t0, t));
+          wf = wf.whenComplete((v, t) -> metrics.end(BlockDriverMetrics.Op.WRITE, t0, t)); // before the reply
         }
         submit(handle, (int) length, wf);
         continue;
@@ -742,7 +744,7 @@ final class NbdConnection implements Runnable {
     if (f.isDone()) {
       metrics.end(op, t0, failure(f)); // no completion callback for what completed already
     } else {
-      f.whenComplete((r, t) -> metrics.end(op, t0, t));
+      f = f.whenComplete((r, t) -> metrics.end(op, t0, t)); // recorded before the reply that depends on it
     }
     return f;
   }
