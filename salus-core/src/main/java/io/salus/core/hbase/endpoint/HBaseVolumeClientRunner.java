@@ -150,6 +150,7 @@ public final class HBaseVolumeClientRunner implements Closeable {
 
     /** On the loop: the client's transport. A region just sent to will have replies soon: poll it soon. */
     private void send(NodeId to, Message m) {
+        io.salus.core.protocol.LatencyTrace.sent("client." + m.getClass().getSimpleName());
         VolumeAddressing.Address a = addressing.route(to);
         link.send(a, ReplicaLink.envelope(me, to, m));
         PollState st = polling.computeIfAbsent(a, k -> new PollState());
@@ -176,11 +177,15 @@ public final class HBaseVolumeClientRunner implements Closeable {
             }
             st.inFlight = true;
             polls.incrementAndGet();
+            io.salus.core.protocol.LatencyTrace.count("rpc:poll");
             link.poll(a).whenComplete((n, err) -> {
                 try {
                     loop.execute(() -> {
                         st.inFlight = false;
                         boolean got = err == null && n != null && n > 0;
+                        if (!got) {
+                            io.salus.core.protocol.LatencyTrace.count("rpc:pollEmpty");
+                        }
                         st.interval = got ? POLL_MILLIS : Math.min(2 * st.interval, MAX_POLL_MILLIS);
                         st.nextAt = System.currentTimeMillis() + st.interval;
                     });

@@ -203,6 +203,9 @@ public final class ReplicaHost {
     }
 
     private void tick() {
+        if (io.salus.core.protocol.LatencyTrace.enabled()) {
+            io.salus.core.protocol.LatencyTrace.count("replicaTick");
+        }
         try {
             replica.tick();
         } catch (RuntimeException e) {
@@ -215,6 +218,7 @@ public final class ReplicaHost {
     }
 
     private void send(NodeId from, NodeId to, Message m) {
+        io.salus.core.protocol.LatencyTrace.sent(m.getClass().getSimpleName());
         if (to.equals(client)) {
             if (faults.dropToClient(from, m)) {
                 return;

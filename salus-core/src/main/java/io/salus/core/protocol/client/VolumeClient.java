@@ -11,6 +11,7 @@ import io.salus.core.merkle.MerkleProof;
 import io.salus.core.merkle.MerkleTree;
 import io.salus.core.merkle.RegionLayout;
 import io.salus.core.merkle.VolumeRootRecord;
+import io.salus.core.protocol.LatencyTrace;
 import io.salus.core.protocol.Membership;
 import io.salus.core.protocol.Mutation;
 import io.salus.core.protocol.ProtocolConfig;
@@ -223,6 +224,7 @@ public final class VolumeClient {
         prevBatchId = batchId;
         prevLeader = leader;
         outstanding.put(batchId, ob);
+        LatencyTrace.stage(batchId, "submit");
         send(ob);
         return batchId;
     }
@@ -345,6 +347,15 @@ public final class VolumeClient {
 
     /** Retransmits batches and retries GETs on another replica after a timeout. */
     public void tick(long nowTime) {
+        LatencyTrace.tickBegin();
+        try {
+            tickInner(nowTime);
+        } finally {
+            LatencyTrace.tickEnd();
+        }
+    }
+
+    private void tickInner(long nowTime) {
         this.now = nowTime;
         if (fencePending != null && !fencePending.isEmpty() && needsRemount == null
                 && now - fenceSentAt >= retransmitEvery) {
@@ -395,6 +406,7 @@ public final class VolumeClient {
                 || !t.signatures().get(0).signer().equals(from)) {
             return;
         }
+        LatencyTrace.stage(st.batchId(), "reply");
         List<Certificate> held = ob.tentatives.computeIfAbsent(region, k -> new ArrayList<>());
         for (Certificate c : held) {
             if (c.signatures().get(0).signer().equals(from)) {
@@ -429,6 +441,7 @@ public final class VolumeClient {
         }
         if (ob.success.size() == ob.subs.size()) {
             outstanding.remove(st.batchId());
+            LatencyTrace.stage(st.batchId(), "done");
             for (OutBatch o : outstanding.values()) {
                 o.retries = 0; // progress
             }

@@ -10,6 +10,7 @@ import io.salus.core.crypto.Signer;
 import io.salus.core.crypto.Verifier;
 import io.salus.core.merkle.Hash;
 import io.salus.core.merkle.VolumeRootRecord;
+import io.salus.core.protocol.LatencyTrace;
 import io.salus.core.protocol.Membership;
 import io.salus.core.protocol.Mutation;
 import io.salus.core.protocol.ProtocolConfig;
@@ -71,6 +72,8 @@ public final class RegionReplica {
     private final ReplicaDisk disk;
     private final Coordination coordination;
     private final ReplicaHooks hooks;
+    /** This replica's place in the chain (0: primary), for {@link LatencyTrace} stage names. */
+    private final int pos;
 
     // region state (what is applied) and the GETs waiting for it
     private final RegionStore store;
@@ -127,6 +130,7 @@ public final class RegionReplica {
         this.disk = disk;
         this.coordination = coordination;
         this.hooks = hooks;
+        this.pos = rrs.replicas().indexOf(me);
         this.store = store;
         this.appliedSeq = base.lastSeq();
         this.rootRecord = base.rootRecord();
@@ -338,6 +342,15 @@ public final class RegionReplica {
 
     /** Periodic retransmission (lost messages, restarted peers). Idempotent for every receiver. */
     public void tick() {
+        LatencyTrace.tickBegin();
+        try {
+            tickInner();
+        } finally {
+            LatencyTrace.tickEnd();
+        }
+    }
+
+    private void tickInner() {
         answerFreedDecisionRequests();
         if (++ticks % RETRANSMIT_TICKS != 0) {
             return;
@@ -404,6 +417,7 @@ public final class RegionReplica {
     }
 
     private void onSubBatch(NodeId from, SubBatch sb) {
+        LatencyTrace.stage(sb.batchId(), "recv@" + pos);
         // a retransmitted copy of a logged entry is recognised by comparing bytes with what was validated when it
         // was logged, not validated again (a client signature check and a hash of every block per copy: with
         // 64-block sub-batches retransmitted every few ticks, re-validation kept the event loop from progressing)
@@ -466,7 +480,10 @@ public final class RegionReplica {
         byte[] bytes = sb.encode();
         Hash digest = cfg.hash().hash(bytes);
         lastBatchId = Math.max(lastBatchId, sb.batchId());
+        long t0 = LatencyTrace.now();
         disk.append(rrs.generation(), idx, hooks.onDiskWrite(bytes));
+        LatencyTrace.took("diskAppend", t0);
+        LatencyTrace.stage(sb.batchId(), "logged@" + pos);
         ReplicaLog.Entry e = log.add(idx, sb, digest);
         NodeId next = rrs.next(me);
         if (next != null && hooks.forward(sb)) {
@@ -511,6 +528,7 @@ public final class RegionReplica {
         }
         e.acks.add(from);
         if (e.acks.size() >= (cfg.mutated(Mutation.VOTE_AFTER_FOUR_STORE_ACKS) ? 4 : 5) && !e.voted) {
+            LatencyTrace.stage(e.sb.batchId(), "acks@" + pos);
             e.voted = true;
             sendVote(e, hooks.voteYes(e.sb));
         }
@@ -522,6 +540,7 @@ public final class RegionReplica {
     }
 
     private void sendVote(ReplicaLog.Entry e, boolean yes) {
+        LatencyTrace.stage(e.sb.batchId(), "vote@" + pos);
         byte[] sig = signer.sign(voteBytes(e.sb.batchId(), regionId.index(), rrs.generation(), yes));
         Message.Vote v = new Message.Vote(e.sb.batchId(), regionId.index(), rrs.generation(), yes, sig);
         for (NodeId l : leaderReplicas(e.sb.leaderRegion())) {
@@ -607,6 +626,7 @@ public final class RegionReplica {
             return;
         }
         lb.info = info;
+        LatencyTrace.stage(info.batchId(), "binfo@" + pos);
         if (info.prevBatchId() >= 0 && !cfg.mutated(Mutation.COMMIT_WITHOUT_CONFIRMATION)) {
             requestPrevDecision(info);
         }
@@ -686,7 +706,10 @@ public final class RegionReplica {
             return;
         }
         Certificate t = signDecision(info, commit);
+        long t0 = LatencyTrace.now();
         disk.recordDecision(rrs.generation(), t); // durable before it is sent: a restart cannot flip it
+        LatencyTrace.took("diskLeaderDecision", t0);
+        LatencyTrace.stage(info.batchId(), "decided@" + pos);
         batchLeader.decide(info.batchId(), t); // decided: votes and BatchInfo are no longer needed
         Set<NodeId> to = new HashSet<>();
         for (int p : info.participants()) {
@@ -778,6 +801,7 @@ public final class RegionReplica {
             return;
         }
         log.learnDecision(st.batchId(), cert);
+        LatencyTrace.stage(st.batchId(), "learned@" + pos);
         for (BatchLeaderState.LeaderBatch lb : batchLeader.batchesCopy()) {
             if (lb.info != null && lb.info.prevBatchId() == st.batchId()) {
                 tryDecide(lb);
@@ -805,12 +829,15 @@ public final class RegionReplica {
             }
             // the entry's commit/abort mark is durable before the replica acts on it: recovery uses the
             // ABORT marks to keep logged-then-aborted entries out of the prepared prefix
+            long t0 = LatencyTrace.now();
             disk.recordDecision(rrs.generation(), d);
+            LatencyTrace.took("diskCommitMark", t0);
             log.committedIndex++;
             e.resolved = true;
             if (d.type() == CertType.COMMIT) {
                 apply(e);
                 sendPutOutcome(e, true);
+                LatencyTrace.stage(e.sb.batchId(), "applied@" + pos);
             } else {
                 sendPutOutcome(e, false);
             }
@@ -871,7 +898,9 @@ public final class RegionReplica {
 
     private void flush(long index) {
         // a checkpoint costs what changed since the previous one, not the region's size
+        long t0 = LatencyTrace.now();
         disk.writeCheckpoint(rrs.generation(), index, appliedSeq, store.dirty(), rootRecord);
+        LatencyTrace.took("diskCheckpoint", t0);
         store.markDurable();
         checkpoints.snapshot(index, store.root(), rootRecord);
         if (me.equals(rrs.primary())) {
