@@ -30,11 +30,12 @@ import org.junit.jupiter.api.Test;
  * each stage of the write path happened relative to the client's submit, and the messages and RPCs per batch.
  * No timing is asserted (other tests share the machine); it checks only that the data reads back.
  *
- * <p>Writes one CSV row per (mode, stage) to {@code -Dsalus.bench.out} (default
- * {@code target/salus-write-latency.csv}), labelled {@code -Dsalus.bench.label} (e.g. before/after), with
- * /proc/loadavg at the start and end of the mode. Run:
+ * <p>Each mode runs twice in a row: with {@link LatencyTrace#legacy} set (the write path as before task lat13:
+ * label "before") and as now ("after"), so both see the same machine load. Writes one CSV row per (label, mode,
+ * stage) to {@code -Dsalus.bench.out} (default {@code target/salus-write-latency.csv}, appended), with /proc/loadavg
+ * at the start and end of the mode. Run from the repository root:
  * {@code mvn -B -o verify -pl it -am -DskipITs -Dtest=SalusWriteLatencyBench -Dsurefire.failIfNoSpecifiedTests=false
- * -Dsalus.bench.label=after -Dsalus.bench.out=$PWD/docs/benchmarks/salus-write-latency.csv}
+ * -Dsalus.bench.out=$PWD/docs/benchmarks/salus-write-latency.csv}
  */
 class SalusWriteLatencyBench {
   static final int BLOCK = 4096;
@@ -64,8 +65,8 @@ class SalusWriteLatencyBench {
   void writeLatencyByStage() throws Exception {
     VolumeGeometry g = new VolumeGeometry("lat", REGIONS * PER_REGION * BLOCK, BLOCK, PER_REGION);
     cluster.createVolume(g);
-    String label = System.getProperty("salus.bench.label", "run");
     Path out = Path.of(System.getProperty("salus.bench.out", "target/salus-write-latency.csv"));
+    int rounds = Integer.getInteger("salus.bench.rounds", 1);
     Random rnd = new Random(13);
     byte[] reference = new byte[(int) (g.numBlocks() * BLOCK)];
     List<String> rows = new ArrayList<>();
@@ -77,68 +78,21 @@ class SalusWriteLatencyBench {
         System.arraycopy(d, 0, reference, i * BLOCK, BLOCK);
       }
       LatencyTrace.enable(true);
-
-      // sequential: one write at a time, blocks spread over the regions
-      String load0 = loadavg();
-      LatencyTrace.reset();
-      List<Double> wall = new ArrayList<>();
-      for (int i = 0; i < N; i++) {
-        long b = (i * 37L) % g.numBlocks();
-        byte[] d = block(rnd);
-        long t0 = System.nanoTime();
-        await(v.write(b, d, false));
-        wall.add((System.nanoTime() - t0) / 1e6);
-        System.arraycopy(d, 0, reference, (int) b * BLOCK, BLOCK);
+      // each mode runs with the write path as before lat13 (LatencyTrace.legacy) and as now, one right after the
+      // other, so both see the same machine load (other tests share the machine: the ratio is what counts)
+      for (int round = 0; round < rounds; round++) {
+        for (String mode : List.of("sequential", "pipelined", "rmw")) {
+          for (boolean legacy : new boolean[] {true, false}) {
+            LatencyTrace.legacy(legacy);
+            rows.addAll(run(v, g, mode, legacy ? "before" : "after", rnd, reference));
+          }
+        }
       }
-      rows.addAll(report(label, "sequential", wall, load0, loadavg()));
-
-      // pipelined: N single-block writes to distinct blocks issued at once (the pipeline holds 32)
-      load0 = loadavg();
-      LatencyTrace.reset();
-      wall.clear();
-      List<CompletableFuture<Void>> fs = new ArrayList<>();
-      long t0 = System.nanoTime();
-      long[] done = new long[N];
-      for (int i = 0; i < N; i++) {
-        long b = (i * 7L + 3) % g.numBlocks();
-        byte[] d = block(rnd);
-        int k = i;
-        fs.add(v.write(b, d, false).thenRun(() -> done[k] = System.nanoTime()));
-        System.arraycopy(d, 0, reference, (int) b * BLOCK, BLOCK);
-      }
-      await(CompletableFuture.allOf(fs.toArray(CompletableFuture[]::new)));
-      for (long d : done) {
-        wall.add((d - t0) / 1e6);
-      }
-      List<String> pipelined = report(label, "pipelined", wall, load0, loadavg());
-      rows.addAll(pipelined);
-      rows.add(label + ",pipelined,total_ms," + fmt((System.nanoTime() - t0) / 1e6) + "," + fmt((System.nanoTime() - t0) / 1e6)
-          + "," + N + ",\"" + load0 + "\",\"" + loadavg() + "\"");
-
-      // read-modify-write: GET a block, then write it (the NBD layer's sub-block write), one at a time
-      load0 = loadavg();
-      LatencyTrace.reset();
-      wall.clear();
-      List<Double> reads = new ArrayList<>();
-      for (int i = 0; i < N; i++) {
-        long b = (i * 11L + 5) % g.numBlocks();
-        long r0 = System.nanoTime();
-        byte[] old = await(v.read(b, 1));
-        reads.add((System.nanoTime() - r0) / 1e6);
-        assertArrayEquals(Arrays.copyOfRange(reference, (int) b * BLOCK, (int) (b + 1) * BLOCK), old);
-        byte[] d = old.clone();
-        rnd.nextBytes(Arrays.copyOfRange(d, 0, 512));
-        d[0] ^= 1;
-        long w0 = System.nanoTime();
-        await(v.write(b, d, false));
-        wall.add((System.nanoTime() - w0) / 1e6);
-        System.arraycopy(d, 0, reference, (int) b * BLOCK, BLOCK);
-      }
-      List<String> rmw = report(label, "rmw", wall, load0, loadavg());
-      rows.addAll(rmw);
-      rows.add(row(label, "rmw", "get_wall_ms", reads, load0, loadavg()));
+      LatencyTrace.legacy(false);
       LatencyTrace.enable(false);
       assertArrayEquals(reference, await(v.read(0, (int) g.numBlocks())), "the volume reads back");
+    } finally {
+      LatencyTrace.legacy(false);
     }
     boolean fresh = !Files.exists(out);
     StringBuilder sb = new StringBuilder();
@@ -150,6 +104,68 @@ class SalusWriteLatencyBench {
     Files.writeString(out, sb.toString(), StandardOpenOption.CREATE, StandardOpenOption.APPEND);
     System.out.println("LATENCY CSV (" + out + "):\n" + sb);
     assertEquals(false, rows.isEmpty());
+  }
+
+  private static List<String> run(SalusVolume v, VolumeGeometry g, String mode, String label, Random rnd,
+                                  byte[] reference) throws Exception {
+    String load0 = loadavg();
+    LatencyTrace.reset();
+    List<Double> wall = new ArrayList<>();
+    List<String> rows = new ArrayList<>();
+    if (mode.equals("sequential")) {
+      // one write at a time, blocks spread over the regions
+      for (int i = 0; i < N; i++) {
+        long b = (i * 37L) % g.numBlocks();
+        byte[] d = block(rnd);
+        long t0 = System.nanoTime();
+        await(v.write(b, d, false));
+        wall.add((System.nanoTime() - t0) / 1e6);
+        System.arraycopy(d, 0, reference, (int) b * BLOCK, BLOCK);
+      }
+      rows.addAll(report(label, mode, wall, load0, loadavg()));
+    } else if (mode.equals("pipelined")) {
+      // N single-block writes to distinct blocks issued at once (the pipeline holds 32)
+      List<CompletableFuture<Void>> fs = new ArrayList<>();
+      long t0 = System.nanoTime();
+      long[] done = new long[N];
+      for (int i = 0; i < N; i++) {
+        long b = (i * 7L + 3) % g.numBlocks();
+        byte[] d = block(rnd);
+        int k = i;
+        fs.add(v.write(b, d, false).thenRun(() -> done[k] = System.nanoTime()));
+        System.arraycopy(d, 0, reference, (int) b * BLOCK, BLOCK);
+      }
+      await(CompletableFuture.allOf(fs.toArray(CompletableFuture[]::new)));
+      double total = (System.nanoTime() - t0) / 1e6;
+      for (long d : done) {
+        wall.add((d - t0) / 1e6);
+      }
+      rows.addAll(report(label, mode, wall, load0, loadavg()));
+      rows.add(label + "," + mode + ",total_ms," + fmt(total) + "," + fmt(total) + "," + N + ",\"" + load0 + "\",\""
+          + loadavg() + "\"");
+    } else {
+      // read-modify-write: GET a block, then write it (the NBD layer's sub-block write), one at a time
+      List<Double> reads = new ArrayList<>();
+      for (int i = 0; i < N; i++) {
+        long b = (i * 11L + 5) % g.numBlocks();
+        long r0 = System.nanoTime();
+        byte[] old = await(v.read(b, 1));
+        reads.add((System.nanoTime() - r0) / 1e6);
+        assertArrayEquals(Arrays.copyOfRange(reference, (int) b * BLOCK, (int) (b + 1) * BLOCK), old);
+        byte[] d = old.clone();
+        byte[] half = new byte[512];
+        rnd.nextBytes(half);
+        System.arraycopy(half, 0, d, 0, half.length);
+        d[0] ^= 1;
+        long w0 = System.nanoTime();
+        await(v.write(b, d, false));
+        wall.add((System.nanoTime() - w0) / 1e6);
+        System.arraycopy(d, 0, reference, (int) b * BLOCK, BLOCK);
+      }
+      rows.addAll(report(label, mode, wall, load0, loadavg()));
+      rows.add(row(label, mode, "get_wall_ms", reads, load0, loadavg()));
+    }
+    return rows;
   }
 
   private static byte[] block(Random rnd) {

@@ -30,6 +30,22 @@ public final class LatencyTrace {
         enabled = on;
     }
 
+    private static volatile boolean legacy;
+
+    /**
+     * <b>Benchmark only</b>: when set, the write path runs as it did before task lat13 (checkpoints written on the
+     * event loop, forwarding after the own append, every unresolved entry retransmitted every
+     * {@code RETRANSMIT_TICKS}, signatures of duplicate votes and decisions verified again, the client's poll
+     * back-off up to 40 ms), so a harness measures both in one run, under the same machine load.
+     */
+    public static boolean legacy() {
+        return legacy;
+    }
+
+    public static void legacy(boolean on) {
+        legacy = on;
+    }
+
     /** Forgets every stage time and count (between measured runs). */
     public static void reset() {
         stages.clear();

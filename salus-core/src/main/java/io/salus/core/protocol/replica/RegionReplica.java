@@ -32,6 +32,8 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Executor;
 
 /**
  * One region-server replica of an RRS (active storage, §3.3.2) and, for batches it leads, one
@@ -56,8 +58,15 @@ public final class RegionReplica {
      * batches that never come cannot make the replica's memory grow.
      */
     public static final int MAX_UNKNOWN_BATCHES = 64;
-    /** Retransmit unresolved work every this many ticks. */
+    /** Retransmit unresolved work every this many ticks (an entry's first retransmission). */
     public static final int RETRANSMIT_TICKS = 4;
+    /**
+     * An unresolved entry's retransmissions back off, doubling from {@link #RETRANSMIT_TICKS} up to this many ticks:
+     * an entry that waits for the decisions of the batches before it (pipelined commit) is not resent to the leader
+     * every 200 ms (a 32-batch pipeline made every replica resend and re-verify hundreds of votes and decision
+     * requests a second, on a machine already short of CPU), while a lost message is still resent within a second.
+     */
+    public static final int MAX_RETRANSMIT_TICKS = 16;
     private long ticks;
 
     private final ProtocolConfig cfg;
@@ -98,6 +107,22 @@ public final class RegionReplica {
     private final CheckpointState checkpoints;
 
     private record PendingGet(NodeId from, Message.GetRequest req) {
+    }
+
+    /**
+     * Where checkpoints (flushes) are written: the disk's checkpoint file and the store's durability
+     * ({@link RegionStore#markDurable(Map)}). Default: inline, on the caller's thread. An adapter passes a
+     * single-threaded executor ({@link #writeCheckpointsOn}) so a flush (hundreds of ms on HDFS/HBase) does not
+     * stop the event loop; the replica signs its TENTATIVE_CHECKPOINT only once the write completed.
+     */
+    private Executor checkpointWriter = Runnable::run;
+    /** Flushes written (durable) and not yet taken by the event loop; filled by {@link #checkpointWriter}. */
+    private final ConcurrentLinkedQueue<WrittenCheckpoint> checkpointsWritten = new ConcurrentLinkedQueue<>();
+    /** A checkpoint write failed: its error (thrown on the loop once), and no later checkpoint is written. */
+    private volatile RuntimeException checkpointFailure;
+    private boolean checkpointBroken;
+
+    private record WrittenCheckpoint(long index, Hash root, VolumeRootRecord record) {
     }
 
     public RegionReplica(ProtocolConfig cfg, RrsConfig rrs, NodeId me, NodeId clientId, Signer signer,
@@ -290,7 +315,17 @@ public final class RegionReplica {
 
     // ------------------------------------------------------------------ events
 
+    /**
+     * Runs checkpoint writes on {@code writer} (single-threaded: the writes of one replica must complete in
+     * order) instead of the event loop. Call before the replica receives or ticks. The loop takes completed
+     * writes at its next {@link #receive} or {@link #tick}.
+     */
+    public void writeCheckpointsOn(Executor writer) {
+        this.checkpointWriter = writer;
+    }
+
     public void receive(NodeId from, Message m) {
+        takeWrittenCheckpoints();
         if (m instanceof Message.SubBatchMsg s) {
             onSubBatch(from, s.subBatch());
         } else if (m instanceof Message.StoreAck a) {
@@ -351,13 +386,24 @@ public final class RegionReplica {
     }
 
     private void tickInner() {
+        takeWrittenCheckpoints();
         answerFreedDecisionRequests();
         if (++ticks % RETRANSMIT_TICKS != 0) {
             return;
         }
+        boolean legacy = LatencyTrace.legacy();
         for (ReplicaLog.Entry e : log.entries()) {
             if (e.resolved) {
                 continue;
+            }
+            if (!legacy) {
+                if (e.retransmitEvery == 0) {
+                    e.retransmitEvery = RETRANSMIT_TICKS; // first seen here: resent now, then backing off
+                } else if (ticks < e.retransmitAt) {
+                    continue;
+                }
+                e.retransmitAt = ticks + e.retransmitEvery;
+                e.retransmitEvery = Math.min(2 * e.retransmitEvery, MAX_RETRANSMIT_TICKS);
             }
             NodeId next = rrs.next(me);
             if (next != null && hooks.forward(e.sb)) {
@@ -480,13 +526,20 @@ public final class RegionReplica {
         byte[] bytes = sb.encode();
         Hash digest = cfg.hash().hash(bytes);
         lastBatchId = Math.max(lastBatchId, sb.batchId());
+        // forwarded before the own append (the chain's appends overlap instead of adding up): the successor
+        // validates and logs it on its own, and nothing is voted or acknowledged before every replica logged it
+        // and its five stores acknowledged that replica's entry
+        NodeId next = rrs.next(me);
+        boolean legacy = LatencyTrace.legacy();
+        if (!legacy && next != null && hooks.forward(sb)) {
+            net.send(next, new Message.SubBatchMsg(sb));
+        }
         long t0 = LatencyTrace.now();
         disk.append(rrs.generation(), idx, hooks.onDiskWrite(bytes));
         LatencyTrace.took("diskAppend", t0);
         LatencyTrace.stage(sb.batchId(), "logged@" + pos);
         ReplicaLog.Entry e = log.add(idx, sb, digest);
-        NodeId next = rrs.next(me);
-        if (next != null && hooks.forward(sb)) {
+        if (legacy && next != null && hooks.forward(sb)) {
             net.send(next, new Message.SubBatchMsg(sb));
         }
         if (hooks.earlyPutSuccess()) {
@@ -644,6 +697,10 @@ public final class RegionReplica {
             return;
         }
         RrsConfig voterRrs = membership.current(v.region());
+        if (!LatencyTrace.legacy() && (batchLeader.decided(v.batchId())
+                || batchLeader.counted(v.batchId(), new ReplicaId(voterRrs.region(), from)))) {
+            return; // a retransmitted copy: nothing to count, so no signature to verify (only verified votes count)
+        }
         if (voterRrs.generation() != v.generation() || !voterRrs.replicas().contains(from)
                 || !verifier.verify(from, voteBytes(v.batchId(), v.region(), v.generation(), v.yes()), v.signature())) {
             return;
@@ -697,6 +754,8 @@ public final class RegionReplica {
                 if (all) {
                     commit = true;
                 }
+            } else if (commit == null && LatencyTrace.enabled()) {
+                LatencyTrace.count("decideWaitsForPrev");
             }
         }
         if (commit == null && hooks.decideEarly()) {
@@ -780,6 +839,9 @@ public final class RegionReplica {
         }
         Statement.Decision st = t.statement(Statement.Decision.class);
         int leader = st.leader().index();
+        if (!LatencyTrace.legacy() && st.volume().equals(cfg.volume()) && log.decision(st.batchId()) != null) {
+            return; // decided here already (a retransmitted copy): dropped below anyway, without verifying it
+        }
         if (!st.volume().equals(cfg.volume()) || leader < 0 || leader >= cfg.regionCount()
                 || st.generation() != membership.current(leader).generation() // a stale generation's decision
                 || !t.verify(verifier, membership.current(leader).replicaSet())) {
@@ -804,6 +866,7 @@ public final class RegionReplica {
         LatencyTrace.stage(st.batchId(), "learned@" + pos);
         for (BatchLeaderState.LeaderBatch lb : batchLeader.batchesCopy()) {
             if (lb.info != null && lb.info.prevBatchId() == st.batchId()) {
+                LatencyTrace.stage(lb.info.batchId(), "leaderPrevLearned@" + pos);
                 tryDecide(lb);
             }
         }
@@ -897,19 +960,63 @@ public final class RegionReplica {
     // ------------------------------------------------------------------ flush / compaction consent
 
     private void flush(long index) {
-        // a checkpoint costs what changed since the previous one, not the region's size
-        long t0 = LatencyTrace.now();
-        disk.writeCheckpoint(rrs.generation(), index, appliedSeq, store.dirty(), rootRecord);
-        LatencyTrace.took("diskCheckpoint", t0);
-        store.markDurable();
-        checkpoints.snapshot(index, store.root(), rootRecord);
+        if (checkpointBroken) {
+            return; // an earlier checkpoint write failed: a later delta would not compose; recovery replaces us
+        }
+        // a checkpoint costs what changed since the previous one, not the region's size. The state is captured
+        // here (a copy of the changed blocks, the root, the record); the write runs on the checkpoint writer,
+        // and the snapshot is signed only once it is durable (takeWrittenCheckpoints)
+        Map<Long, byte[]> changed = store.dirty();
+        long seq = appliedSeq;
+        VolumeRootRecord rec = rootRecord;
+        WrittenCheckpoint w = new WrittenCheckpoint(index, store.root(), rec);
+        long gen = rrs.generation();
+        Executor writer = LatencyTrace.legacy() ? Runnable::run : checkpointWriter;
+        writer.execute(() -> {
+            if (checkpointFailure != null) {
+                return;
+            }
+            try {
+                long t0 = LatencyTrace.now();
+                disk.writeCheckpoint(gen, index, seq, changed, rec);
+                store.markDurable(changed);
+                LatencyTrace.took("checkpointWrite", t0);
+                checkpointsWritten.add(w);
+            } catch (RuntimeException ex) {
+                checkpointFailure = ex;
+            }
+        });
         if (me.equals(rrs.primary())) {
             for (NodeId r : rrs.replicas()) {
                 net.send(r, new Message.CheckpointPropose(regionId.index(), rrs.generation(), index));
             }
         }
-        if (checkpoints.proposed(index)) {
-            signCheckpoint(index);
+        signWrittenCheckpoints(); // an inline writer has written it already
+    }
+
+    /**
+     * On the loop: the checkpoints written since the last call become snapshots this replica signs when proposed;
+     * a failed write is thrown once (the adapter logs it; this replica signs no further checkpoint).
+     */
+    private void takeWrittenCheckpoints() {
+        signWrittenCheckpoints();
+        RuntimeException f = checkpointFailure;
+        if (f != null && !checkpointBroken) {
+            checkpointBroken = true;
+            throw f;
+        }
+    }
+
+    private void signWrittenCheckpoints() {
+        WrittenCheckpoint w;
+        while ((w = checkpointsWritten.poll()) != null) {
+            if (w.index() <= checkpoints.checkpointedIndex) {
+                continue; // a certificate at or after it formed meanwhile
+            }
+            checkpoints.snapshot(w.index(), w.root(), w.record());
+            if (checkpoints.proposed(w.index())) {
+                signCheckpoint(w.index());
+            }
         }
     }
 
