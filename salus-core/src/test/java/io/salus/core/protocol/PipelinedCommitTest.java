@@ -1013,4 +1013,32 @@ class PipelinedCommitTest {
             assertNull(replicas.get(r).decisionCertificate(2));
         }
     }
+
+    /**
+     * lat13: a checkpoint written by the adapter's writer thread (here: queued, run by the test) does not hold the
+     * commits of the entries after it, and no replica signs it (no CHECKPOINT certificate forms) before it is written.
+     */
+    @Test
+    void checkpointWrittenOffTheLoopHoldsNoCommitAndIsSignedOnlyOnceWritten() {
+        List<Runnable> writes = new ArrayList<>();
+        replicas.values().forEach(r -> r.writeCheckpointsOn(writes::add));
+        RegionId region0 = configs.get(0).region();
+        for (int i = 0; i < 2 * RegionReplica.CHECKPOINT_EVERY; i++) {
+            assertTrue(client.submit(List.of(new BlockWrite(i % 8, data(i + 1)))) > 0);
+            drain();
+            replicas.values().forEach(RegionReplica::tick);
+            drain();
+        }
+        assertEquals(2 * RegionReplica.CHECKPOINT_EVERY, acked.size(), "every write committed, none waited for a flush");
+        assertEquals(6, writes.size(), "each replica of region 0 flushed twice, nothing written yet");
+        assertTrue(coord.latestCheckpoint(region0, c -> true).isEmpty(), "nothing signed before it is written");
+        writes.forEach(Runnable::run);
+        replicas.values().forEach(RegionReplica::tick); // the loop takes the written checkpoints and signs them
+        drain();
+        Certificate cp = coord.latestCheckpoint(region0, c -> true).orElseThrow();
+        assertEquals(2L * RegionReplica.CHECKPOINT_EVERY - 1, cp.statement(Statement.Checkpoint.class).throughIndex());
+        for (NodeId r : configs.get(0).replicas()) {
+            assertEquals(2L * RegionReplica.CHECKPOINT_EVERY, replicas.get(r).appliedSeq());
+        }
+    }
 }
