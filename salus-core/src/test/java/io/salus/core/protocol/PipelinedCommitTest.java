@@ -1041,4 +1041,31 @@ class PipelinedCommitTest {
             assertEquals(2L * RegionReplica.CHECKPOINT_EVERY, replicas.get(r).appliedSeq());
         }
     }
+
+    /**
+     * lat13: a GET waits for the last write to its block, not for the region's last write: while a write to block 2
+     * is held in the pipeline, a GET of block 1 (same region, written and acknowledged before) is answered, verified,
+     * with block 1's data; a GET of block 2 waits for that write and returns it. (Before, both waited.)
+     */
+    @Test
+    void getWaitsForItsBlocksLastWriteNotForTheRegionsLast() {
+        assertTrue(client.submit(List.of(new BlockWrite(1, data(1)))) > 0);
+        drain();
+        assertEquals(1, acked.size());
+        hold = e -> e.m() instanceof Message.SubBatchMsg s && s.subBatch().batchId() == 2;
+        assertTrue(client.submit(List.of(new BlockWrite(2, data(2)))) > 0);
+        drain();
+        client.get(1);
+        client.get(2);
+        drain();
+        assertArrayEquals(data(1), got.get(1L), "block 1's GET does not wait for the write to block 2");
+        assertFalse(got.containsKey(2L), "block 2's GET waits for its write");
+        hold = e -> false;
+        held.forEach(this::send);
+        held.clear();
+        drain();
+        assertEquals(2, acked.size());
+        assertArrayEquals(data(2), got.get(2L));
+        assertTrue(recoveryReasons.isEmpty(), recoveryReasons.toString());
+    }
 }
