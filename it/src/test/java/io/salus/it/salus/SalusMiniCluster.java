@@ -32,8 +32,14 @@ final class SalusMiniCluster implements AutoCloseable {
   final HBaseTestingUtility util = new HBaseTestingUtility();
 
   SalusMiniCluster() throws Exception {
+    this(c -> { });
+  }
+
+  /** As above, with {@code extra} applied to the configuration before anything starts (e.g. a storage factory). */
+  SalusMiniCluster(java.util.function.Consumer<Configuration> extra) throws Exception {
     LogManager.getRootLogger().setLevel(Level.WARN);
     Configuration conf = util.getConfiguration();
+    extra.accept(conf);
     conf.setInt("hbase.master.info.port", -1);
     conf.setInt("hbase.regionserver.info.port", -1);
     conf.setBoolean("hbase.unsafe.stream.capability.enforce", false);

@@ -1034,4 +1034,59 @@ class PipelinedCommitTest {
             assertNull(replicas.get(r).decisionCertificate(2));
         }
     }
+
+    /**
+     * lat13: a checkpoint written by the adapter's writer thread (here: queued, run by the test) does not hold the
+     * commits of the entries after it, and no replica signs it (no CHECKPOINT certificate forms) before it is written.
+     */
+    @Test
+    void checkpointWrittenOffTheLoopHoldsNoCommitAndIsSignedOnlyOnceWritten() {
+        List<Runnable> writes = new ArrayList<>();
+        replicas.values().forEach(r -> r.writeCheckpointsOn(writes::add));
+        RegionId region0 = configs.get(0).region();
+        for (int i = 0; i < 2 * RegionReplica.CHECKPOINT_EVERY; i++) {
+            assertTrue(client.submit(List.of(new BlockWrite(i % 8, data(i + 1)))) > 0);
+            drain();
+            replicas.values().forEach(RegionReplica::tick);
+            drain();
+        }
+        assertEquals(2 * RegionReplica.CHECKPOINT_EVERY, acked.size(), "every write committed, none waited for a flush");
+        assertEquals(6, writes.size(), "each replica of region 0 flushed twice, nothing written yet");
+        assertTrue(coord.latestCheckpoint(region0, c -> true).isEmpty(), "nothing signed before it is written");
+        writes.forEach(Runnable::run);
+        replicas.values().forEach(RegionReplica::tick); // the loop takes the written checkpoints and signs them
+        drain();
+        Certificate cp = coord.latestCheckpoint(region0, c -> true).orElseThrow();
+        assertEquals(2L * RegionReplica.CHECKPOINT_EVERY - 1, cp.statement(Statement.Checkpoint.class).throughIndex());
+        for (NodeId r : configs.get(0).replicas()) {
+            assertEquals(2L * RegionReplica.CHECKPOINT_EVERY, replicas.get(r).appliedSeq());
+        }
+    }
+
+    /**
+     * lat13: a GET waits for the last write to its block, not for the region's last write: while a write to block 2
+     * is held in the pipeline, a GET of block 1 (same region, written and acknowledged before) is answered, verified,
+     * with block 1's data; a GET of block 2 waits for that write and returns it. (Before, both waited.)
+     */
+    @Test
+    void getWaitsForItsBlocksLastWriteNotForTheRegionsLast() {
+        assertTrue(client.submit(List.of(new BlockWrite(1, data(1)))) > 0);
+        drain();
+        assertEquals(1, acked.size());
+        hold = e -> e.m() instanceof Message.SubBatchMsg s && s.subBatch().batchId() == 2;
+        assertTrue(client.submit(List.of(new BlockWrite(2, data(2)))) > 0);
+        drain();
+        client.get(1);
+        client.get(2);
+        drain();
+        assertArrayEquals(data(1), got.get(1L), "block 1's GET does not wait for the write to block 2");
+        assertFalse(got.containsKey(2L), "block 2's GET waits for its write");
+        hold = e -> false;
+        held.forEach(this::send);
+        held.clear();
+        drain();
+        assertEquals(2, acked.size());
+        assertArrayEquals(data(2), got.get(2L));
+        assertTrue(recoveryReasons.isEmpty(), recoveryReasons.toString());
+    }
 }

@@ -318,7 +318,7 @@ class HRegionStoreTest {
             java.util.concurrent.Future<?> pressure = ex.submit(() -> r.flush(true)); // e.g. global memstore pressure
             assertTrue(HoldFlush.ENTERED.await(SETTLE_MS, java.util.concurrent.TimeUnit.MILLISECONDS));
             store.apply(2, block(502)); // after that flush took its snapshot: only in the memstore
-            java.util.concurrent.Future<?> durable = ex.submit(store::markDurable);
+            java.util.concurrent.Future<?> durable = ex.submit(() -> store.markDurable());
             try {
                 durable.get(5, java.util.concurrent.TimeUnit.SECONDS); // the old code returns here at once
             } catch (java.util.concurrent.TimeoutException waiting) {

@@ -35,7 +35,7 @@ public final class HBaseVolumeClientRunner implements Closeable {
     private static final Logger LOG = LoggerFactory.getLogger(HBaseVolumeClientRunner.class);
     public static final long POLL_MILLIS = 5;
     /** Longest wait between polls of a region the client awaits replies from (after empty polls). */
-    public static final long MAX_POLL_MILLIS = 40;
+    public static final long MAX_POLL_MILLIS = 20;
     public static final long TICK_MILLIS = 50;
 
     private final VolumeAddressing addressing;
@@ -153,6 +153,7 @@ public final class HBaseVolumeClientRunner implements Closeable {
 
     /** On the loop: the client's transport. A region just sent to will have replies soon: poll it soon. */
     private void send(NodeId to, Message m) {
+        io.salus.core.protocol.LatencyTrace.sent("client." + m.getClass().getSimpleName());
         VolumeAddressing.Address a = addressing.route(to);
         link.send(a, ReplicaLink.envelope(me, to, m));
         PollState st = polling.computeIfAbsent(a, k -> new PollState());
@@ -179,13 +180,29 @@ public final class HBaseVolumeClientRunner implements Closeable {
             }
             st.inFlight = true;
             polls.incrementAndGet();
+            io.salus.core.protocol.LatencyTrace.count("rpc:poll");
             link.poll(a).whenComplete((n, err) -> {
                 try {
                     loop.execute(() -> {
                         st.inFlight = false;
                         boolean got = err == null && n != null && n > 0;
-                        st.interval = got ? POLL_MILLIS : Math.min(2 * st.interval, MAX_POLL_MILLIS);
-                        st.nextAt = System.currentTimeMillis() + st.interval;
+                        if (!got) {
+                            io.salus.core.protocol.LatencyTrace.count("rpc:pollEmpty");
+                        }
+                        boolean legacy = io.salus.core.protocol.LatencyTrace.legacy();
+                        st.interval = got ? POLL_MILLIS : Math.min(2 * st.interval, legacy ? 40 : MAX_POLL_MILLIS);
+                        long t = System.currentTimeMillis();
+                        st.nextAt = t + st.interval;
+                        if (got && !legacy) {
+                            // the replicas of a region apply a batch together (they learn its decision from the
+                            // same leader messages): one answered, so the others have replies now too
+                            for (PollState o : polling.values()) {
+                                if (o != st) {
+                                    o.interval = POLL_MILLIS;
+                                    o.nextAt = Math.min(o.nextAt, t);
+                                }
+                            }
+                        }
                     });
                 } catch (java.util.concurrent.RejectedExecutionException closed) {
                     // the runner is closed

@@ -53,6 +53,8 @@ public final class ReplicaHost {
     private final int region;
     private final int replicaIndex;
     private final ScheduledExecutorService loop;
+    /** Writes the replica's checkpoints (HDFS file + region flush, hundreds of ms) off the event loop, in order. */
+    private final java.util.concurrent.ExecutorService checkpointWriter;
     private final ReplicaLink link;
     private final ReplicaFaultInjector faults;
     private final RegionReplica replica;
@@ -120,6 +122,11 @@ public final class ReplicaHost {
         ex.setRemoveOnCancelPolicy(true);
         ex.setExecuteExistingDelayedTasksAfterShutdownPolicy(false);
         this.loop = ex;
+        this.checkpointWriter = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
+            Thread t = new Thread(r, "salus-checkpoint-" + me.name());
+            t.setDaemon(true);
+            return t;
+        });
         this.remoteHolders = remote == null ? null : new WitnessHolders(remote, rrs.metadataHolders(), regionServer,
                 keys, (h, ack) -> loop.execute(() -> dispatch(h, me, ack)));
         RegionSnapshot base;
@@ -127,6 +134,7 @@ public final class ReplicaHost {
             base = RegionReplica.verifiedBase(cfg, rrs, keys.verifier(), addressing.membership(), disk, coordination);
         } catch (RecoveryException e) {
             ex.shutdownNow();
+            checkpointWriter.shutdownNow();
             if (remoteHolders != null) {
                 remoteHolders.close();
             }
@@ -138,6 +146,8 @@ public final class ReplicaHost {
                         transport(me), disk, coordination, faults.hooks(me), base)
                 : new RegionReplica(cfg, rrs, me, client, keys.signer(me), keys.replicaVerifier(), addressing.membership(),
                         transport(me), disk, coordination, faults.hooks(me), base, store);
+        // from here on checkpoints are written off the loop (the replay above wrote its own inline)
+        replica.writeCheckpointsOn(checkpointWriter);
         this.replayedFrom = base.throughIndex();
         this.replayedLogEnd = logEnd;
         this.replayedSeqs = replica.appliedSeq() - base.lastSeq();
@@ -206,6 +216,9 @@ public final class ReplicaHost {
     }
 
     private void tick() {
+        if (io.salus.core.protocol.LatencyTrace.enabled()) {
+            io.salus.core.protocol.LatencyTrace.count("replicaTick");
+        }
         try {
             replica.tick();
         } catch (RuntimeException e) {
@@ -218,6 +231,7 @@ public final class ReplicaHost {
     }
 
     private void send(NodeId from, NodeId to, Message m) {
+        io.salus.core.protocol.LatencyTrace.sent(m.getClass().getSimpleName());
         if (to.equals(client)) {
             if (faults.dropToClient(from, m)) {
                 return;
@@ -294,6 +308,7 @@ public final class ReplicaHost {
 
     public void close() {
         loop.shutdownNow();
+        checkpointWriter.shutdownNow(); // an unfinished checkpoint is as if the server stopped before it: unsigned
         if (remoteHolders != null) {
             remoteHolders.close();
         }

@@ -165,6 +165,8 @@ public final class ReplicaLink implements Closeable {
         }
         DeliverRequest built = req.build();
         calls.incrementAndGet();
+        io.salus.core.protocol.LatencyTrace.count("rpc:deliver");
+        io.salus.core.protocol.LatencyTrace.add("rpc:deliverEnvelopes", built.getEnvelopesCount());
         CompletableFuture<DeliverResponse> f;
         try {
             f = conn.thenCompose(c -> c.getTable(d.address.table())

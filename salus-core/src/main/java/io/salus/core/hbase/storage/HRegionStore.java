@@ -204,9 +204,32 @@ public final class HRegionStore implements RegionStore {
         return m;
     }
 
+    /**
+     * Flushes the region (its puts skip the WAL) and forgets the blocks of {@code written} that were not changed
+     * since (compared by content). The flush runs outside this store's lock: the event loop keeps applying while a
+     * checkpoint writer thread flushes; what it applies stays dirty for the next checkpoint.
+     */
+    @Override
+    public void markDurable(Map<Long, byte[]> written) {
+        flushRegion();
+        synchronized (this) {
+            written.forEach((k, v) -> {
+                byte[] now = dirty.get(k);
+                if (now != null && java.util.Arrays.equals(now, v)) {
+                    dirty.remove(k);
+                }
+            });
+        }
+    }
+
     /** Flushes the region (its puts skip the WAL) and forgets the dirty set. */
     @Override
     public synchronized void markDurable() {
+        flushRegion();
+        dirty.clear();
+    }
+
+    private void flushRegion() {
         if (!(region instanceof HRegion h)) {
             throw new IllegalStateException("markDurable needs an HRegion to flush, got " + region.getClass().getName());
         }
@@ -234,7 +257,6 @@ public final class HRegionStore implements RegionStore {
             throw new UncheckedIOException("cannot flush " + name
                     + "; its state is not durable and the dirty set is kept", e);
         }
-        dirty.clear();
     }
 
     /** Block cells read from the region since this store was opened (tree nodes excluded). */

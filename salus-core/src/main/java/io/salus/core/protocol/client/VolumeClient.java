@@ -11,6 +11,7 @@ import io.salus.core.merkle.MerkleProof;
 import io.salus.core.merkle.MerkleTree;
 import io.salus.core.merkle.RegionLayout;
 import io.salus.core.merkle.VolumeRootRecord;
+import io.salus.core.protocol.LatencyTrace;
 import io.salus.core.protocol.Membership;
 import io.salus.core.protocol.Mutation;
 import io.salus.core.protocol.ProtocolConfig;
@@ -60,6 +61,11 @@ public final class VolumeClient {
     private long nextSeq = 1;
     private long nextBatchId = 1;
     private long[] lastSeqOfRegion;
+    /**
+     * Per block, the seq of its last write issued above its region's confirmed floor ({@link #confirmedFloor}):
+     * what a GET of the block must wait for. Entries at or below the floor are pruned when a batch completes.
+     */
+    private final Map<Long, Long> recentWrites = new HashMap<>();
     private final Map<Integer, TreeMap<Long, Hash>> regionRootHistory = new HashMap<>();
     private long prevBatchId = -1;
     private int prevLeader = -1;
@@ -208,6 +214,7 @@ public final class VolumeClient {
             byRegion.computeIfAbsent(r, k -> new ArrayList<>())
                     .add(new Put(seq, lastSeqOfRegion[r], w.block(), w.data().clone(), dataHash, root));
             lastSeqOfRegion[r] = seq;
+            recentWrites.put(w.block(), seq);
         }
         int leader = (int) layout.regionOf(writes.get(0).block());
         OutBatch ob = new OutBatch();
@@ -215,7 +222,6 @@ public final class VolumeClient {
             SubBatch sb = new SubBatch(cfg.volume(), e.getKey(), batchId, leader, epoch, e.getValue(), null);
             ob.subs.put(e.getKey(), sb.withSignature(signer.sign(sb.signedBytes())));
             regionRootHistory.get(e.getKey()).put(sb.lastSeq(), tree.node(layout.regionLevel(), e.getKey()));
-            pruneHistory(e.getKey());
         }
         BatchInfo info = new BatchInfo(cfg.volume(), batchId, firstSeq, nextSeq - 1, new ArrayList<>(byRegion.keySet()),
                 prevBatchId, prevLeader, epoch, null);
@@ -223,6 +229,8 @@ public final class VolumeClient {
         prevBatchId = batchId;
         prevLeader = leader;
         outstanding.put(batchId, ob);
+        byRegion.keySet().forEach(this::pruneHistory); // after the batch is outstanding: its floor counts
+        LatencyTrace.stage(batchId, "submit");
         send(ob);
         return batchId;
     }
@@ -248,7 +256,11 @@ public final class VolumeClient {
         requireMounted("read");
         int r = (int) layout.regionOf(block);
         long id = nextGetId++;
-        OutGet g = new OutGet(block, lastSeqOfRegion[r]);
+        // the GET waits for the last write to this block, not for the region's last write: a write to another
+        // block of the region still in the pipeline (seconds behind the pipelined decisions) no longer holds it
+        long prevNum = LatencyTrace.legacy() ? lastSeqOfRegion[r]
+                : Math.max(confirmedFloor(r), recentWrites.getOrDefault(block, 0L));
+        OutGet g = new OutGet(block, prevNum);
         gets.put(id, g);
         sendGet(id, g);
         return id;
@@ -345,6 +357,15 @@ public final class VolumeClient {
 
     /** Retransmits batches and retries GETs on another replica after a timeout. */
     public void tick(long nowTime) {
+        LatencyTrace.tickBegin();
+        try {
+            tickInner(nowTime);
+        } finally {
+            LatencyTrace.tickEnd();
+        }
+    }
+
+    private void tickInner(long nowTime) {
         this.now = nowTime;
         if (fencePending != null && !fencePending.isEmpty() && needsRemount == null
                 && now - fenceSentAt >= retransmitEvery) {
@@ -395,6 +416,7 @@ public final class VolumeClient {
                 || !t.signatures().get(0).signer().equals(from)) {
             return;
         }
+        LatencyTrace.stage(st.batchId(), "reply");
         List<Certificate> held = ob.tentatives.computeIfAbsent(region, k -> new ArrayList<>());
         for (Certificate c : held) {
             if (c.signatures().get(0).signer().equals(from)) {
@@ -429,6 +451,8 @@ public final class VolumeClient {
         }
         if (ob.success.size() == ob.subs.size()) {
             outstanding.remove(st.batchId());
+            pruneRecentWrites();
+            LatencyTrace.stage(st.batchId(), "done");
             for (OutBatch o : outstanding.values()) {
                 o.retries = 0; // progress
             }
@@ -508,13 +532,39 @@ public final class VolumeClient {
      * last issued seq, and an outstanding GET accepts only replies at or after its prevNum.
      */
     private void pruneHistory(int region) {
-        long keepFrom = lastSeqOfRegion[region];
+        long keepFrom = Math.min(lastSeqOfRegion[region], confirmedFloor(region));
         for (OutGet og : gets.values()) {
             if (layout.regionOf(og.block) == region) {
                 keepFrom = Math.min(keepFrom, og.prevNum);
             }
         }
         regionRootHistory.get(region).headMap(keepFrom, false).clear();
+    }
+
+    /**
+     * The highest seq of region {@code region} that every replica of it has applied as far as this client knows:
+     * just below the first unconfirmed sub-batch of an outstanding batch in the region (its prevNum), or the
+     * region's last issued seq when none is unconfirmed. Every write to the region at or below it has PUT_SUCCESS
+     * from the region's three replicas (they commit in log order).
+     */
+    private long confirmedFloor(int region) {
+        long floor = lastSeqOfRegion[region];
+        for (OutBatch ob : outstanding.values()) {
+            SubBatch sb = ob.subs.get(region);
+            if (sb != null && !ob.success.containsKey(region)) {
+                floor = Math.min(floor, sb.puts().get(0).prevNum());
+            }
+        }
+        return floor;
+    }
+
+    /** Forgets the recent writes at or below their region's confirmed floor (a GET waits for the floor anyway). */
+    private void pruneRecentWrites() {
+        long[] floor = new long[cfg.regionCount()];
+        for (int r = 0; r < floor.length; r++) {
+            floor[r] = confirmedFloor(r);
+        }
+        recentWrites.entrySet().removeIf(e -> e.getValue() <= floor[(int) layout.regionOf(e.getKey())]);
     }
 
     /** Number of region roots kept for GET verification (bounded by the outstanding work). */
@@ -621,6 +671,7 @@ public final class VolumeClient {
         prevLeader = -1;
         outstanding.clear();
         gets.clear();
+        recentWrites.clear();
         needsRemount = null;
         recoveryRequested = false;
         remount = null;
@@ -691,6 +742,7 @@ public final class VolumeClient {
     public void beginRemount(long nonce) {
         outstanding.clear();
         gets.clear();
+        recentWrites.clear();
         needsRemount = "a mount against the replicas is in progress";
         remount = new ReplicaMount(cfg, membership, verifier, signer, nonce);
         remount.sentAt = now;

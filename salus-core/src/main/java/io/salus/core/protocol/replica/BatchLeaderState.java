@@ -103,6 +103,12 @@ final class BatchLeaderState {
         return false;
     }
 
+    /** True if this replica already counted a vote of {@code voter} for the (undecided) batch. */
+    boolean counted(long batchId, ReplicaId voter) {
+        LeaderBatch lb = leading.get(batchId);
+        return lb != null && lb.voted.contains(voter);
+    }
+
     boolean knowsInfo(long batchId) {
         LeaderBatch lb = leading.get(batchId);
         return lb != null && lb.info != null;

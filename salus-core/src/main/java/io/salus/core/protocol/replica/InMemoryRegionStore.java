@@ -11,7 +11,11 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 
-/** A {@link RegionStore} in memory (simulator, unit tests, benchmarks). Not thread-safe. */
+/**
+ * A {@link RegionStore} in memory (simulator, unit tests, benchmarks). Not thread-safe, except that the dirty-set
+ * methods ({@link #apply}, {@link #dirty}, {@link #markDurable(Map)}) may be called by a checkpoint writer thread
+ * while the event loop applies.
+ */
 public final class InMemoryRegionStore implements RegionStore {
     private final int blockSize;
     private final Map<Long, byte[]> blocks = new HashMap<>();
@@ -30,9 +34,11 @@ public final class InMemoryRegionStore implements RegionStore {
 
     @Override
     public void apply(long localBlock, byte[] data) {
-        blocks.put(localBlock, data);
+        synchronized (dirty) {
+            blocks.put(localBlock, data);
+            dirty.add(localBlock);
+        }
         tree.putBlock(localBlock, data);
-        dirty.add(localBlock);
     }
 
     @Override
@@ -61,13 +67,28 @@ public final class InMemoryRegionStore implements RegionStore {
     @Override
     public Map<Long, byte[]> dirty() {
         Map<Long, byte[]> m = new TreeMap<>();
-        dirty.forEach(k -> m.put(k, blocks.get(k)));
+        synchronized (dirty) {
+            dirty.forEach(k -> m.put(k, blocks.get(k)));
+        }
         return m;
     }
 
     @Override
     public void markDurable() {
-        dirty.clear();
+        synchronized (dirty) {
+            dirty.clear();
+        }
+    }
+
+    @Override
+    public void markDurable(Map<Long, byte[]> written) {
+        synchronized (dirty) {
+            written.forEach((k, v) -> {
+                if (java.util.Arrays.equals(blocks.get(k), v)) {
+                    dirty.remove(k);
+                }
+            });
+        }
     }
 
     /** Every written block (full copy: for tests and the benchmark's whole-region baseline). */

@@ -10,6 +10,7 @@ import io.salus.core.crypto.Signer;
 import io.salus.core.crypto.Verifier;
 import io.salus.core.merkle.Hash;
 import io.salus.core.merkle.VolumeRootRecord;
+import io.salus.core.protocol.LatencyTrace;
 import io.salus.core.protocol.Membership;
 import io.salus.core.protocol.Mutation;
 import io.salus.core.protocol.ProtocolConfig;
@@ -31,6 +32,8 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Executor;
 
 /**
  * One region-server replica of an RRS (active storage, §3.3.2) and, for batches it leads, one
@@ -55,8 +58,15 @@ public final class RegionReplica {
      * batches that never come cannot make the replica's memory grow.
      */
     public static final int MAX_UNKNOWN_BATCHES = 64;
-    /** Retransmit unresolved work every this many ticks. */
+    /** Retransmit unresolved work every this many ticks (an entry's first retransmission). */
     public static final int RETRANSMIT_TICKS = 4;
+    /**
+     * An unresolved entry's retransmissions back off, doubling from {@link #RETRANSMIT_TICKS} up to this many ticks:
+     * an entry that waits for the decisions of the batches before it (pipelined commit) is not resent to the leader
+     * every 200 ms (a 32-batch pipeline made every replica resend and re-verify hundreds of votes and decision
+     * requests a second, on a machine already short of CPU), while a lost message is still resent within a second.
+     */
+    public static final int MAX_RETRANSMIT_TICKS = 16;
     private long ticks;
 
     private final ProtocolConfig cfg;
@@ -71,6 +81,8 @@ public final class RegionReplica {
     private final ReplicaDisk disk;
     private final Coordination coordination;
     private final ReplicaHooks hooks;
+    /** This replica's place in the chain (0: primary), for {@link LatencyTrace} stage names. */
+    private final int pos;
 
     // region state (what is applied) and the GETs waiting for it
     private final RegionStore store;
@@ -103,6 +115,22 @@ public final class RegionReplica {
     private record PendingGet(NodeId from, Message.GetRequest req) {
     }
 
+    /**
+     * Where checkpoints (flushes) are written: the disk's checkpoint file and the store's durability
+     * ({@link RegionStore#markDurable(Map)}). Default: inline, on the caller's thread. An adapter passes a
+     * single-threaded executor ({@link #writeCheckpointsOn}) so a flush (hundreds of ms on HDFS/HBase) does not
+     * stop the event loop; the replica signs its TENTATIVE_CHECKPOINT only once the write completed.
+     */
+    private Executor checkpointWriter = Runnable::run;
+    /** Flushes written (durable) and not yet taken by the event loop; filled by {@link #checkpointWriter}. */
+    private final ConcurrentLinkedQueue<WrittenCheckpoint> checkpointsWritten = new ConcurrentLinkedQueue<>();
+    /** A checkpoint write failed: its error (thrown on the loop once), and no later checkpoint is written. */
+    private volatile RuntimeException checkpointFailure;
+    private boolean checkpointBroken;
+
+    private record WrittenCheckpoint(long index, Hash root, VolumeRootRecord record) {
+    }
+
     public RegionReplica(ProtocolConfig cfg, RrsConfig rrs, NodeId me, NodeId clientId, Signer signer,
                          Verifier verifier, Membership membership, Transport net, ReplicaDisk disk,
                          Coordination coordination, ReplicaHooks hooks, RegionSnapshot base) {
@@ -133,6 +161,7 @@ public final class RegionReplica {
         this.disk = disk;
         this.coordination = coordination;
         this.hooks = hooks;
+        this.pos = rrs.replicas().indexOf(me);
         this.store = store;
         this.appliedSeq = base.lastSeq();
         this.rootRecord = base.rootRecord();
@@ -292,7 +321,17 @@ public final class RegionReplica {
 
     // ------------------------------------------------------------------ events
 
+    /**
+     * Runs checkpoint writes on {@code writer} (single-threaded: the writes of one replica must complete in
+     * order) instead of the event loop. Call before the replica receives or ticks. The loop takes completed
+     * writes at its next {@link #receive} or {@link #tick}.
+     */
+    public void writeCheckpointsOn(Executor writer) {
+        this.checkpointWriter = writer;
+    }
+
     public void receive(NodeId from, Message m) {
+        takeWrittenCheckpoints();
         if (m instanceof Message.SubBatchMsg s) {
             onSubBatch(from, s.subBatch());
         } else if (m instanceof Message.StoreAck a) {
@@ -344,13 +383,33 @@ public final class RegionReplica {
 
     /** Periodic retransmission (lost messages, restarted peers). Idempotent for every receiver. */
     public void tick() {
+        LatencyTrace.tickBegin();
+        try {
+            tickInner();
+        } finally {
+            LatencyTrace.tickEnd();
+        }
+    }
+
+    private void tickInner() {
+        takeWrittenCheckpoints();
         answerFreedDecisionRequests();
         if (++ticks % RETRANSMIT_TICKS != 0) {
             return;
         }
+        boolean legacy = LatencyTrace.legacy();
         for (ReplicaLog.Entry e : log.entries()) {
             if (e.resolved) {
                 continue;
+            }
+            if (!legacy) {
+                if (e.retransmitEvery == 0) {
+                    e.retransmitEvery = RETRANSMIT_TICKS; // first seen here: resent now, then backing off
+                } else if (ticks < e.retransmitAt) {
+                    continue;
+                }
+                e.retransmitAt = ticks + e.retransmitEvery;
+                e.retransmitEvery = Math.min(2 * e.retransmitEvery, MAX_RETRANSMIT_TICKS);
             }
             NodeId next = rrs.next(me);
             if (next != null && hooks.forward(e.sb)) {
@@ -410,6 +469,7 @@ public final class RegionReplica {
     }
 
     private void onSubBatch(NodeId from, SubBatch sb) {
+        LatencyTrace.stage(sb.batchId(), "recv@" + pos);
         // a retransmitted copy of a logged entry is recognised by comparing bytes with what was validated when it
         // was logged, not validated again (a client signature check and a hash of every block per copy: with
         // 64-block sub-batches retransmitted every few ticks, re-validation kept the event loop from progressing)
@@ -472,10 +532,20 @@ public final class RegionReplica {
         byte[] bytes = sb.encode();
         Hash digest = cfg.hash().hash(bytes);
         lastBatchId = Math.max(lastBatchId, sb.batchId());
-        disk.append(rrs.generation(), idx, hooks.onDiskWrite(bytes));
-        ReplicaLog.Entry e = log.add(idx, sb, digest);
+        // forwarded before the own append (the chain's appends overlap instead of adding up): the successor
+        // validates and logs it on its own, and nothing is voted or acknowledged before every replica logged it
+        // and its five stores acknowledged that replica's entry
         NodeId next = rrs.next(me);
-        if (next != null && hooks.forward(sb)) {
+        boolean legacy = LatencyTrace.legacy();
+        if (!legacy && next != null && hooks.forward(sb)) {
+            net.send(next, new Message.SubBatchMsg(sb));
+        }
+        long t0 = LatencyTrace.now();
+        disk.append(rrs.generation(), idx, hooks.onDiskWrite(bytes));
+        LatencyTrace.took("diskAppend", t0);
+        LatencyTrace.stage(sb.batchId(), "logged@" + pos);
+        ReplicaLog.Entry e = log.add(idx, sb, digest);
+        if (legacy && next != null && hooks.forward(sb)) {
             net.send(next, new Message.SubBatchMsg(sb));
         }
         if (hooks.earlyPutSuccess()) {
@@ -517,6 +587,7 @@ public final class RegionReplica {
         }
         e.acks.add(from);
         if (e.acks.size() >= (cfg.mutated(Mutation.VOTE_AFTER_FOUR_STORE_ACKS) ? 4 : 5) && !e.voted) {
+            LatencyTrace.stage(e.sb.batchId(), "acks@" + pos);
             e.voted = true;
             sendVote(e, hooks.voteYes(e.sb));
         }
@@ -528,6 +599,7 @@ public final class RegionReplica {
     }
 
     private void sendVote(ReplicaLog.Entry e, boolean yes) {
+        LatencyTrace.stage(e.sb.batchId(), "vote@" + pos);
         byte[] sig = signer.sign(voteBytes(e.sb.batchId(), regionId.index(), rrs.generation(), yes));
         Message.Vote v = new Message.Vote(e.sb.batchId(), regionId.index(), rrs.generation(), yes, sig);
         for (NodeId l : leaderReplicas(e.sb.leaderRegion())) {
@@ -613,6 +685,7 @@ public final class RegionReplica {
             return;
         }
         lb.info = info;
+        LatencyTrace.stage(info.batchId(), "binfo@" + pos);
         if (info.prevBatchId() >= 0 && !cfg.mutated(Mutation.COMMIT_WITHOUT_CONFIRMATION)) {
             requestPrevDecision(info);
         }
@@ -630,6 +703,10 @@ public final class RegionReplica {
             return;
         }
         RrsConfig voterRrs = membership.current(v.region());
+        if (!LatencyTrace.legacy() && (batchLeader.decided(v.batchId())
+                || batchLeader.counted(v.batchId(), new ReplicaId(voterRrs.region(), from)))) {
+            return; // a retransmitted copy: nothing to count, so no signature to verify (only verified votes count)
+        }
         if (voterRrs.generation() != v.generation() || !voterRrs.replicas().contains(from)
                 || !verifier.verify(from, voteBytes(v.batchId(), v.region(), v.generation(), v.yes()), v.signature())) {
             return;
@@ -683,6 +760,8 @@ public final class RegionReplica {
                 if (all) {
                     commit = true;
                 }
+            } else if (commit == null && LatencyTrace.enabled()) {
+                LatencyTrace.count("decideWaitsForPrev");
             }
         }
         if (commit == null && hooks.decideEarly()) {
@@ -692,7 +771,10 @@ public final class RegionReplica {
             return;
         }
         Certificate t = signDecision(info, commit);
+        long t0 = LatencyTrace.now();
         disk.recordDecision(rrs.generation(), t); // durable before it is sent: a restart cannot flip it
+        LatencyTrace.took("diskLeaderDecision", t0);
+        LatencyTrace.stage(info.batchId(), "decided@" + pos);
         batchLeader.decide(info.batchId(), t); // decided: votes and BatchInfo are no longer needed
         Set<NodeId> to = new HashSet<>();
         for (int p : info.participants()) {
@@ -763,6 +845,9 @@ public final class RegionReplica {
         }
         Statement.Decision st = t.statement(Statement.Decision.class);
         int leader = st.leader().index();
+        if (!LatencyTrace.legacy() && st.volume().equals(cfg.volume()) && log.decision(st.batchId()) != null) {
+            return; // decided here already (a retransmitted copy): dropped below anyway, without verifying it
+        }
         if (!st.volume().equals(cfg.volume()) || leader < 0 || leader >= cfg.regionCount()
                 || st.generation() != membership.current(leader).generation() // a stale generation's decision
                 || !t.verify(verifier, membership.current(leader).replicaSet())) {
@@ -784,8 +869,10 @@ public final class RegionReplica {
             return;
         }
         log.learnDecision(st.batchId(), cert);
+        LatencyTrace.stage(st.batchId(), "learned@" + pos);
         for (BatchLeaderState.LeaderBatch lb : batchLeader.batchesCopy()) {
             if (lb.info != null && lb.info.prevBatchId() == st.batchId()) {
+                LatencyTrace.stage(lb.info.batchId(), "leaderPrevLearned@" + pos);
                 tryDecide(lb);
             }
         }
@@ -811,12 +898,15 @@ public final class RegionReplica {
             }
             // the entry's commit/abort mark is durable before the replica acts on it: recovery uses the
             // ABORT marks to keep logged-then-aborted entries out of the prepared prefix
+            long t0 = LatencyTrace.now();
             disk.recordDecision(rrs.generation(), d);
+            LatencyTrace.took("diskCommitMark", t0);
             log.committedIndex++;
             e.resolved = true;
             if (d.type() == CertType.COMMIT) {
                 apply(e);
                 sendPutOutcome(e, true);
+                LatencyTrace.stage(e.sb.batchId(), "applied@" + pos);
             } else {
                 sendPutOutcome(e, false);
             }
@@ -879,17 +969,63 @@ public final class RegionReplica {
     // ------------------------------------------------------------------ flush / compaction consent
 
     private void flush(long index) {
-        // a checkpoint costs what changed since the previous one, not the region's size
-        disk.writeCheckpoint(rrs.generation(), index, appliedSeq, store.dirty(), rootRecord);
-        store.markDurable();
-        checkpoints.snapshot(index, store.root(), rootRecord);
+        if (checkpointBroken) {
+            return; // an earlier checkpoint write failed: a later delta would not compose; recovery replaces us
+        }
+        // a checkpoint costs what changed since the previous one, not the region's size. The state is captured
+        // here (a copy of the changed blocks, the root, the record); the write runs on the checkpoint writer,
+        // and the snapshot is signed only once it is durable (takeWrittenCheckpoints)
+        Map<Long, byte[]> changed = store.dirty();
+        long seq = appliedSeq;
+        VolumeRootRecord rec = rootRecord;
+        WrittenCheckpoint w = new WrittenCheckpoint(index, store.root(), rec);
+        long gen = rrs.generation();
+        Executor writer = LatencyTrace.legacy() ? Runnable::run : checkpointWriter;
+        writer.execute(() -> {
+            if (checkpointFailure != null) {
+                return;
+            }
+            try {
+                long t0 = LatencyTrace.now();
+                disk.writeCheckpoint(gen, index, seq, changed, rec);
+                store.markDurable(changed);
+                LatencyTrace.took("checkpointWrite", t0);
+                checkpointsWritten.add(w);
+            } catch (RuntimeException ex) {
+                checkpointFailure = ex;
+            }
+        });
         if (me.equals(rrs.primary())) {
             for (NodeId r : rrs.replicas()) {
                 net.send(r, new Message.CheckpointPropose(regionId.index(), rrs.generation(), index));
             }
         }
-        if (checkpoints.proposed(index)) {
-            signCheckpoint(index);
+        signWrittenCheckpoints(); // an inline writer has written it already
+    }
+
+    /**
+     * On the loop: the checkpoints written since the last call become snapshots this replica signs when proposed;
+     * a failed write is thrown once (the adapter logs it; this replica signs no further checkpoint).
+     */
+    private void takeWrittenCheckpoints() {
+        signWrittenCheckpoints();
+        RuntimeException f = checkpointFailure;
+        if (f != null && !checkpointBroken) {
+            checkpointBroken = true;
+            throw f;
+        }
+    }
+
+    private void signWrittenCheckpoints() {
+        WrittenCheckpoint w;
+        while ((w = checkpointsWritten.poll()) != null) {
+            if (w.index() <= checkpoints.checkpointedIndex) {
+                continue; // a certificate at or after it formed meanwhile
+            }
+            checkpoints.snapshot(w.index(), w.root(), w.record());
+            if (checkpoints.proposed(w.index())) {
+                signCheckpoint(w.index());
+            }
         }
     }
 

@@ -33,4 +33,14 @@ public interface RegionStore {
 
     /** The state is durable (a checkpoint wrote {@link #dirty()}): forget the dirty set. */
     void markDurable();
+
+    /**
+     * The blocks of {@code written} (a {@link #dirty()} taken earlier, now written by a checkpoint) are durable:
+     * forget them from the dirty set unless changed since. May be called from a checkpoint-writer thread while
+     * the event loop applies later writes (which stay dirty). Default: {@link #markDurable()}, right for a store
+     * to which nothing is applied between {@link #dirty()} and this call (a checkpoint written inline).
+     */
+    default void markDurable(Map<Long, byte[]> written) {
+        markDurable();
+    }
 }

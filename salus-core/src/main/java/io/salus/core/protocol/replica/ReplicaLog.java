@@ -27,6 +27,9 @@ final class ReplicaLog {
         final Set<NodeId> acks = new HashSet<>();
         boolean voted;
         boolean resolved;
+        /** Retransmission back-off (ticks): when the tick next resends this entry's messages, and the wait after. */
+        long retransmitAt;
+        int retransmitEvery;
 
         Entry(long index, SubBatch sb, Hash digest) {
             this.index = index;
