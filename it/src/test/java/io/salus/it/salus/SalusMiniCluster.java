@@ -30,6 +30,8 @@ final class SalusMiniCluster implements AutoCloseable {
   static final long SEED = 4242;
   static final long DEADLINE_MS = 240_000;
   final HBaseTestingUtility util = new HBaseTestingUtility();
+  /** host:port of each DataNode (transfer address), the favored node of the region server paired with it. */
+  final java.util.List<String> dataNodes = new java.util.ArrayList<>();
 
   SalusMiniCluster() throws Exception {
     LogManager.getRootLogger().setLevel(Level.WARN);
@@ -48,7 +50,6 @@ final class SalusMiniCluster implements AutoCloseable {
     // The endpoint's default replica storage: the Salus log on HDFS (each region server paired with
     // its own DataNode, the favored node of its log) and the blocks in the region's cells.
     org.apache.hadoop.hdfs.MiniDFSCluster dfs = util.startMiniDFSCluster(3);
-    java.util.List<String> dataNodes = new java.util.ArrayList<>();
     for (var dn : dfs.getDataNodes()) {
       dataNodes.add("127.0.0.1:" + dn.getXferAddress().getPort());
     }
@@ -60,6 +61,31 @@ final class SalusMiniCluster implements AutoCloseable {
           .set(io.salus.core.hbase.storage.SalusFavoredNodes.DATANODE_KEY, dataNodes.get(i));
       util.getMiniHBaseCluster().startRegionServer();
     }
+  }
+
+  /**
+   * Aborts region server {@code victim} (as a crash: no region is closed cleanly, its memstores are lost; its
+   * DataNode stays up, so what its replicas hflushed to their Salus logs survives) and starts a new region server
+   * paired with the same DataNode, so three remain. Returns the new server.
+   */
+  ServerName killAndReplace(ServerName victim) throws Exception {
+    var cluster = util.getMiniHBaseCluster();
+    int idx = -1;
+    String dn = null;
+    for (int i = 0; i < cluster.getRegionServerThreads().size(); i++) {
+      HRegionServer rs = cluster.getRegionServer(i);
+      if (rs.getServerName().equals(victim) && !rs.isStopped()) {
+        idx = i;
+        dn = rs.getConfiguration().get(io.salus.core.hbase.storage.SalusFavoredNodes.DATANODE_KEY);
+      }
+    }
+    if (idx < 0) {
+      throw new IllegalArgumentException(victim + " is not a live region server");
+    }
+    cluster.abortRegionServer(idx);
+    cluster.waitOnRegionServer(idx);
+    cluster.getConfiguration().set(io.salus.core.hbase.storage.SalusFavoredNodes.DATANODE_KEY, dn);
+    return cluster.startRegionServer().getRegionServer().getServerName();
   }
 
   /** An hbase-site.xml for the CLI: the cluster's ZooKeeper and the endpoint's (test) keyring seed. */
