@@ -56,6 +56,10 @@ public final class ReplicaHost {
     private final ReplicaLink link;
     private final ReplicaFaultInjector faults;
     private final RegionReplica replica;
+    /** This region's replica node (known before {@link #replica} exists: its restart replay already sends). */
+    private final NodeId me;
+    /** Released once the constructor has built the replica: the loop runs nothing for it before. */
+    private final java.util.concurrent.CountDownLatch built = new java.util.concurrent.CountDownLatch(1);
     private final Map<NodeId, WitnessLog> witnesses = new LinkedHashMap<>();
     private final Map<NodeId, Signer> holderSigners = new LinkedHashMap<>();
     private final ConcurrentLinkedQueue<Envelope> outbox = new ConcurrentLinkedQueue<>();
@@ -109,6 +113,7 @@ public final class ReplicaHost {
         ProtocolConfig cfg = addressing.protocolConfig();
         RrsConfig rrs = addressing.membership().current(region);
         NodeId me = rrs.replicas().get(replicaIndex);
+        this.me = me;
         ScheduledThreadPoolExecutor ex = new ScheduledThreadPoolExecutor(1, r -> {
             Thread t = new Thread(r, "salus-replica-" + me.name());
             t.setDaemon(true);
@@ -130,11 +135,20 @@ public final class ReplicaHost {
             throw new IllegalStateException(e.getMessage(), e);
         }
         long logEnd = disk.lastIndex(rrs.generation());
-        this.replica = store == null
+        try {
+            this.replica = store == null
                 ? new RegionReplica(cfg, rrs, me, client, keys.signer(me), keys.replicaVerifier(), addressing.membership(),
                         transport(me), disk, coordination, faults.hooks(me), base)
                 : new RegionReplica(cfg, rrs, me, client, keys.signer(me), keys.replicaVerifier(), addressing.membership(),
                         transport(me), disk, coordination, faults.hooks(me), base, store);
+        } catch (RuntimeException e) {
+            ex.shutdownNow();
+            built.countDown();
+            if (remoteHolders != null) {
+                remoteHolders.close();
+            }
+            throw e;
+        }
         this.replayedFrom = base.throughIndex();
         this.replayedLogEnd = logEnd;
         this.replayedSeqs = replica.appliedSeq() - base.lastSeq();
@@ -152,6 +166,7 @@ public final class ReplicaHost {
                 holderSigners.put(h, keys.signer(h));
             }
         }
+        built.countDown();
         loop.scheduleWithFixedDelay(this::tick, TICK_MILLIS, TICK_MILLIS, TimeUnit.MILLISECONDS);
     }
 
@@ -161,7 +176,7 @@ public final class ReplicaHost {
 
     /** True if {@code id} is a node of this region. */
     public boolean hosts(NodeId id) {
-        return id.equals(replica.id()) || witnesses.containsKey(id);
+        return id.equals(me) || witnesses.containsKey(id);
     }
 
     /** Queues a decoded message for the event loop; returns at once. */
@@ -171,8 +186,9 @@ public final class ReplicaHost {
     }
 
     private void dispatch(NodeId from, NodeId to, Message m) {
+        awaitBuilt();
         try {
-            if (to.equals(replica.id())) {
+            if (to.equals(me)) {
                 replica.receive(from, m);
             } else if (m instanceof Message.LogCertMsg l) {
                 onLogCert(to, l.tentative());
@@ -199,6 +215,18 @@ public final class ReplicaHost {
         Message ack = new Message.StoreAck(st.region().index(), st.generation(), st.index(), digest, sig);
         for (NodeId r : addressing.membership().current(region).replicas()) {
             send(holder, r, ack);
+        }
+    }
+
+    /**
+     * The replica's restart replay runs inside the constructor and may already send to a node of this region (a
+     * primary crossing a checkpoint proposes it to itself): such messages wait here until the replica exists.
+     */
+    private void awaitBuilt() {
+        try {
+            built.await();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 
