@@ -27,6 +27,8 @@ final class ReplicaLog {
         final Set<NodeId> acks = new HashSet<>();
         boolean voted;
         boolean resolved;
+        /** Retransmission rounds this entry has stayed unresolved. */
+        int rounds;
 
         Entry(long index, SubBatch sb, Hash digest) {
             this.index = index;
