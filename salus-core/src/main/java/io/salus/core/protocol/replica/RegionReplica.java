@@ -384,6 +384,14 @@ public final class RegionReplica {
                 // replicas, and a replica that needs its ack (one reopened, or whose ack was lost) cannot vote
                 // without it: offer the tentative again to every holder (one that has the entry acknowledges again)
                 sendTentativeToAll(e);
+                if (!e.voted) {
+                    // a replica restarted with the entry unvoted: the batch may have been decided long ago (its peers
+                    // resolved it, they offer it to no holder again, and a holder that restarted empty then never
+                    // stores it). A COMMIT/ABORT certificate proves the votes it needs: ask the leader replicas
+                    for (NodeId l : leaderReplicas(e.sb.leaderRegion())) {
+                        net.send(l, new Message.DecisionRequest(e.sb.leaderRegion(), e.sb.batchId()));
+                    }
+                }
             } else if (!e.voted || e.acks.size() < 5 && !cfg.mutated(Mutation.SKIP_WITNESS_STORES)) {
                 sendTentative(e);
             }
