@@ -125,7 +125,9 @@ final class SalusMiniCluster implements AutoCloseable {
       Thread.sleep(50);
     }
     try (Admin admin = connection().getAdmin()) {
-      admin.balancerSwitch(false, true); // in-memory replica state would be lost on a move
+      // a move is survived since issue 14 (reopen = recovery, the writer retransmits across it:
+      // SalusRegionRecoveryTest), but the tests' timings stay deterministic without balancer runs
+      admin.balancerSwitch(false, true);
     }
   }
 
@@ -156,7 +158,8 @@ final class SalusMiniCluster implements AutoCloseable {
       return null;
     }
     SalusReplicaEndpoint ep = region.getCoprocessorHost().findCoprocessor(SalusReplicaEndpoint.class);
-    return ep == null || ep.host() == null ? null : serverOf(region);
+    // a replica catching up from a peer at open (issue 14) runs no protocol yet: not placed
+    return ep == null || ep.host() == null || !ep.host().serving() ? null : serverOf(region);
   }
 
   private ServerName serverOf(HRegion region) {

@@ -42,6 +42,10 @@ class SalusRegionRecoveryTest {
   @BeforeAll
   static void start() throws Exception {
     cluster = new SalusMiniCluster();
+    // the endpoint's open, replay and catch-up lines
+    org.apache.log4j.LogManager.getLogger("io.salus.core.hbase.endpoint.ReplicaHost").setLevel(org.apache.log4j.Level.INFO);
+    org.apache.log4j.LogManager.getLogger("io.salus.core.hbase.endpoint.SalusReplicaEndpoint")
+        .setLevel(org.apache.log4j.Level.INFO);
   }
 
   @AfterAll
@@ -87,10 +91,16 @@ class SalusRegionRecoveryTest {
 
   /** The write whose bytes a block holds (0: none), or -1 if the block is not one written by this workload. */
   static long writeOf(byte[] vol, long block) {
+    return writeOf(vol, block, block);
+  }
+
+  /** As above for {@code vol}'s block {@code index}, which is volume block {@code block}. */
+  static long writeOf(byte[] vol, long index, long block) {
     ByteBuffer b = ByteBuffer.wrap(vol);
-    long w = b.getLong((int) block * BLOCK);
+    long base = index * BLOCK;
+    long w = b.getLong((int) base);
     for (int off = 0; off < BLOCK; off += 16) {
-      int p = (int) block * BLOCK + off;
+      int p = (int) base + off;
       if (b.getLong(p) != w || (w != 0 && b.getLong(p + 8) != block)) {
         return -1;
       }
@@ -146,6 +156,10 @@ class SalusRegionRecoveryTest {
 
     /** Waits for every write; returns a description of those that failed (empty: none). */
     String finish() throws Exception {
+      thread.join(SalusMiniCluster.DEADLINE_MS / 2);
+      if (thread.isAlive()) {
+        dump(g);
+      }
       thread.join(SalusMiniCluster.DEADLINE_MS);
       assertNull(error, () -> "the writer thread failed: " + error);
       StringBuilder failed = new StringBuilder();
@@ -154,6 +168,9 @@ class SalusRegionRecoveryTest {
         try {
           fs.get(i).get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS);
         } catch (Exception e) {
+          if (nFailed == 0) {
+            dump(g);
+          }
           if (nFailed++ == 0) {
             failed.append("write ").append(i).append(" (first failed): ").append(e.getCause());
           }
@@ -232,6 +249,34 @@ class SalusRegionRecoveryTest {
     return moved;
   }
 
+  /** Every replica's protocol state (printed when writes do not complete: where a region stopped). */
+  static void dump(VolumeGeometry g) {
+    for (int r = 0; r < g.numRegions(); r++) {
+      for (int k = 0; k < 3; k++) {
+        SalusReplicaEndpoint ep = cluster.endpoint(g, r, k);
+        ReplicaHost h = ep == null ? null : ep.host();
+        String state;
+        try {
+          state = h == null ? "no host" : h.inspect(rep -> "applied " + rep.appliedSeq() + " committed index "
+              + rep.committedIndex() + " epoch " + rep.writerEpoch() + " " + rep.retainedSizes())
+              .get(30, TimeUnit.SECONDS);
+        } catch (Exception e) {
+          state = e.toString();
+        }
+        String line = "state " + g.volume() + " " + r + "/" + k + " on " + cluster.locate(g, r, k) + ": " + state
+            + " " + (h == null ? "" : h.counters());
+        System.out.println(line);
+        try { // also straight to a file: the fork's stdout reaches the report late under load
+          java.nio.file.Files.writeString(java.nio.file.Path.of("target", "SalusRegionRecoveryTest-dump.txt"),
+              java.time.Instant.now() + " " + line + "\n", java.nio.file.StandardOpenOption.CREATE,
+              java.nio.file.StandardOpenOption.APPEND);
+        } catch (java.io.IOException e) {
+          // the line is on stdout
+        }
+      }
+    }
+  }
+
   static ReplicaHost[][] hosts(VolumeGeometry g) {
     ReplicaHost[][] h = new ReplicaHost[g.numRegions()][3];
     for (int r = 0; r < g.numRegions(); r++) {
@@ -271,7 +316,8 @@ class SalusRegionRecoveryTest {
       assertEquals("", failures, "no write fails across the move");
       byte[] early = await(readAcrossTheGap);
       for (long b = 0; b < PER_REGION; b++) {
-        assertTrue(writeOf(early, b) >= 0, "the read across the move returned workload bytes for block " + b);
+        assertTrue(writeOf(early, b, PER_REGION + b) >= 0,
+            "the read across the move returned workload bytes for block " + (PER_REGION + b));
       }
       assertVolume(w.expected(), await(v.read(0, (int) g.numBlocks())), "after the move, every write reads back");
       byte[] more = data(g, n);
@@ -322,6 +368,52 @@ class SalusRegionRecoveryTest {
       await(v.write(firstBlock(g, n), data(g, n), true));
       List<String> moved = assertRecovered(g, before, hostsBefore);
       assertTrue(moved.size() >= REGIONS, "every replica region of the killed server reopened: " + moved);
+    }
+  }
+
+  /**
+   * The reopened replica's own Salus log and checkpoint files are gone (a lost DataNode disk; here deleted while its
+   * region was closed): its disk no longer reaches the latest CHECKPOINT certificate, so it cannot start from it. It
+   * catches up from a peer replica (the certified state and the log after it, checked against the certificate and
+   * the client's signatures), serving nothing until then, and the writer carries on. Before the catch-up existed
+   * the replica never started ("the on-disk checkpoint is refused") and no write of the volume committed again.
+   */
+  @Test
+  @Order(3)
+  void aReopenedReplicaWhoseLogIsLostCatchesUpFromAPeer() throws Exception {
+    VolumeGeometry g = volume("lost");
+    int n = 200;
+    try (SalusVolume v = SalusVolume.open(cluster.connection(), "lost")) {
+      Workload w = new Workload(g, v, n, 8);
+      awaitTrue("40 writes acknowledged before the log is lost", () -> w.acked() >= 40);
+      Map<String, ServerName> before = placement(g);
+      ReplicaHost[][] hostsBefore = hosts(g);
+      HRegion victim = cluster.region(g, 2, 1);
+      org.apache.hadoop.fs.Path dir = ((io.salus.core.hbase.storage.HdfsReplicaStorage) cluster.endpoint(g, 2, 1)
+          .storage()).replicaDisk().directory();
+      byte[] name = victim.getRegionInfo().getRegionName();
+      long ackedAtLoss = w.acked();
+      try (Admin admin = cluster.connection().getAdmin()) {
+        admin.unassign(name, true);
+        assertTrue(cluster.util.getDFSCluster().getFileSystem().delete(dir, true), "deleted " + dir);
+        admin.assign(name);
+      }
+      awaitTrue("replica 2/1 reopened and serving", () -> cluster.locate(g, 2, 1) != null);
+      cluster.awaitPlaced(g);
+      String failures = w.finish();
+      System.out.println("log of 2/1 lost after " + ackedAtLoss + " acknowledged writes; " + w.acked() + " of " + n
+          + " acknowledged at the end; " + (failures.isEmpty() ? "none failed" : failures));
+      assertEquals("", failures, "no write fails while the replica catches up");
+      assertVolume(w.expected(), await(v.read(0, (int) g.numBlocks())), "after the catch-up, every write reads back");
+      await(v.write(firstBlock(g, n), data(g, n), true));
+      assertRecovered(g, before, hostsBefore);
+      Map<String, Long> c = cluster.endpoint(g, 2, 1).host().counters();
+      assertEquals(1L, c.get("recoveryFromPeer"), "2/1 caught up from a peer: " + c);
+      assertTrue(c.get("recoveryPeerBlocks") > 0, "it took the certified state from the peer: " + c);
+      // its state is the others' (the mount compares all three replicas' signed states)
+    }
+    try (SalusVolume v = SalusVolume.open(cluster.connection(), "lost")) {
+      assertVolume(expected(g, n + 1), await(v.read(0, (int) g.numBlocks())), "remounted after the catch-up");
     }
   }
 }
