@@ -83,6 +83,15 @@ public final class SalusVolume implements Volume {
   /** Retransmission / GET-retry period of the client. */
   public static final long RETRANSMIT_MILLIS = 5_000;
   /**
+   * How long the writer keeps retransmitting batches that make no progress before it gives up and fails its writes
+   * (the volume then needs a remount). A replica region that is moved (a balancer move) or whose region server
+   * crashed answers nothing until HBase reassigned it and it ran recovery at open; the writer must carry on across
+   * that gap: it used to give up after 4 retransmissions (20 s), so one move mid-write failed every later write
+   * (SalusNbdTest's EIO, SalusRegionRecoveryTest). Ten minutes covers a region server's ZooKeeper session timeout,
+   * the server crash procedure and the reopen.
+   */
+  public static final long STALL_MILLIS = 600_000;
+  /**
    * How long {@link #open} waits for the mount protocol: for every replica to answer and for every region to be
    * settled (the previous writer's last batches decided).
    */
@@ -115,7 +124,7 @@ public final class SalusVolume implements Volume {
     this.async = async;
     VolumeAddressing addressing = new VolumeAddressing(geometry);
     this.runner = new HBaseVolumeClientRunner(async, addressing, keys.signer(addressing.client()), keys.verifier(),
-        new Listener(), PIPELINE, RETRANSMIT_MILLIS, lease.epoch());
+        new Listener(), PIPELINE, RETRANSMIT_MILLIS, lease.epoch(), (int) (STALL_MILLIS / RETRANSMIT_MILLIS));
     this.timer = new ScheduledThreadPoolExecutor(1, r -> {
       Thread t = new Thread(r, "salus-volume-" + geometry.volume());
       t.setDaemon(true);

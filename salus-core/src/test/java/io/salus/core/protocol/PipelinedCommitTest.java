@@ -21,6 +21,7 @@ import io.salus.core.protocol.recovery.InMemoryCoordination;
 import io.salus.core.protocol.recovery.RegionLogRecovery;
 import io.salus.core.protocol.replica.InMemoryReplicaDisk;
 import io.salus.core.protocol.replica.RegionReplica;
+import io.salus.core.protocol.replica.ReplicaCatchUp;
 import io.salus.core.protocol.replica.RegionSnapshot;
 import io.salus.core.protocol.replica.ReplicaHooks;
 import io.salus.core.protocol.witness.InMemoryCertificateStore;
@@ -815,6 +816,87 @@ class PipelinedCommitTest {
         // the other replicas' disks are intact and still verify
         assertEquals(certified, RegionReplica.verifiedBase(cfg, c0, dir, membership,
                 disks.get(c0.replicas().get(0)), coord).throughIndex());
+    }
+
+    /**
+     * Issue 14: a replica whose disk lost its log and checkpoint files cannot start from it (verifiedBase refuses);
+     * it catches up from a peer's {@link Message.StateTransfer} (asked with a StateRequest through the replica's
+     * own handler), checked against the CHECKPOINT certificate and the client's signatures. A transfer with one
+     * block changed, or one log entry changed, is refused and writes nothing; the honest one installs, and the
+     * replica restarted from its disk has the peer's state and commits new writes.
+     */
+    @Test
+    void aReplicaWhoseDiskIsLostCatchesUpFromAPeerAndRefusesAForgedTransfer() throws Exception {
+        RrsConfig c0 = configs.get(0);
+        NodeId lost = c0.replicas().get(1);
+        NodeId peer = c0.replicas().get(0);
+        int n = 2 * RegionReplica.CHECKPOINT_EVERY + 2; // two certified checkpoints, then two entries after
+        for (int b = 1; b <= n; b++) {
+            assertTrue(client.submit(List.of(new BlockWrite(b % 8, data(b)))) > 0);
+            drain();
+        }
+        assertEquals(n, acked.size());
+        long certified = 2 * RegionReplica.CHECKPOINT_EVERY - 1;
+        disks.get(lost).deleteAll();
+        assertThrows(io.salus.core.protocol.recovery.RecoveryException.class,
+                () -> RegionReplica.verifiedBase(cfg, c0, dir, membership, disks.get(lost), coord));
+
+        sent.clear();
+        replicas.get(peer).receive(lost, new Message.StateRequest(0, 0, certified));
+        replicas.get(peer).receive(id("stranger"), new Message.StateRequest(0, 0, certified));
+        List<Message.StateTransfer> answers = new ArrayList<>();
+        for (Envelope e : sent) {
+            if (e.m() instanceof Message.StateTransfer x) {
+                assertEquals(lost, e.to(), "only a replica of the RRS is answered");
+                answers.add(x);
+            }
+        }
+        assertEquals(1, answers.size(), "the peer answered the lost replica once: " + sent);
+        Message.StateTransfer x = answers.get(0);
+        assertEquals(certified, x.throughIndex());
+        assertEquals(2, x.entries().size(), "the log entries after the certified checkpoint");
+
+        List<Message.StateBlock> forgedBlocks = new ArrayList<>(x.blocks());
+        byte[] bad = forgedBlocks.get(0).data().clone();
+        bad[7] ^= 1;
+        forgedBlocks.set(0, new Message.StateBlock(forgedBlocks.get(0).localBlock(), bad));
+        Message.StateTransfer forgedState = new Message.StateTransfer(0, 0, certified, x.lastSeq(), x.recordRoot(),
+                x.recordSeq(), forgedBlocks, x.entries(), x.decisions());
+        byte[] badEntry = x.entries().get(1).clone();
+        badEntry[badEntry.length - 100] ^= 1;
+        Message.StateTransfer forgedEntry = new Message.StateTransfer(0, 0, certified, x.lastSeq(), x.recordRoot(),
+                x.recordSeq(), x.blocks(), List.of(x.entries().get(0), badEntry), x.decisions());
+        for (Message.StateTransfer f : List.of(forgedState, forgedEntry)) {
+            assertThrows(io.salus.core.protocol.recovery.RecoveryException.class, () -> ReplicaCatchUp.install(cfg,
+                    c0, clientId, dir, dir, membership, coord, disks.get(lost), null, f));
+            assertEquals(-1, disks.get(lost).lastIndex(0), "a refused transfer writes nothing");
+            assertThrows(io.salus.core.protocol.recovery.RecoveryException.class,
+                    () -> RegionReplica.verifiedBase(cfg, c0, dir, membership, disks.get(lost), coord));
+        }
+
+        ReplicaCatchUp.Installed in = ReplicaCatchUp.install(cfg, c0, clientId, dir, dir, membership, coord,
+                disks.get(lost), null, x);
+        assertEquals(2, in.entries());
+        RegionSnapshot base = RegionReplica.verifiedBase(cfg, c0, dir, membership, disks.get(lost), coord);
+        assertEquals(certified, base.throughIndex());
+        RegionReplica restarted = new RegionReplica(cfg, c0, lost, clientId, signers.get(lost), dir, membership,
+                (to, m) -> send(new Envelope(lost, to, m)), disks.get(lost), coord, ReplicaHooks.NONE, base);
+        replicas.put(lost, restarted);
+        assertEquals(replicas.get(peer).appliedSeq(), restarted.appliedSeq(), "replayed the transferred entries");
+        assertEquals(replicas.get(peer).regionRoot(), restarted.regionRoot());
+        for (int b = n + 1; b <= n + 2 * RegionReplica.CHECKPOINT_EVERY; b++) {
+            assertTrue(client.submit(List.of(new BlockWrite(b % 8, data(b)))) > 0);
+            drain();
+        }
+        assertEquals(n + 2 * RegionReplica.CHECKPOINT_EVERY, acked.size(), "writes commit with the caught-up replica");
+        assertEquals(replicas.get(peer).regionRoot(), restarted.regionRoot());
+        // its disk composes later checkpoints on top of the installed whole snapshot
+        long later = certified + 2 * RegionReplica.CHECKPOINT_EVERY;
+        RegionSnapshot again = RegionReplica.verifiedBase(cfg, c0, dir, membership, disks.get(lost), coord);
+        assertEquals(later, again.throughIndex());
+        assertEquals(disks.get(peer).readSnapshot(0, later).regionRoot(cfg.hash(), cfg.blockSize(), cfg.layout()),
+                again.regionRoot(cfg.hash(), cfg.blockSize(), cfg.layout()),
+                "restart after the catch-up from the checkpoint through " + later);
     }
 
     /** A checkpoint writes the blocks changed since the previous one, not the whole region. */

@@ -73,6 +73,20 @@ public final class HBaseVolumeClientRunner implements Closeable {
     public HBaseVolumeClientRunner(AsyncConnection conn, VolumeAddressing addressing, Signer signer, Verifier verifier,
                                    ClientListener listener, int maxOutstandingBatches, long retransmitMillis,
                                    long epoch) {
+        this(conn, addressing, signer, verifier, listener, maxOutstandingBatches, retransmitMillis, epoch,
+                VolumeClient.DEFAULT_RETRIES_BEFORE_RECOVERY);
+    }
+
+    /**
+     * @param retriesBeforeRecovery retransmissions of the outstanding batches without any progress after which the
+     *                              client gives up and asks for recovery ({@link VolumeClient}). A replica region
+     *                              being reassigned (a balancer move, a region server crash) answers nothing until it
+     *                              reopened and recovered; the budget must cover that gap
+     *                              ({@code SalusVolume.STALL_MILLIS}), or the writer fails for good on a move.
+     */
+    public HBaseVolumeClientRunner(AsyncConnection conn, VolumeAddressing addressing, Signer signer, Verifier verifier,
+                                   ClientListener listener, int maxOutstandingBatches, long retransmitMillis,
+                                   long epoch, int retriesBeforeRecovery) {
         this.addressing = addressing;
         this.me = addressing.client();
         if (!signer.id().equals(me)) {
@@ -128,7 +142,7 @@ public final class HBaseVolumeClientRunner implements Closeable {
         };
         this.client = new VolumeClient(addressing.protocolConfig(), me, signer, verifier, addressing.membership(),
                 (to, m) -> send(to, m), counting, maxOutstandingBatches, retransmitMillis,
-                VolumeClient.DEFAULT_RETRIES_BEFORE_RECOVERY, epoch);
+                retriesBeforeRecovery, epoch);
         loop.scheduleWithFixedDelay(this::tick, TICK_MILLIS, TICK_MILLIS, TimeUnit.MILLISECONDS);
         loop.scheduleWithFixedDelay(this::pollAll, POLL_MILLIS, POLL_MILLIS, TimeUnit.MILLISECONDS);
     }

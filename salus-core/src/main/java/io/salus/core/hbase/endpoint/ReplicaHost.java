@@ -14,6 +14,7 @@ import io.salus.core.protocol.message.Message;
 import io.salus.core.protocol.recovery.Coordination;
 import io.salus.core.protocol.recovery.RecoveryException;
 import io.salus.core.protocol.replica.RegionReplica;
+import io.salus.core.protocol.replica.ReplicaCatchUp;
 import io.salus.core.protocol.replica.RegionSnapshot;
 import io.salus.core.protocol.replica.RegionStore;
 import io.salus.core.protocol.replica.ReplicaDisk;
@@ -57,7 +58,12 @@ public final class ReplicaHost {
     private final java.util.concurrent.ExecutorService checkpointWriter;
     private final ReplicaLink link;
     private final ReplicaFaultInjector faults;
-    private final RegionReplica replica;
+    /** Null while the replica catches up from a peer (it serves nothing until then); set on the loop thread. */
+    private volatile RegionReplica replica;
+    /** This region's replica node (known before {@link #replica} exists: its restart replay already sends). */
+    private final NodeId me;
+    /** Released once the constructor has built the replica: the loop runs nothing for it before. */
+    private final java.util.concurrent.CountDownLatch built = new java.util.concurrent.CountDownLatch(1);
     private final Map<NodeId, WitnessLog> witnesses = new LinkedHashMap<>();
     private final Map<NodeId, Signer> holderSigners = new LinkedHashMap<>();
     private final ConcurrentLinkedQueue<Envelope> outbox = new ConcurrentLinkedQueue<>();
@@ -66,10 +72,28 @@ public final class ReplicaHost {
     private final AtomicLong outboxDropped = new AtomicLong();
     private final AtomicLong toClient = new AtomicLong();
     private final CallAuth.Checker auth;
-    private final long replayedFrom;
-    private final long replayedLogEnd;
-    private final long replayedSeqs;
+    private volatile long replayedFrom;
+    private volatile long replayedLogEnd;
+    private volatile long replayedSeqs;
     private final WitnessHolders remoteHolders;
+    // what building the replica needs (again, after a catch-up from a peer)
+    private final ProtocolConfig cfg;
+    private final RrsConfig rrs;
+    private final EndpointKeyring keys;
+    private final ReplicaDisk disk;
+    private final Coordination coordination;
+    private final RegionStore store;
+    /** Recovery at open (issue 14): the certified index checked, what a peer catch-up installed. */
+    private volatile long recoveryCheckedIndex = -1;
+    private volatile long recoveryFromPeer;
+    private volatile long recoveryPeerBlocks;
+    private volatile long recoveryPeerEntries;
+    private final AtomicLong recoveryRefused = new AtomicLong();
+    private final AtomicLong droppedWhileRecovering = new AtomicLong();
+    private volatile long recoveryMillis;
+    private final long openedAt = System.currentTimeMillis();
+    /** How often a catching-up replica asks its peers for their state again. */
+    public static final long CATCH_UP_RETRY_MILLIS = 1_000;
 
     /**
      * @param disks  the Salus log of the replica
@@ -113,7 +137,14 @@ public final class ReplicaHost {
         this.auth = new CallAuth.Checker(addressing, region, replicaIndex, keys.verifier());
         ProtocolConfig cfg = addressing.protocolConfig();
         RrsConfig rrs = addressing.membership().current(region);
+        this.cfg = cfg;
+        this.rrs = rrs;
+        this.keys = keys;
+        this.disk = disk;
+        this.coordination = coordination;
+        this.store = store;
         NodeId me = rrs.replicas().get(replicaIndex);
+        this.me = me;
         ScheduledThreadPoolExecutor ex = new ScheduledThreadPoolExecutor(1, r -> {
             Thread t = new Thread(r, "salus-replica-" + me.name());
             t.setDaemon(true);
@@ -129,31 +160,37 @@ public final class ReplicaHost {
         });
         this.remoteHolders = remote == null ? null : new WitnessHolders(remote, rrs.metadataHolders(), regionServer,
                 keys, (h, ack) -> loop.execute(() -> dispatch(h, me, ack)));
-        RegionSnapshot base;
+        // Recovery of this replica at open (issue 14): its state must reach the latest CHECKPOINT certificate of its
+        // generation. Its own disk does (verifiedBase): start from it and replay the certified log entries after it.
+        // It does not (log or checkpoint files lost or behind) but a certificate of its generation exists: catch up
+        // from a peer replica (ReplicaCatchUp), serving nothing until then. Anything else: refuse to start.
+        RegionSnapshot base = null;
         try {
             base = RegionReplica.verifiedBase(cfg, rrs, keys.verifier(), addressing.membership(), disk, coordination);
         } catch (RecoveryException e) {
-            ex.shutdownNow();
-            checkpointWriter.shutdownNow();
-            if (remoteHolders != null) {
-                remoteHolders.close();
+            if (ReplicaCatchUp.certified(rrs, keys.verifier(), addressing.membership(), coordination) == null) {
+                ex.shutdownNow();
+                checkpointWriter.shutdownNow();
+                if (remoteHolders != null) {
+                    remoteHolders.close();
+                }
+                throw new IllegalStateException(e.getMessage(), e);
             }
-            throw new IllegalStateException(e.getMessage(), e);
+            LOG.warn("{} cannot start from its own disk ({}): catching up from a peer replica; it serves nothing until"
+                    + " then", me, e.getMessage());
         }
-        long logEnd = disk.lastIndex(rrs.generation());
-        this.replica = store == null
-                ? new RegionReplica(cfg, rrs, me, client, keys.signer(me), keys.replicaVerifier(), addressing.membership(),
-                        transport(me), disk, coordination, faults.hooks(me), base)
-                : new RegionReplica(cfg, rrs, me, client, keys.signer(me), keys.replicaVerifier(), addressing.membership(),
-                        transport(me), disk, coordination, faults.hooks(me), base, store);
-        // from here on checkpoints are written off the loop (the replay above wrote its own inline)
-        replica.writeCheckpointsOn(checkpointWriter);
-        this.replayedFrom = base.throughIndex();
-        this.replayedLogEnd = logEnd;
-        this.replayedSeqs = replica.appliedSeq() - base.lastSeq();
-        if (logEnd > base.throughIndex()) {
-            LOG.info("{} replayed its Salus log: base checkpoint through index {} (seq {}), log ends at {}, applied"
-                    + " through seq {} before serving", me, base.throughIndex(), base.lastSeq(), logEnd, replica.appliedSeq());
+        if (base != null) {
+            try {
+                build(base);
+            } catch (RuntimeException e) {
+                ex.shutdownNow();
+                checkpointWriter.shutdownNow();
+                built.countDown();
+                if (remoteHolders != null) {
+                    remoteHolders.close();
+                }
+                throw e;
+            }
         }
         for (NodeId h : addressing.hostedBy(region, replicaIndex)) {
             if (!h.equals(me) && remoteHolders == null) {
@@ -165,16 +202,89 @@ public final class ReplicaHost {
                 holderSigners.put(h, keys.signer(h));
             }
         }
+        built.countDown();
         loop.scheduleWithFixedDelay(this::tick, TICK_MILLIS, TICK_MILLIS, TimeUnit.MILLISECONDS);
+        if (base == null) {
+            loop.execute(this::requestState);
+        }
+    }
+
+    /** Builds the replica from a verified base: the restart replay of the certified entries runs here. */
+    private void build(RegionSnapshot base) {
+        long logEnd = disk.lastIndex(rrs.generation());
+        RegionReplica r = store == null
+                ? new RegionReplica(cfg, rrs, me, client, keys.signer(me), keys.replicaVerifier(), addressing.membership(),
+                        transport(me), disk, coordination, faults.hooks(me), base)
+                : new RegionReplica(cfg, rrs, me, client, keys.signer(me), keys.replicaVerifier(), addressing.membership(),
+                        transport(me), disk, coordination, faults.hooks(me), base, store);
+        // from here on checkpoints are written off the loop (the replay above wrote its own inline)
+        r.writeCheckpointsOn(checkpointWriter);
+        this.recoveryCheckedIndex = base.throughIndex();
+        this.replayedFrom = base.throughIndex();
+        this.replayedLogEnd = logEnd;
+        this.replayedSeqs = r.appliedSeq() - base.lastSeq();
+        this.recoveryMillis = System.currentTimeMillis() - openedAt;
+        if (logEnd > base.throughIndex()) {
+            LOG.info("{} replayed its Salus log: base checkpoint through index {} (seq {}), log ends at {}, applied"
+                    + " through seq {} before serving", me, base.throughIndex(), base.lastSeq(), logEnd, r.appliedSeq());
+        }
+        this.replica = r;
+    }
+
+    /** While catching up: asks both peers for their state through the latest certified checkpoint, again and again. */
+    private void requestState() {
+        if (replica != null) {
+            return;
+        }
+        try {
+            Statement.Checkpoint cp = ReplicaCatchUp.certified(rrs, keys.verifier(), addressing.membership(),
+                    coordination);
+            if (cp != null) {
+                for (NodeId peer : rrs.replicas()) {
+                    if (!peer.equals(me)) {
+                        link.send(me, peer, new Message.StateRequest(region, rrs.generation(), cp.throughIndex()));
+                    }
+                }
+            }
+        } catch (RuntimeException e) {
+            LOG.warn("{}: asking the peers for their state failed: {}", me, e.toString());
+        }
+        loop.schedule(this::requestState, CATCH_UP_RETRY_MILLIS, TimeUnit.MILLISECONDS);
+    }
+
+    /** A peer's state: installed if it checks (ReplicaCatchUp), then the replica starts from the disk as on a restart. */
+    private void onStateTransfer(NodeId from, Message.StateTransfer x) {
+        if (from.equals(me) || !rrs.replicas().contains(from)) {
+            return;
+        }
+        try {
+            ReplicaCatchUp.Installed in = ReplicaCatchUp.install(cfg, rrs, client, keys.verifier(),
+                    keys.replicaVerifier(), addressing.membership(), coordination, disk, store, x);
+            build(RegionReplica.verifiedBase(cfg, rrs, keys.verifier(), addressing.membership(), disk, coordination));
+            recoveryFromPeer = 1;
+            recoveryPeerBlocks = in.blocks();
+            recoveryPeerEntries = in.entries();
+            LOG.warn("{} caught up from peer {}: state through certified index {} ({} blocks), {} log entries, {}"
+                    + " decisions; serving again after {} ms", me, from, in.throughIndex(), in.blocks(), in.entries(),
+                    in.decisions(), recoveryMillis);
+        } catch (RecoveryException | RuntimeException e) {
+            recoveryRefused.incrementAndGet();
+            LOG.warn("{} refused the state transfer from {}: {}", me, from, e.getMessage());
+        }
     }
 
     public NodeId replicaId() {
-        return replica.id();
+        return me;
+    }
+
+    /** False while the replica catches up from a peer (it serves nothing then). */
+    public boolean serving() {
+        return replica != null;
     }
 
     /** True if {@code id} is a node of this region. */
     public boolean hosts(NodeId id) {
-        return id.equals(replica.id()) || witnesses.containsKey(id);
+        return id.equals(me) || witnesses.containsKey(id);
     }
 
     /** Queues a decoded message for the event loop; returns at once. */
@@ -184,9 +294,19 @@ public final class ReplicaHost {
     }
 
     private void dispatch(NodeId from, NodeId to, Message m) {
+        awaitBuilt();
         try {
-            if (to.equals(replica.id())) {
-                replica.receive(from, m);
+            if (to.equals(me)) {
+                RegionReplica r = replica;
+                if (r == null) { // catching up: nothing is served; the senders retransmit
+                    if (m instanceof Message.StateTransfer x) {
+                        onStateTransfer(from, x);
+                    } else {
+                        droppedWhileRecovering.incrementAndGet();
+                    }
+                    return;
+                }
+                r.receive(from, m);
             } else if (m instanceof Message.LogCertMsg l) {
                 onLogCert(to, l.tentative());
             }
@@ -215,12 +335,28 @@ public final class ReplicaHost {
         }
     }
 
+    /**
+     * The replica's restart replay runs inside the constructor and may already send to a node of this region (a
+     * primary crossing a checkpoint proposes it to itself): such messages wait here until the replica exists.
+     */
+    private void awaitBuilt() {
+        try {
+            built.await();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
     private void tick() {
         if (io.salus.core.protocol.LatencyTrace.enabled()) {
             io.salus.core.protocol.LatencyTrace.count("replicaTick");
         }
+        RegionReplica r = replica;
+        if (r == null) {
+            return;
+        }
         try {
-            replica.tick();
+            r.tick();
         } catch (RuntimeException e) {
             LOG.warn("{} tick failed: {}", replica.id(), e.toString());
         }
@@ -278,7 +414,13 @@ public final class ReplicaHost {
 
     /** Runs {@code f} on the event loop (inspection by tests and metrics); completes with its result. */
     public <T> CompletableFuture<T> inspect(Function<RegionReplica, T> f) {
-        return CompletableFuture.supplyAsync(() -> f.apply(replica), loop);
+        return CompletableFuture.supplyAsync(() -> {
+            RegionReplica r = replica;
+            if (r == null) {
+                throw new IllegalStateException(me + " is catching up from a peer replica");
+            }
+            return f.apply(r);
+        }, loop);
     }
 
     /**
@@ -292,6 +434,17 @@ public final class ReplicaHost {
                 outboxDropped.get(), "replayBaseIndex", replayedFrom, "replayLogEnd", replayedLogEnd, "replayedSeqs",
                 replayedSeqs, "toClient", toClient.get()));
         m.putAll(auth.counters());
+        // recovery at open: every open runs it (recoveryRuns); the certified checkpoint index its state was checked
+        // against (-1: none yet); whether it caught up from a peer and what it took; time from open to serving
+        m.put("recoveryRuns", 1L);
+        m.put("recoveryCheckedIndex", recoveryCheckedIndex);
+        m.put("recovering", replica == null ? 1L : 0L);
+        m.put("recoveryFromPeer", recoveryFromPeer);
+        m.put("recoveryPeerBlocks", recoveryPeerBlocks);
+        m.put("recoveryPeerEntries", recoveryPeerEntries);
+        m.put("recoveryRefused", recoveryRefused.get());
+        m.put("recoveryDropped", droppedWhileRecovering.get());
+        m.put("recoveryMillis", recoveryMillis);
         if (remoteHolders != null) {
             m.putAll(remoteHolders.counters());
         }

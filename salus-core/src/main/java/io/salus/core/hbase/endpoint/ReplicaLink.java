@@ -48,6 +48,8 @@ public final class ReplicaLink implements Closeable {
     public static final int MAX_PER_CALL = 256;
     /** Bytes of messages per deliver call (a single larger message still goes, alone). */
     public static final int MAX_BYTES_PER_CALL = 4 << 20;
+    /** Operation (and RPC) timeout of one deliver or poll call, retries included. */
+    public static final long CALL_TIMEOUT_MILLIS = 15_000;
 
     private final CompletableFuture<AsyncConnection> conn;
     private final VolumeAddressing addressing;
@@ -169,7 +171,7 @@ public final class ReplicaLink implements Closeable {
         io.salus.core.protocol.LatencyTrace.add("rpc:deliverEnvelopes", built.getEnvelopesCount());
         CompletableFuture<DeliverResponse> f;
         try {
-            f = conn.thenCompose(c -> c.getTable(d.address.table())
+            f = conn.thenCompose(c -> table(c, d.address.table())
                     .<SalusReplicaService.Stub, DeliverResponse>coprocessorService(SalusReplicaService::newStub,
                             (stub, ctl, done) -> stub.deliver(ctl, built, done), d.address.row()));
         } catch (RuntimeException ex) {
@@ -184,6 +186,21 @@ public final class ReplicaLink implements Closeable {
             d.inFlight.set(false);
             kick(d);
         });
+    }
+
+    /**
+     * The replica table with a bounded call: one {@code deliver} per destination is in flight, so a call that HBase
+     * keeps retrying against a dead region server (its default operation timeout is 20 minutes) held every later
+     * message to that replica back until it gave up: after a region server was killed, a reopened replica received
+     * nothing for minutes (SalusRegionRecoveryTest). A call now fails after {@link #CALL_TIMEOUT_MILLIS}; its
+     * messages are dropped (the protocol retransmits) and the next call locates the region again.
+     */
+    private static org.apache.hadoop.hbase.client.AsyncTable<?> table(AsyncConnection c,
+                                                                     org.apache.hadoop.hbase.TableName t) {
+        return c.getTableBuilder(t)
+                .setOperationTimeout(CALL_TIMEOUT_MILLIS, java.util.concurrent.TimeUnit.MILLISECONDS)
+                .setRpcTimeout(CALL_TIMEOUT_MILLIS, java.util.concurrent.TimeUnit.MILLISECONDS)
+                .build();
     }
 
     private void failed(VolumeAddressing.Address a, int n, Throwable err) {
@@ -216,7 +233,7 @@ public final class ReplicaLink implements Closeable {
             b.setAuth(auth.sign(CallAuth.POLL, a, replyTo, java.util.List.of()));
         }
         PollRequest req = b.build();
-        return conn.thenCompose(c -> c.getTable(a.table())
+        return conn.thenCompose(c -> table(c, a.table())
                 .<SalusReplicaService.Stub, DeliverResponse>coprocessorService(SalusReplicaService::newStub,
                         (stub, ctl, done) -> stub.poll(ctl, req, done), a.row()))
                 .thenApply(resp -> {

@@ -208,19 +208,22 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
             return whole;
         }
         TreeMap<Long, Path> deltas = new TreeMap<>();
+        long from = -1; // the latest whole snapshot below the index: the generation's start, or a peer catch-up's
         for (FileStatus st : list(sd)) {
             Matcher m = STATE.matcher(st.getPath().getName());
             if (m.matches() && m.group(1).equals("delta")) {
                 deltas.put(Long.parseLong(m.group(2)), st.getPath());
+            } else if (m.matches() && Long.parseLong(m.group(2)) < throughIndex) {
+                from = Math.max(from, Long.parseLong(m.group(2)));
             }
         }
         if (!deltas.containsKey(throughIndex)) {
             return null;
         }
-        RegionSnapshot start = readState(new Path(sd, "whole.-1"));
+        RegionSnapshot start = readState(new Path(sd, "whole." + from));
         Map<Long, byte[]> blocks = new TreeMap<>(start == null ? Map.of() : start.blocks());
         RegionSnapshot last = null;
-        for (Path p : deltas.headMap(throughIndex, true).values()) {
+        for (Path p : deltas.subMap(from, false, throughIndex, true).values()) {
             last = readState(p);
             blocks.putAll(last.blocks());
         }

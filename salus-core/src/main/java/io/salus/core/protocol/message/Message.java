@@ -163,4 +163,43 @@ public sealed interface Message {
                     + recordSeq + "), " + leafHashes.size() + " leaves]";
         }
     }
+
+    /**
+     * A replica that runs recovery at region open (issue 14) and finds its own state does not reach the latest
+     * CHECKPOINT certificate (its log or checkpoint files lost or behind) → a peer replica of its RRS: send the
+     * region state through the certified checkpoint {@code throughIndex} of {@code generation} and the log entries
+     * after it ({@link StateTransfer}). Only the RRS's own replicas are answered.
+     */
+    record StateRequest(int region, long generation, long throughIndex) implements Message {
+    }
+
+    /** One block of a transferred region state (local index, contents). */
+    record StateBlock(long localBlock, byte[] data) {
+    }
+
+    /**
+     * Peer → recovering replica: its region state through checkpoint {@code throughIndex} (every written block, the
+     * last applied seq and the volume-root record), its log entries from {@code throughIndex + 1} on (contiguous, as
+     * logged), and the decisions it recorded (COMMIT/ABORT certificates, the writer's WRITER_EPOCH fences).
+     * Unsigned: nothing in it is taken on the peer's word. The receiver checks the state against the CHECKPOINT
+     * certificate (region tree root, seq, root record), every entry's client signature and prevNum chain, every
+     * decision's three leader signatures and every fence's client signature.
+     */
+    record StateTransfer(int region, long generation, long throughIndex, long lastSeq,
+                         io.salus.core.merkle.Hash recordRoot, long recordSeq, java.util.List<StateBlock> blocks,
+                         java.util.List<byte[]> entries, java.util.List<io.salus.core.cert.Certificate> decisions)
+            implements Message {
+        public StateTransfer {
+            blocks = java.util.List.copyOf(blocks);
+            entries = java.util.List.copyOf(entries);
+            decisions = java.util.List.copyOf(decisions);
+        }
+
+        @Override
+        public String toString() {
+            return "StateTransfer[region " + region + " gen " + generation + " through " + throughIndex + ", seq "
+                    + lastSeq + ", " + blocks.size() + " blocks, " + entries.size() + " entries, " + decisions.size()
+                    + " decisions]";
+        }
+    }
 }

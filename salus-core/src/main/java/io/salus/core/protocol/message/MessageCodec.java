@@ -55,7 +55,9 @@ public final class MessageCodec {
         WRITER_FENCE(13, Message.WriterFence.class),
         WRITER_EPOCH_REPLY(14, Message.WriterEpochReply.class),
         MOUNT_QUERY(15, Message.MountQuery.class),
-        MOUNT_STATE(16, Message.MountState.class);
+        MOUNT_STATE(16, Message.MountState.class),
+        STATE_REQUEST(17, Message.StateRequest.class),
+        STATE_TRANSFER(18, Message.StateTransfer.class);
 
         private final int code;
         private final Class<? extends Message> cls;
@@ -186,6 +188,22 @@ public final class MessageCodec {
                 s.leafHashes().forEach((k, h) -> o.i64(k).hash(h));
                 o.blob(requireSigned(s.signature(), "MountState.signature"));
             }
+            case STATE_REQUEST -> {
+                Message.StateRequest r = (Message.StateRequest) m;
+                o.i32(r.region()).i64(r.generation()).i64(r.throughIndex());
+            }
+            case STATE_TRANSFER -> {
+                Message.StateTransfer x = (Message.StateTransfer) m;
+                o.i32(x.region()).i64(x.generation()).i64(x.throughIndex()).i64(x.lastSeq()).hash(x.recordRoot())
+                        .i64(x.recordSeq()).i32(x.blocks().size());
+                for (Message.StateBlock b : x.blocks()) {
+                    o.i64(b.localBlock()).blob(b.data());
+                }
+                o.i32(x.entries().size());
+                x.entries().forEach(o::blob);
+                o.i32(x.decisions().size());
+                x.decisions().forEach(c -> o.blob(cert(c, t)));
+            }
             default -> throw new AssertionError(t);
         }
         return o.toByteArray();
@@ -202,6 +220,16 @@ public final class MessageCodec {
         }
         if (m instanceof Message.MountState s) {
             return (int) Math.min(512L + (8L + Hash.LENGTH) * s.leafHashes().size(), 1 << 30);
+        }
+        if (m instanceof Message.StateTransfer x) {
+            long n = 512;
+            for (Message.StateBlock b : x.blocks()) {
+                n += 12 + b.data().length;
+            }
+            for (byte[] e : x.entries()) {
+                n += 4 + e.length;
+            }
+            return (int) Math.min(n + 1024L * x.decisions().size(), 1 << 30);
         }
         if (m instanceof Message.GetReply g && g.data() != null && g.proof() != null) {
             return 128 + g.data().length + Hash.LENGTH * g.proof().siblings().size();
@@ -356,6 +384,41 @@ public final class MessageCodec {
                 yield new Message.MountState(nonce, volume, region, generation, fence, lastBatch, accepted, logged, committed,
                         applied, regionRoot, recordRoot, recordSeq, leaves, in.blob("replica signature"));
             }
+            case STATE_REQUEST -> new Message.StateRequest(in.i32("region"), in.i64("generation"),
+                    in.i64("through index"));
+            case STATE_TRANSFER -> {
+                int region = in.i32("region");
+                long generation = in.i64("generation");
+                long through = in.i64("through index");
+                long lastSeq = in.i64("last seq");
+                Hash recordRoot = in.hash("root record root");
+                long recordSeq = in.i64("root record seq");
+                int n = count(in, 12, "block count");
+                List<Message.StateBlock> blocks = new ArrayList<>(n);
+                long prev = -1;
+                for (int i = 0; i < n; i++) {
+                    int at = in.pos();
+                    long k = in.i64("block index " + i);
+                    if (k <= prev) {
+                        throw new CertificateFormatException("block index " + k + " is not above the previous one "
+                                + prev + " (blocks must be strictly increasing)", at);
+                    }
+                    prev = k;
+                    blocks.add(new Message.StateBlock(k, in.blob("block " + i)));
+                }
+                int e = count(in, 4, "entry count");
+                List<byte[]> entries = new ArrayList<>(e);
+                for (int i = 0; i < e; i++) {
+                    entries.add(in.blob("log entry " + i));
+                }
+                int c = count(in, 4, "decision count");
+                List<Certificate> decisions = new ArrayList<>(c);
+                for (int i = 0; i < c; i++) {
+                    decisions.add(cert(in, t));
+                }
+                yield new Message.StateTransfer(region, generation, through, lastSeq, recordRoot, recordSeq, blocks,
+                        entries, decisions);
+            }
         };
     }
 
@@ -367,6 +430,7 @@ public final class MessageCodec {
             case PUT_REPLY -> EnumSet.of(StatementKind.PUT_SUCCESS, StatementKind.PUT_FAILED);
             case CHECKPOINT_VOTE -> EnumSet.of(StatementKind.CHECKPOINT);
             case WRITER_FENCE -> EnumSet.of(StatementKind.WRITER_EPOCH);
+            case STATE_TRANSFER -> EnumSet.of(StatementKind.COMMIT, StatementKind.ABORT, StatementKind.WRITER_EPOCH);
             default -> EnumSet.noneOf(StatementKind.class);
         };
     }
@@ -394,6 +458,16 @@ public final class MessageCodec {
                     + " certificates, not " + c.type(), start + 1);
         }
         return c;
+    }
+
+    /** A count of items of at least {@code minBytes} bytes each, checked against what is left. */
+    private static int count(Wire.In in, int minBytes, String what) {
+        int n = in.i32(what);
+        if (n < 0 || n > in.remaining() / minBytes) {
+            throw new CertificateFormatException(what + " " + n + " does not fit the " + in.remaining()
+                    + " bytes left", in.pos() - 4);
+        }
+        return n;
     }
 
     private static boolean bool(Wire.In in, String what) {

@@ -77,10 +77,19 @@ public class InMemoryReplicaDisk implements ReplicaDisk {
         if (d == null || !d.containsKey(throughIndex)) {
             return null;
         }
-        // compose: the generation's starting snapshot (if any) then every delta through the index
-        RegionSnapshot start = snapshots.get(generation + ":-1");
+        // compose: the latest whole snapshot below the index (the generation's starting one, or one installed by a
+        // catch-up from a peer, ReplicaCatchUp) then every delta after it through the index
+        long from = -1;
+        for (String k : snapshots.keySet()) {
+            String[] gi = k.split(":");
+            long i = Long.parseLong(gi[1]);
+            if (Long.parseLong(gi[0]) == generation && i < throughIndex && i > from) {
+                from = i;
+            }
+        }
+        RegionSnapshot start = snapshots.get(generation + ":" + from);
         Map<Long, byte[]> blocks = new TreeMap<>(start == null ? Map.of() : start.blocks());
-        for (RegionSnapshot delta : d.headMap(throughIndex, true).values()) {
+        for (RegionSnapshot delta : d.subMap(from, false, throughIndex, true).values()) {
             blocks.putAll(delta.blocks());
         }
         RegionSnapshot last = d.get(throughIndex);

@@ -67,6 +67,8 @@ public final class RegionReplica {
      * requests a second, on a machine already short of CPU), while a lost message is still resent within a second.
      */
     public static final int MAX_RETRANSMIT_TICKS = 16;
+    /** A voted entry still unresolved after this many retransmission rounds is offered to every holder again. */
+    public static final int STALLED_ROUNDS = 5;
     private long ticks;
 
     private final ProtocolConfig cfg;
@@ -96,6 +98,8 @@ public final class RegionReplica {
      * bound keeps even a runaway client from growing the list that every apply scans without limit.
      */
     public static final int MAX_PENDING_GETS = 4096;
+    /** The tick at which each peer's last state request was answered (catch-up of a reopened peer). */
+    private final Map<NodeId, Long> stateAnswered = new java.util.HashMap<>();
     /** Highest batch id this replica has logged or learned a decision for (reported at mount). */
     private long lastBatchId;
     /** A mount fenced the previous writer: no sub-batch from the client below this batch id is logged any more. */
@@ -356,6 +360,29 @@ public final class RegionReplica {
             onWriterFence(from, f.writerEpoch());
         } else if (m instanceof Message.MountQuery q) {
             onMountQuery(from, q);
+        } else if (m instanceof Message.StateRequest r) {
+            onStateRequest(from, r);
+        }
+    }
+
+    /**
+     * A peer replica of this RRS recovers at its region open and asks for the state through a certified checkpoint
+     * and the log after it ({@link ReplicaCatchUp}). Answered from the disk, at most once per
+     * {@link #RETRANSMIT_TICKS} ticks per peer (it asks again until it installed an answer); nobody else is answered.
+     */
+    private void onStateRequest(NodeId from, Message.StateRequest r) {
+        if (from.equals(me) || !rrs.replicas().contains(from) || r.region() != regionId.index()
+                || r.generation() != rrs.generation()) {
+            return;
+        }
+        Long last = stateAnswered.get(from);
+        if (last != null && ticks - last < RETRANSMIT_TICKS) {
+            return;
+        }
+        stateAnswered.put(from, ticks);
+        Message.StateTransfer x = ReplicaCatchUp.answer(cfg, rrs, disk, r.throughIndex());
+        if (x != null) {
+            net.send(from, x);
         }
     }
 
@@ -415,7 +442,22 @@ public final class RegionReplica {
             if (next != null && hooks.forward(e.sb)) {
                 net.send(next, new Message.SubBatchMsg(e.sb));
             }
-            if (!e.voted || e.acks.size() < 5 && !cfg.mutated(Mutation.SKIP_WITNESS_STORES)) {
+            if (++e.rounds % STALLED_ROUNDS == 0 && !cfg.mutated(Mutation.SKIP_WITNESS_STORES)) {
+                // still unresolved after a while: a metadata holder that acknowledged the entry may have restarted
+                // empty since (an interim holder hosted in a replica region that moved or was reopened after a crash
+                // keeps its certificates in memory). It stores the entry only with the tentatives of all three
+                // replicas, and a replica that needs its ack (one reopened, or whose ack was lost) cannot vote
+                // without it: offer the tentative again to every holder (one that has the entry acknowledges again)
+                sendTentativeToAll(e);
+                if (!e.voted) {
+                    // a replica restarted with the entry unvoted: the batch may have been decided long ago (its peers
+                    // resolved it, they offer it to no holder again, and a holder that restarted empty then never
+                    // stores it). A COMMIT/ABORT certificate proves the votes it needs: ask the leader replicas
+                    for (NodeId l : leaderReplicas(e.sb.leaderRegion())) {
+                        net.send(l, new Message.DecisionRequest(e.sb.leaderRegion(), e.sb.batchId()));
+                    }
+                }
+            } else if (!e.voted || e.acks.size() < 5 && !cfg.mutated(Mutation.SKIP_WITNESS_STORES)) {
                 sendTentative(e);
             }
             if (e.voted) {
@@ -564,6 +606,13 @@ public final class RegionReplica {
         Statement.LogEntry st = new Statement.LogEntry(regionId, rrs.generation(), e.index,
                 hooks.digestToSign(e.digest), e.sb.encode().length);
         return Certificate.sign(CertType.TENTATIVE_LOG_ENTRY, st, signer);
+    }
+
+    private void sendTentativeToAll(ReplicaLog.Entry e) {
+        Certificate t = tentativeLogEntry(e);
+        for (NodeId h : rrs.metadataHolders()) {
+            net.send(h, new Message.LogCertMsg(t));
+        }
     }
 
     private void sendTentative(ReplicaLog.Entry e) {

@@ -30,6 +30,8 @@ final class ReplicaLog {
         /** Retransmission back-off (ticks): when the tick next resends this entry's messages, and the wait after. */
         long retransmitAt;
         int retransmitEvery;
+        /** Retransmission rounds this entry has stayed unresolved. */
+        int rounds;
 
         Entry(long index, SubBatch sb, Hash digest) {
             this.index = index;

@@ -165,6 +165,29 @@ class MessageCodecTest {
                     yield new Message.MountState(anyLong(), volume(), rnd.nextInt(64), rnd.nextInt(9), anyLong(), anyLong(),
                             anyLong(), anyLong(), anyLong(), anyLong(), hash(), hash(), anyLong(), leaves, bytes(64));
                 }
+                case STATE_REQUEST -> new Message.StateRequest(rnd.nextInt(64), rnd.nextInt(9), anyLong());
+                case STATE_TRANSFER -> {
+                    List<Message.StateBlock> blocks = new ArrayList<>();
+                    long k = -1;
+                    for (int i = rnd.nextInt(4); i > 0; i--) {
+                        k += 1 + rnd.nextInt(100);
+                        blocks.add(new Message.StateBlock(k, bytes(64)));
+                    }
+                    List<byte[]> entries = new ArrayList<>();
+                    for (int i = rnd.nextInt(3); i > 0; i--) {
+                        entries.add(subBatch().encode());
+                    }
+                    List<Certificate> certs = new ArrayList<>();
+                    for (int i = rnd.nextInt(3); i > 0; i--) {
+                        certs.add(decision());
+                    }
+                    if (rnd.nextBoolean()) {
+                        certs.add(cert(CertType.WRITER_EPOCH, new Statement.WriterEpoch(volume(),
+                                rnd.nextLong() & Long.MAX_VALUE)));
+                    }
+                    yield new Message.StateTransfer(rnd.nextInt(64), rnd.nextInt(9), anyLong(), anyLong(), hash(),
+                            anyLong(), blocks, entries, certs);
+                }
             };
         }
     }
