@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -31,7 +32,6 @@ import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.ZooDefs;
 import org.apache.zookeeper.ZooKeeper;
 import org.junit.jupiter.api.Test;
-import io.salus.blockdriver.launcher.LauncherTrust;
 import io.salus.core.cert.CertType;
 import io.salus.core.cert.Certificate;
 import io.salus.core.cert.RegionId;
@@ -107,7 +107,11 @@ class SalusUpRestartTest {
       // Five witnesses: one per DataNode plus two standalone ones.
       assertEquals(5, LauncherProcess.field(ready, "witnesses").split(",").length, ready);
       // Each witness trusts the cluster's replicas (the trust file 'salus up' writes): an entry
-      // offered by all three replicas is stored, and an outsider's offer is rejected.
+      // offered by all three replicas is stored, and an outsider's offer is rejected. The replicas are
+      // the replica endpoints of the volume's region (`endpoint-volume * test-seed S`: members
+      // demo/0/r0..r2, keys from the seed in DATA/keys/endpoint-test-seed), whose tentatives the
+      // witnesses store since 'salus up' wires them in.
+      long endpointSeed = Long.parseLong(Files.readString(data.resolve("keys/endpoint-test-seed")).strip());
       Statement.LogEntry st = new Statement.LogEntry(new RegionId("demo", 0), 0, 7,
           Hash.of(new byte[32]), 4096);
       for (String w : LauncherProcess.field(ready, "witnesses").split(",")) {
@@ -116,14 +120,14 @@ class SalusUpRestartTest {
             Integer.parseInt(w.substring(colon + 1)));
         try (WitnessClient c = WitnessClient.connect(a)) {
           WitnessClient.OfferResult last = null;
-          for (String r : LauncherTrust.REPLICAS) {
-            last = c.offer(Certificate.sign(CertType.TENTATIVE_LOG_ENTRY, st,
-                LauncherTrust.replicaKeys(data, r).signer()));
+          for (int k = 0; k < 3; k++) {
+            last = c.offer(Certificate.sign(CertType.TENTATIVE_LOG_ENTRY, st, NodeKeys.deterministic(
+                SignatureScheme.ED25519, NodeId.of("demo/0/r" + k), endpointSeed).signer()));
           }
           assertEquals(WitnessClient.OfferResult.STORED, last, "witness " + w);
           assertEquals(CertType.LOG_ENTRY, c.query(st.region(), 0, 7).type(), "witness " + w);
           NodeKeys outsider = NodeKeys.deterministic(SignatureScheme.ED25519,
-              NodeId.of("replica-1"), 99);
+              NodeId.of("demo/0/r1"), endpointSeed + 1);
           WitnessClient.WitnessException e = org.junit.jupiter.api.Assertions.assertThrows(
               WitnessClient.WitnessException.class, () -> c.offer(Certificate.sign(
                   CertType.TENTATIVE_LOG_ENTRY, new Statement.LogEntry(st.region(), 0, 8, st.digest(), 4096), outsider.signer())));
