@@ -46,6 +46,8 @@ class SalusCheckpointOffLoopTest {
   static volatile CountDownLatch gate;
   static final AtomicInteger held = new AtomicInteger();
   static final AtomicInteger written = new AtomicInteger();
+  /** Held checkpoints written after the gate opened (later checkpoints are written without being held). */
+  static final AtomicInteger heldWritten = new AtomicInteger();
 
   /** The endpoint's default storage, with its checkpoint writes going through {@link #gate}. */
   public static final class GatedCheckpoints implements ReplicaStorageFactory {
@@ -90,6 +92,9 @@ class SalusCheckpointOffLoopTest {
           }
           d.writeCheckpoint(generation, throughIndex, lastSeq, changed, rootRecord);
           written.incrementAndGet();
+          if (g != null) {
+            heldWritten.incrementAndGet();
+          }
         }
 
         @Override
@@ -180,10 +185,12 @@ class SalusCheckpointOffLoopTest {
       gate = null;
       open.countDown();
       long end = System.currentTimeMillis() + SalusMiniCluster.DEADLINE_MS;
-      while (written.get() < held.get() && System.currentTimeMillis() < end) {
+      while (heldWritten.get() < held.get() && System.currentTimeMillis() < end) {
         Thread.sleep(100);
       }
-      assertEquals(held.get(), written.get(), "every held checkpoint was written once the gate opened");
+      // (compared with the held ones only: checkpoints reached after the gate opened are written without waiting, so
+      // all written ones can outnumber the held ones: 4 written for 3 held in a merged run)
+      assertEquals(held.get(), heldWritten.get(), "every held checkpoint was written once the gate opened");
       assertArrayEquals(reference, v.read(0, (int) g.numBlocks()).get(SalusMiniCluster.DEADLINE_MS,
           TimeUnit.MILLISECONDS), "the volume reads back");
     }
