@@ -217,8 +217,10 @@ public final class ReplicaHost {
                         transport(me), disk, coordination, faults.hooks(me), base)
                 : new RegionReplica(cfg, rrs, me, client, keys.signer(me), keys.replicaVerifier(), addressing.membership(),
                         transport(me), disk, coordination, faults.hooks(me), base, store);
-        // from here on checkpoints are written off the loop (the replay above wrote its own inline)
-        r.writeCheckpointsOn(checkpointWriter);
+        // Checkpoints stay written inline on the loop for now: with the off-loop writer (lat13) a reopened
+        // 'salus up' once could not start a replica from its own disk after SIGTERM (SalusUpReopenTest, merged run of
+        // 2026-11-26 09:21: "not mounted after 120 s ... missing demo/0/r1", and the peers' state refused as "not the
+        // certified one"). Re-enable with r.writeCheckpointsOn(checkpointWriter) once that is understood.
         this.recoveryCheckedIndex = base.throughIndex();
         this.replayedFrom = base.throughIndex();
         this.replayedLogEnd = logEnd;
