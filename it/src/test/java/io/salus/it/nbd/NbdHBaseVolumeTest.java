@@ -166,4 +166,62 @@ class NbdHBaseVolumeTest {
       assertTrue(exports.volume("bad").metrics().verificationFailures.sum() >= 1);
     }
   }
+
+  /**
+   * A volume whose mount is slow (its data table's regions are offline, so the mount's reads
+   * retry) must not hold up the handshake of another, already open export: before, {@code
+   * HBaseExports.resolve} was synchronized, so every handshake waited for the slow open (the
+   * client's handshake timed out after 30 s).
+   */
+  @Test
+  void aSlowMountDoesNotHoldUpAnotherExportsHandshake() throws Exception {
+    catalog.create("slowa", 256, 4096);
+    catalog.create("fastb", 256, 4096);
+    HBaseExports exports = new HBaseExports(hbase.connection(), null,
+        java.util.List.of("slowa", "fastb"));
+    org.apache.hadoop.hbase.client.Admin admin = hbase.connection().getAdmin();
+    org.apache.hadoop.hbase.TableName a = VolumeCatalog.dataTable("slowa");
+    java.util.List<org.apache.hadoop.hbase.client.RegionInfo> regions = admin.getRegions(a);
+    try (NbdServer s = new NbdServer(InetAddress.getLoopbackAddress(), 0, exports).start()) {
+      exports.volume("fastb");
+      for (org.apache.hadoop.hbase.client.RegionInfo r : regions) {
+        admin.unassign(r.getRegionName(), true);
+      }
+      java.util.concurrent.CompletableFuture<Object> slow = java.util.concurrent.CompletableFuture
+          .supplyAsync(() -> {
+            try {
+              return exports.resolve("slowa");
+            } catch (Exception e) {
+              return e;
+            }
+          });
+      Thread.sleep(1000); // let the slow open take whatever lock it takes
+      assertFalse(slow.isDone(), "the open of 'slowa' with its regions offline did not block: "
+          + slow.getNow(null) + " (the test needs a slow open)");
+      Tools.Result info = Tools.run(20, "nbdinfo", s.uri("fastb"));
+      info.requireSuccess("handshake of 'fastb' while 'slowa' is opening");
+      assertFalse(slow.isDone(), "'slowa' finished opening before 'fastb' answered: the test did"
+          + " not overlap them");
+      for (org.apache.hadoop.hbase.client.RegionInfo r : regions) {
+        admin.assign(r.getRegionName());
+      }
+      Object opened = slow.get(120, java.util.concurrent.TimeUnit.SECONDS);
+      if (opened instanceof Exception) {
+        // the slow open may give up while the regions are offline; a later open works
+        opened = exports.resolve("slowa");
+      }
+      assertNotNull(opened);
+      Tools.run(60, "nbdinfo", s.uri("slowa")).requireSuccess("handshake of 'slowa' once back");
+    } finally {
+      for (org.apache.hadoop.hbase.client.RegionInfo r : regions) {
+        try {
+          admin.assign(r.getRegionName());
+        } catch (Exception ignored) {
+          // assigned already
+        }
+      }
+      exports.close();
+      admin.close();
+    }
+  }
 }

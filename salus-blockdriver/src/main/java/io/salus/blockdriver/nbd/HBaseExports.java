@@ -25,6 +25,9 @@ public final class HBaseExports implements NbdExports {
   private final List<String> allowed;
   private final Map<String, HBaseVolume> open = new ConcurrentHashMap<>();
   private final boolean acceptCurrentState;
+  /** One lock per volume name, held while that volume opens. */
+  private final Map<String, Object> opening = new ConcurrentHashMap<>();
+  private volatile boolean closed;
 
   public HBaseExports(Connection connection, String defaultVolume, List<String> allowed) {
     this(connection, defaultVolume, allowed, false);
@@ -54,8 +57,14 @@ public final class HBaseExports implements NbdExports {
     return new HBaseExports(connection, volume, List.of(volume), acceptCurrentState);
   }
 
+  /**
+   * Resolves an export name, opening the volume on first use. Not one lock for all exports: an
+   * open volume is returned without waiting, and a slow mount (a scan, regions in transition)
+   * holds up only the handshakes of that same volume, which wait for it on the volume's own
+   * lock, never another export's handshake.
+   */
   @Override
-  public synchronized Volume resolve(String exportName) throws IOException {
+  public Volume resolve(String exportName) throws IOException {
     String name = exportName.isEmpty() ? defaultVolume : exportName;
     if (name == null || (!allowed.isEmpty() && !allowed.contains(name))) {
       return null;
@@ -66,12 +75,29 @@ public final class HBaseExports implements NbdExports {
       return null;
     }
     HBaseVolume v = open.get(name);
-    if (v == null) {
-      if (new VolumeCatalog(connection).describe(name).isEmpty()) {
-        return null;
+    if (v != null) {
+      return v;
+    }
+    synchronized (opening.computeIfAbsent(name, k -> new Object())) {
+      if (closed) {
+        throw new VolumeException.Closed("the NBD exports are closing; volume '" + name
+            + "' is not opened");
       }
-      v = HBaseVolume.open(connection, name, acceptCurrentState);
-      open.put(name, v);
+      v = open.get(name);
+      if (v == null) {
+        if (new VolumeCatalog(connection).describe(name).isEmpty()) {
+          return null;
+        }
+        v = HBaseVolume.open(connection, name, acceptCurrentState);
+        open.put(name, v);
+        if (closed) {
+          // close() ran while this volume was opening: it did not see it, so close it here
+          open.remove(name);
+          v.close();
+          throw new VolumeException.Closed("the NBD exports closed while volume '" + name
+              + "' was opening");
+        }
+      }
     }
     return v;
   }
@@ -100,6 +126,7 @@ public final class HBaseExports implements NbdExports {
 
   @Override
   public synchronized void close() {
+    closed = true;
     for (HBaseVolume v : open.values()) {
       v.close();
     }
