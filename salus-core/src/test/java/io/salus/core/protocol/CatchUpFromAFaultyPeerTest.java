@@ -89,4 +89,48 @@ class CatchUpFromAFaultyPeerTest {
                 t.coord, t.disks.get(lost), null, honest);
         assertEquals(2, in.entries());
     }
+    /**
+     * An honest crash, no faulty peer: a replica's Salus log is lost (its DataNode disk) while its region has no
+     * CHECKPOINT certificate yet (fewer than {@link RegionReplica#CHECKPOINT_EVERY} entries in the region: every
+     * region of a young volume). {@link RegionReplica#verifiedBase} then returns the empty generation-0 state ("starts
+     * empty"), so the region open neither refuses it nor catches it up from a peer (that needs a certificate): the
+     * replica serves from an empty log. The next sub-batch's prevNum names the seq its peers accepted last, so it
+     * waits for predecessors that nobody sends again (they are resolved at its peers), never votes, and every later
+     * write of the region (and of every batch that touches it) stalls for good.
+     */
+    @Test
+    //TMP@org.junit.jupiter.api.Disabled("rv15 finding 3: a replica whose log is lost before its region's first CHECKPOINT"
+            + " certificate restarts empty and stalls the region for ever; not fixed: the catch-up needs a base to"
+            + " check against (the empty generation-0 state could serve, with the first entry's prevNum = 0) and"
+            + " ReplicaHost/ReplicaCatchUp are rec15's this session; see docs/review-rv15.md")
+    void aReplicaWhoseLogIsLostBeforeTheFirstCheckpointDoesNotStallItsRegion() throws Exception {
+        PipelinedCommitTest t = new PipelinedCommitTest();
+        RrsConfig c0 = t.configs.get(0);
+        NodeId lost = c0.replicas().get(1);
+        int n = RegionReplica.CHECKPOINT_EVERY - 1; // no certificate yet
+        for (int b = 1; b <= n; b++) {
+            assertTrue(t.client.submit(List.of(new BlockWrite(b % 8, PipelinedCommitTest.data(b)))) > 0);
+            t.drain();
+        }
+        assertEquals(n, t.acked.size(), "every write acknowledged");
+        assertTrue(t.coord.latestCheckpoint(c0.region(), c -> true).isEmpty(), "no certificate yet");
+        t.disks.get(lost).deleteAll();
+        // the region open (ReplicaHost): the base the replica may start from, then the replica (restart replay)
+        RegionSnapshot base = RegionReplica.verifiedBase(t.cfg, c0, t.dir, t.membership, t.disks.get(lost), t.coord);
+        RegionReplica reopened = new RegionReplica(t.cfg, c0, lost, t.clientId, t.signers.get(lost), t.dir,
+                t.membership, (to, m) -> t.send(new PipelinedCommitTest.Envelope(lost, to, m)), t.disks.get(lost),
+                t.coord, ReplicaHooks.NONE, base);
+        t.replicas.put(lost, reopened);
+        assertTrue(t.client.submit(List.of(new BlockWrite(5, PipelinedCommitTest.data(50)))) > 0);
+        t.drain();
+        for (int i = 1; i <= 40 && t.acked.size() == n; i++) { // retransmissions: the client's and the replicas'
+            t.client.tick(1000L * i);
+            t.replicas.values().forEach(RegionReplica::tick);
+            t.drain();
+        }
+        assertEquals(n + 1, t.acked.size(), "the write after the reopen never committed: the reopened replica's"
+                + " applied seq is " + reopened.appliedSeq() + " (its peers: " + t.replicas.get(c0.replicas().get(0))
+                .appliedSeq() + "), committed index " + reopened.committedIndex() + ", base " + base.throughIndex()
+                + "; recovery asked for: " + t.recoveryReasons);
+    }
 }
