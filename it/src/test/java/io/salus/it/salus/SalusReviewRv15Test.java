@@ -115,4 +115,53 @@ class SalusReviewRv15Test {
     }
     assertTrue(lease.isLost(), "the first writer's lease is lost");
   }
+  /**
+   * A replica's Salus log is lost (its DataNode disk; here deleted while its region is closed) while its region has
+   * no CHECKPOINT certificate yet (fewer than 4 log entries: every region of a young volume). The region open
+   * ({@code RegionReplica.verifiedBase}) then starts it from the empty generation-0 state instead of catching it up
+   * from a peer (the catch-up needs a certificate to check against). It waits for predecessors of the next
+   * sub-batch that nobody sends again and never votes: every later write of the region stalls (the writer
+   * retransmits for STALL_MILLIS, 10 min, then gives up). Salus-core twin:
+   * {@code CatchUpFromAFaultyPeerTest#aReplicaWhoseLogIsLostBeforeTheFirstCheckpointDoesNotStallItsRegion}.
+   */
+  @Test
+  @org.junit.jupiter.api.Disabled("rv15 finding 2: a replica whose log is lost before its region's first CHECKPOINT"
+      + " certificate restarts empty and stalls the region; not fixed (ReplicaHost/ReplicaCatchUp are rec15's this"
+      + " session); see docs/review-rv15.md")
+  void aReplicaWhoseLogIsLostBeforeItsRegionsFirstCheckpointDoesNotStallTheRegion() throws Exception {
+    VolumeGeometry g = new VolumeGeometry("young", 2 * PER_REGION * BLOCK, BLOCK, PER_REGION);
+    cluster.createVolume(g);
+    Random rnd = new Random(16);
+    byte[] d = new byte[BLOCK];
+    try (SalusVolume v = SalusVolume.open(cluster.connection(), "young")) {
+      for (int i = 0; i < 2; i++) { // two entries in region 1: no certificate yet
+        rnd.nextBytes(d);
+        await(v.write(PER_REGION + i, d.clone(), true));
+      }
+      org.apache.hadoop.hbase.regionserver.HRegion victim = cluster.region(g, 1, 1);
+      org.apache.hadoop.fs.Path dir = ((io.salus.core.hbase.storage.HdfsReplicaStorage) cluster.endpoint(g, 1, 1)
+          .storage()).replicaDisk().directory();
+      byte[] name = victim.getRegionInfo().getRegionName();
+      try (org.apache.hadoop.hbase.client.Admin admin = cluster.connection().getAdmin()) {
+        admin.unassign(name, true);
+        assertTrue(cluster.util.getDFSCluster().getFileSystem().delete(dir, true), "deleted " + dir);
+        admin.assign(name);
+      }
+      long end = System.currentTimeMillis() + SalusMiniCluster.DEADLINE_MS;
+      while (cluster.locate(g, 1, 1) == null) {
+        assertTrue(System.currentTimeMillis() < end, "replica 1/1 reopened");
+        Thread.sleep(50);
+      }
+      cluster.awaitPlaced(g);
+      rnd.nextBytes(d);
+      CompletableFuture<Void> after = v.write(PER_REGION + 5, d.clone(), true);
+      try {
+        after.get(120, TimeUnit.SECONDS);
+      } catch (TimeoutException e) {
+        fail("a write to region 1 after its replica 1/1 reopened without its log has not committed in 120 s: "
+            + "reopened replica " + cluster.endpoint(g, 1, 1).host().counters() + "; " + v.diagnostics());
+      }
+      assertArrayEquals(d, await(v.read(PER_REGION + 5, 1)));
+    }
+  }
 }
