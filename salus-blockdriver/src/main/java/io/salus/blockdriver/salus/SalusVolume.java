@@ -553,6 +553,7 @@ public final class SalusVolume implements Volume {
           + " once the other writer is gone");
       puts.values().forEach(f -> f.completeExceptionally(e));
       puts.clear();
+      failGets(e);
       runner.call(c -> drain(c));
     }
 
@@ -563,7 +564,18 @@ public final class SalusVolume implements Volume {
       VolumeException e = unusable();
       puts.values().forEach(f -> f.completeExceptionally(e));
       puts.clear();
+      failGets(e);
       runner.call(c -> drain(c));
+    }
+
+    /**
+     * Reads in flight fail with the writes: a GET waits at the replicas for the seq of the last write to its block,
+     * and a write that was refused or gave up never gets there, so the read never completed (review rv15,
+     * SalusReviewRv15Test). A read that would still complete is refused by {@link #guarded} anyway.
+     */
+    private void failGets(VolumeException e) {
+      gets.values().forEach(f -> f.completeExceptionally(e));
+      gets.clear();
     }
 
     @Override

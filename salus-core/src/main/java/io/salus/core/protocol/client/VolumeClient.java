@@ -343,7 +343,10 @@ public final class VolumeClient {
         }
     }
 
-    /** A newer writer fenced this one: every outstanding batch fails, and no write or read is issued again. */
+    /**
+     * A newer writer fenced this one: every outstanding batch fails, outstanding GETs are dropped (the listener's
+     * {@link ClientListener#fenced} covers them), and no write or read is issued again.
+     */
     private void fenced(String reason) {
         if (needsRemount != null && needsRemount.startsWith("fenced")) {
             return;
@@ -351,6 +354,9 @@ public final class VolumeClient {
         needsRemount = "fenced: " + reason;
         List<Long> ids = new ArrayList<>(outstanding.keySet());
         outstanding.clear();
+        // and its GETs: one waiting for a refused write's seq was retried for ever, and its transport kept polling
+        // the replicas, taking replies that the new writer (same client id) waits for (review rv15)
+        gets.clear();
         listener.fenced(needsRemount);
         ids.forEach(listener::putFailed);
     }

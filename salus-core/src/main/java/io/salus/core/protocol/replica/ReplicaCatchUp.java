@@ -174,7 +174,11 @@ public final class ReplicaCatchUp {
                     throw new RecoveryException(rrs.region() + ": transferred log entry " + idx + " has an invalid put");
                 }
             }
-            if (!entries.isEmpty() && sb.puts().get(0).prevNum() != entries.get(entries.size() - 1).lastSeq()) {
+            // the first entry continues the certified state (entry k of a checkpoint through k is committed, so its
+            // last seq is the certified last seq): without it, a peer leaving out the first entry(ies) made the
+            // replica log the next one at their index and apply it without them (review rv15)
+            long chained = entries.isEmpty() ? cp.lastSeq() : entries.get(entries.size() - 1).lastSeq();
+            if (sb.puts().get(0).prevNum() != chained) {
                 throw new RecoveryException(rrs.region() + ": transferred log entry " + idx
                         + " does not continue the previous entry's prevNum chain");
             }
