@@ -396,7 +396,7 @@ public final class SalusVolume implements Volume {
     VolumeException why = unusable();
     return "Salus volume '" + name() + "': " + (why == null ? "usable" : "refusing work: " + why.getMessage())
         + "; lease epoch " + lease.epoch() + (lease.isHeld() ? " held" : lease.isLost() ? " lost" : " suspended")
-        + "; waiting batches " + waiting.size() + ", puts in flight " + puts.size() + ", gets in flight "
+        + "; queued write parts " + waiting.size() + ", batches in flight " + puts.size() + ", gets in flight "
         + gets.size() + "; GET retries " + getRetriesByReplica() + "; counters " + counters();
   }
 
@@ -707,7 +707,7 @@ public final class SalusVolume implements Volume {
     return stop >= end ? window : window.thenCompose(v -> zeroWindow(stop, end, zeros, fua));
   }
 
-  /** Batches this volume holds now: queued for the pipeline or in flight (tests, diagnostics). */
+  /** Work this volume holds now: write parts queued for a batch plus batches in flight (tests, diagnostics). */
   public int batchesHeld() {
     try {
       return runner.call(c -> waiting.size() + puts.size()).get(60, TimeUnit.SECONDS);
