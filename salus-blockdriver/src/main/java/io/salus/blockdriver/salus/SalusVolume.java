@@ -38,12 +38,14 @@ import org.slf4j.LoggerFactory;
  * endpoints of a volume laid out by {@link SalusTableLayout} (three tables {@code salus:<vol>_r0/_r1/_r2}).
  *
  * <ul>
- *   <li><b>Writes</b>: a block-aligned write is cut into batches of at most {@link #MAX_BLOCKS_PER_BATCH}
- *       blocks; the core's {@link VolumeClient} splits each batch into signed per-region sub-batches (blocks to
- *       regions by the volume geometry), pipelines up to {@link #PIPELINE} batches, and reports PUT_SUCCESS
- *       only after every sub-batch committed in order (the ordered commit across regions, §3.3.2). A write
- *       completes when all of its batches have PUT_SUCCESS. A full pipeline, or a block with a GET in flight,
- *       makes the write wait in a FIFO queue (resubmitted when work completes), never reorder.
+ *   <li><b>Writes</b>: a block-aligned write is cut into parts of at most {@link #MAX_BLOCKS_PER_BATCH}
+ *       blocks that wait in a FIFO queue; group commit ({@link #drain}) sends the queued parts from the head, in
+ *       issue order, as one batch of up to {@link #MAX_BLOCKS_PER_BATCH} distinct blocks (the later of two queued
+ *       writes to one block wins). The core's {@link VolumeClient} splits each batch into signed per-region
+ *       sub-batches (blocks to regions by the volume geometry), pipelines up to {@link #PIPELINE} batches, and
+ *       reports PUT_SUCCESS only after every sub-batch committed in order (the ordered commit across regions,
+ *       §3.3.2). A write completes when every batch holding a part of it has PUT_SUCCESS; a batch that fails fails
+ *       every write in it. A full pipeline, or a block with a GET in flight, makes the queue wait, never reorder.
  *   <li><b>Reads</b>: one GET per block to one replica; the client checks the reply's Merkle proof against
  *       the region root its own volume tree expects and retries another replica on a bad proof or no answer
  *       (counted per replica: {@link #getRetriesByReplica()}).
@@ -80,6 +82,13 @@ public final class SalusVolume implements Volume {
    * by every receiver), fixed in ReplicaLink and RegionReplica (docs/salus-on-hbase.md, "64-block batches").
    */
   public static final int MAX_BLOCKS_PER_BATCH = 64;
+  /**
+   * Group commit: a batch with room for more blocks is submitted only while fewer than this many batches are in
+   * flight; otherwise the queued writes wait for a completion and are sent together ({@link #drain}). The system
+   * property {@code salus.volume.coalesce-depth} overrides it (benchmarks; {@link #PIPELINE} turns coalescing of
+   * non-full batches off: one batch per write as before).
+   */
+  public static final int COALESCE_DEPTH = 2;
   /** Retransmission / GET-retry period of the client. */
   public static final long RETRANSMIT_MILLIS = 5_000;
   /**
@@ -107,7 +116,14 @@ public final class SalusVolume implements Volume {
   private final HBaseVolumeClientRunner runner;
   private final ScheduledExecutorService timer;
   // touched only on the runner's loop thread:
-  private final Map<Long, CompletableFuture<Void>> puts = new HashMap<>();
+  /** Batch id to the writes it holds (all acknowledged, or all failed, with the batch). */
+  private final Map<Long, List<CompletableFuture<Void>>> puts = new HashMap<>();
+  // written on the loop only, read by counters() from any thread
+  private volatile long batchesSubmitted;
+  private volatile long writesSubmitted;
+  private volatile long blocksSubmitted;
+  private final int maxBlocksPerBatch = Integer.getInteger("salus.volume.max-blocks-per-batch", MAX_BLOCKS_PER_BATCH);
+  private final int coalesceDepth = Integer.getInteger("salus.volume.coalesce-depth", COALESCE_DEPTH);
   private final Map<Long, CompletableFuture<byte[]>> gets = new HashMap<>();
   private final ArrayDeque<Pending> waiting = new ArrayDeque<>();
   private volatile String failed;
@@ -380,13 +396,21 @@ public final class SalusVolume implements Volume {
     VolumeException why = unusable();
     return "Salus volume '" + name() + "': " + (why == null ? "usable" : "refusing work: " + why.getMessage())
         + "; lease epoch " + lease.epoch() + (lease.isHeld() ? " held" : lease.isLost() ? " lost" : " suspended")
-        + "; waiting batches " + waiting.size() + ", puts in flight " + puts.size() + ", gets in flight "
+        + "; queued write parts " + waiting.size() + ", batches in flight " + puts.size() + ", gets in flight "
         + gets.size() + "; GET retries " + getRetriesByReplica() + "; counters " + counters();
   }
 
-  /** The client's link counters (tests, metrics). */
+  /**
+   * The client's link counters (tests, metrics), plus group commit's: {@code batches} submitted, {@code batchedWrites}
+   * (queued writes, or 64-block parts of larger ones, that went into them) and {@code batchedBlocks} (distinct blocks
+   * sent).
+   */
   public Map<String, Long> counters() {
-    return runner.counters();
+    Map<String, Long> m = new java.util.TreeMap<>(runner.counters());
+    m.put("batches", batchesSubmitted);
+    m.put("batchedWrites", writesSubmitted);
+    m.put("batchedBlocks", blocksSubmitted);
+    return m;
   }
 
   @Override
@@ -496,26 +520,86 @@ public final class SalusVolume implements Volume {
     return guarded(CompletableFuture.allOf(batches.stream().map(Pending::done).toArray(CompletableFuture[]::new)));
   }
 
-  /** On the loop: submits queued batches in order while the pipeline takes them. */
+  /**
+   * On the loop: group commit. Takes the queued writes from the head, in issue order, into one batch of at most
+   * {@link #MAX_BLOCKS_PER_BATCH} distinct blocks (two queued writes to one block: the later one's data is sent,
+   * both are acknowledged with the batch), and submits it. A batch that is not full is submitted only while fewer
+   * than {@link #COALESCE_DEPTH} batches are in flight: otherwise the writes wait for the next completion (or the
+   * 2 ms timer) and more writes join them. Pipelined commit decides batch n only after batch n-1's COMMIT
+   * certificate, so the pipeline commits about one batch per hsync and message hop whatever its size; single-block
+   * batches capped a QD32 stream at that rate (docs/salus-on-hbase.md, "Group commit in SalusVolume"). A full batch
+   * goes at once while the pipeline has room ({@link #PIPELINE}). Queued writes are never reordered: a write joins
+   * only the batch of the writes queued before it or a later one, and batches commit in submit order.
+   */
   private Void drain(VolumeClient c) {
     while (!waiting.isEmpty()) {
-      Pending p = waiting.peek();
       if (failed != null || closed) {
-        waiting.poll().done.completeExceptionally(unusable());
-        continue;
+        VolumeException e = unusable();
+        while (!waiting.isEmpty()) {
+          waiting.poll().done.completeExceptionally(e);
+        }
+        return null;
       }
+      int inFlight = puts.size();
+      if (inFlight >= PIPELINE) {
+        return null;
+      }
+      java.util.LinkedHashMap<Long, byte[]> blocks = new java.util.LinkedHashMap<>();
+      List<Pending> taken = new ArrayList<>();
+      boolean full = false;
+      for (Pending p : waiting) {
+        int added = 0;
+        boolean blocked = false;
+        for (BlockWrite w : p.writes) {
+          if (!blocks.containsKey(w.block())) {
+            added++;
+          }
+          blocked |= c.blockedByGet(w.block());
+        }
+        if (blocked) {
+          break; // a GET in flight on one of its blocks: it (and everything queued after it) waits for the GET
+        }
+        if (!taken.isEmpty() && blocks.size() + added > maxBlocksPerBatch) {
+          full = true;
+          break;
+        }
+        for (BlockWrite w : p.writes) {
+          blocks.put(w.block(), w.data()); // the later write to a block wins (its position: the first one's)
+        }
+        taken.add(p);
+        if (blocks.size() >= maxBlocksPerBatch) {
+          full = true;
+          break;
+        }
+      }
+      if (taken.isEmpty()) {
+        return null; // the head waits for a GET: retried on the next drain
+      }
+      if (!full && inFlight >= coalesceDepth) {
+        return null; // let more writes join while the pipeline is busy: submitted at the next completion
+      }
+      List<BlockWrite> ws = new ArrayList<>(blocks.size());
+      blocks.forEach((b, d) -> ws.add(new BlockWrite(b, d)));
       long id;
       try {
-        id = c.submit(p.writes);
+        id = c.submit(ws);
       } catch (RuntimeException ex) {
-        waiting.poll().done.completeExceptionally(wrap(ex));
+        for (Pending p : taken) {
+          waiting.poll().done.completeExceptionally(wrap(ex));
+        }
         continue;
       }
       if (id < 0) {
-        return null; // pipeline full or a GET in flight on one of its blocks: retried on the next drain
+        return null; // pipeline full: retried on the next drain
       }
-      waiting.poll();
-      puts.put(id, p.done);
+      List<CompletableFuture<Void>> dones = new ArrayList<>(taken.size());
+      for (int i = 0; i < taken.size(); i++) {
+        dones.add(waiting.poll().done);
+      }
+      puts.put(id, dones);
+      batchesSubmitted++;
+      writesSubmitted += taken.size();
+      blocksSubmitted += ws.size();
     }
     return null;
   }
@@ -529,19 +613,20 @@ public final class SalusVolume implements Volume {
   private final class Listener implements ClientListener {
     @Override
     public void putSucceeded(long batchId, long firstSeq, long lastSeq, List<Certificate> putSuccess) {
-      CompletableFuture<Void> f = puts.remove(batchId);
-      if (f != null) {
-        f.complete(null);
+      List<CompletableFuture<Void>> fs = puts.remove(batchId);
+      if (fs != null) {
+        fs.forEach(f -> f.complete(null));
       }
       runner.call(c -> drain(c));
     }
 
     @Override
     public void putFailed(long batchId) {
-      CompletableFuture<Void> f = puts.remove(batchId);
-      if (f != null) {
-        f.completeExceptionally(new VolumeException("batch " + batchId + " of Salus volume '" + name()
-            + "' failed (PUT_FAILED): its writes are not applied"));
+      List<CompletableFuture<Void>> fs = puts.remove(batchId);
+      if (fs != null) {
+        VolumeException e = new VolumeException("batch " + batchId + " of Salus volume '" + name()
+            + "' failed (PUT_FAILED): its writes are not applied");
+        fs.forEach(f -> f.completeExceptionally(e));
       }
     }
 
@@ -551,7 +636,7 @@ public final class SalusVolume implements Volume {
       VolumeException e = new VolumeException.Closed("Salus volume '" + name() + "': the region servers refuse"
           + " this writer's writes: " + reason + "; nothing of the refused batches is applied. Reopen the volume"
           + " once the other writer is gone");
-      puts.values().forEach(f -> f.completeExceptionally(e));
+      puts.values().forEach(fs -> fs.forEach(f -> f.completeExceptionally(e)));
       puts.clear();
       failGets(e);
       runner.call(c -> drain(c));
@@ -562,7 +647,7 @@ public final class SalusVolume implements Volume {
       LOG.error("Salus volume '{}' needs recovery: {}", name(), reason);
       failed = reason;
       VolumeException e = unusable();
-      puts.values().forEach(f -> f.completeExceptionally(e));
+      puts.values().forEach(fs -> fs.forEach(f -> f.completeExceptionally(e)));
       puts.clear();
       failGets(e);
       runner.call(c -> drain(c));
@@ -634,7 +719,7 @@ public final class SalusVolume implements Volume {
     return stop >= end ? window : window.thenCompose(v -> zeroWindow(stop, end, zeros, fua));
   }
 
-  /** Batches this volume holds now: queued for the pipeline or in flight (tests, diagnostics). */
+  /** Work this volume holds now: write parts queued for a batch plus batches in flight (tests, diagnostics). */
   public int batchesHeld() {
     try {
       return runner.call(c -> waiting.size() + puts.size()).get(60, TimeUnit.SECONDS);
@@ -680,7 +765,7 @@ public final class SalusVolume implements Volume {
     try {
       runner.call(c -> {
         VolumeException e = new VolumeException.Closed("Salus volume '" + name() + "' closed with the request in flight");
-        puts.values().forEach(f -> f.completeExceptionally(e));
+        puts.values().forEach(fs -> fs.forEach(f -> f.completeExceptionally(e)));
         gets.values().forEach(f -> f.completeExceptionally(e));
         waiting.forEach(p -> p.done.completeExceptionally(e));
         return null;
