@@ -9,7 +9,8 @@
 # Steps: codec fig43-before fig43-after fig43-plot hbase-fig47 hbase-fig48 hbase-fig49 handlers samedir growing blockscan
 #        capacity capacity-full
 #        ab (not in the default list): A/B of two agent jars, alternating A B A B ... in one window on the same runner,
-#           AB_A=/path/a-agent.jar AB_B=/path/b-agent.jar AB_NAME=exalt-ab-x [AB_ROUNDS=3 AB_DNS=10]; writes
+#           AB_A=/path/a-agent.jar AB_B=/path/b-agent.jar AB_NAME=exalt-ab-x [AB_ROUNDS=3 AB_DNS=10]
+#           [AB_RUNNER_A=/path/a-runner.jar AB_RUNNER_B=...: runner jars exalt-agent-<V>.jar, default this build's]; writes
 #           $AB_NAME.csv (one row per run: effective GB/s per core, emulated DataNodes per core, load) and $AB_NAME.png
 # Needs: mvn -B -pl exalt-agent package -DskipTests (the launcher uses exalt-agent/target).
 # The machine is a shared 2-core box: check `uptime` first; each CSV records the load average at its start.
@@ -99,14 +100,17 @@ for s in $STEPS; do
     ab)            # A/B of two agent jars; short runs so that other users of this machine are not starved
       : "${AB_A:?set AB_A to the A agent jar}" "${AB_B:?set AB_B to the B agent jar}"
       AB_NAME=${AB_NAME:-exalt-ab}; AB_ROUNDS=${AB_ROUNDS:-3}; AB_DNS=${AB_DNS:-10}
+      # optional AB_RUNNER_A / AB_RUNNER_B: runner jars (exalt-agent-<V>.jar) per variant; default: this build's
+      RUNNER_DEFAULT=exalt-agent/target/exalt-agent-0.1.0-SNAPSHOT.jar
       if [ -n "$SMOKE" ]; then AB_ROUNDS=1; AB_DNS=3; fi
       r=0
       while [ $r -lt $AB_ROUNDS ]; do
         r=$((r + 1))
         for v in A B; do
           eval jar=\$AB_$v
-          echo "  round $r variant $v: $jar ($(date -u +%H:%M:%S) UTC, load average $(cut -d' ' -f1-3 /proc/loadavg))"
-          EXALT_AGENT=$jar $X hdfs --datanodes $AB_DNS --handlers 256 --nn-log tmpfs --file-size $FILE --block-size $BLOCK \
+          eval runner=\${AB_RUNNER_$v:-}
+          echo "  round $r variant $v: $jar ${runner:+runner $runner }($(date -u +%H:%M:%S) UTC, load average $(cut -d' ' -f1-3 /proc/loadavg))"
+          EXALT_AGENT=$jar EXALT_RUNNER=${runner:-$RUNNER_DEFAULT} $X hdfs --datanodes $AB_DNS --handlers 256 --nn-log tmpfs --file-size $FILE --block-size $BLOCK \
             --duration $DUR --warmup $WARM --min-files-per-client 2 --max-duration 120 --out /tmp/$AB_NAME \
             --name "$AB_NAME-r$r-$v" > "/tmp/$AB_NAME-r$r-$v.log" 2>&1
         done

@@ -22,6 +22,11 @@ CATEGORIES = [
     ("IPC (Hadoop RPC)", r"org\.apache\.hadoop\.ipc\."),
     ("socket I/O (JDK)", r"sun\.nio\.ch\.(SocketChannelImpl|NioSocketImpl|SocketDispatcher|IOUtil)"),
     ("array copies", r"(System\.arraycopy|Arrays\.copyOf|jdk\.internal\.misc\.Unsafe\.copyMemory)"),
+    # by caller (the stack is joined top frame first, so "A[\s\S]*B" means A called, directly or not, by B)
+    ("expand in socket receive", r"io\.exalt\.tardis\.TardisFormat\.expand[\s\S]*io\.exalt\.agent\.boot\.SocketHooks\."),
+    ("expand in client data generation", r"io\.exalt\.tardis\.TardisFormat\.expand[\s\S]*io\.exalt\.runner\.Workload\."),
+    ("compress+verify in file writes", r"io\.exalt\.tardis\.TardisCompressor\.[\s\S]*io\.exalt\.agent\.boot\.CompressedFile\.write"),
+    ("compress+verify in socket sends", r"io\.exalt\.tardis\.TardisCompressor\.[\s\S]*io\.exalt\.agent\.boot\.SocketHooks\."),
 ]
 
 def main():

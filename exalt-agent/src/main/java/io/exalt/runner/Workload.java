@@ -32,8 +32,18 @@ final class Workload {
     volatile String lastError;
     private volatile boolean stop;
     private final Thread[] threads;
+    /**
+     * Files of at most this size are generated once and shared read-only by all clients: every file of one size
+     * holds the same Tardis bytes (the stream is a pure function of its length and offset), so generating them
+     * again per file and client was one whole expand pass per logical byte spent outside HDFS and the agent.
+     */
+    static final long PREGENERATE_MAX = 256L << 20;
+    static final int CHUNK = 1 << 20;
+    /** The file's bytes in {@link #CHUNK}-sized pieces (never written to), or null: generated per write. */
+    private final byte[][] fileChunks;
 
     Workload(Kind kind, FileSystem fs, int clients, long fileSize, long blockSize, short replication) {
+        fileChunks = kind != Kind.GROWING_FILE && fileSize <= PREGENERATE_MAX ? pregenerate(fileSize) : null;
         threads = new Thread[clients];
         clientFiles = new java.util.concurrent.atomic.AtomicLongArray(clients);
         for (int i = 0; i < clients; i++) {
@@ -41,6 +51,19 @@ final class Workload {
             threads[i] = new Thread(() -> run(kind, fs, id, fileSize, blockSize, replication), "exalt-client-" + i);
             threads[i].setDaemon(true);
         }
+    }
+
+    /** The Tardis stream of {@code length} bytes as {@link #CHUNK}-sized arrays (the last one shorter). */
+    static byte[][] pregenerate(long length) {
+        TardisGenerator gen = new TardisGenerator(length);
+        int n = (int) ((length + CHUNK - 1) / CHUNK);
+        byte[][] chunks = new byte[n][];
+        for (int i = 0; i < n; i++) {
+            long pos = (long) i * CHUNK;
+            chunks[i] = new byte[(int) Math.min(CHUNK, length - pos)];
+            gen.fill(pos, chunks[i], 0, chunks[i].length);
+        }
+        return chunks;
     }
 
     /** Files each client completed so far. */
@@ -66,7 +89,7 @@ final class Workload {
     }
 
     private void run(Kind kind, FileSystem fs, int id, long fileSize, long blockSize, short replication) {
-        byte[] buf = new byte[1 << 20];
+        byte[] buf = fileChunks != null ? null : new byte[CHUNK];
         long stream = kind == Kind.GROWING_FILE ? Long.MAX_VALUE / 2 : fileSize;
         TardisGenerator gen = new TardisGenerator(stream);
         int k = 0;
@@ -85,9 +108,16 @@ final class Workload {
                 long pos = 0;
                 try {
                     while (pos < stream && !stop) {
-                        int n = (int) Math.min(buf.length, stream - pos);
-                        gen.fill(pos, buf, 0, n);
-                        out.write(buf, 0, n);
+                        int n;
+                        if (fileChunks != null) {
+                            byte[] c = fileChunks[(int) (pos / CHUNK)];
+                            n = c.length;
+                            out.write(c, 0, n);
+                        } else {
+                            n = (int) Math.min(buf.length, stream - pos);
+                            gen.fill(pos, buf, 0, n);
+                            out.write(buf, 0, n);
+                        }
                         pos += n;
                         bytes.add(n);
                     }

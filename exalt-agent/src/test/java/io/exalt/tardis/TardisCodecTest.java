@@ -40,6 +40,110 @@ class TardisCodecTest {
         }
     }
 
+    /** The per-byte reference of the format: byte {@code s} of the unit stream whose first marker is {@code first}. */
+    private static byte referenceByte(byte[] fb, long first, long s) {
+        int in = (int) (s % 12);
+        long m = first - s / 12 * 12;
+        return in < 8 ? fb[in] : (byte) (m >>> (8 * (11 - in)));
+    }
+
+    /**
+     * expand() where its unit-pair loop must stop: markers that reach 0 and wrap below it (only input no compressor
+     * produces, e.g. a forged run length), markers near 2^32, long ranges (many pairs in one loop) and ranges that
+     * start and end inside a unit. The pair loop keeps the two marker words as running values; a borrow out of the
+     * low marker into the flag half would show here as a wrong flag byte.
+     */
+    @Test
+    void expandMatchesTheReferenceAcrossMarkerWrapAndLongRanges() {
+        TardisFormat f = TardisFormat.defaultFormat();
+        byte[] fb = f.flagBytes();
+        java.util.Random r = new java.util.Random(15);
+        for (int t = 0; t < 4_000; t++) {
+            long first = switch (t % 4) {
+                case 0 -> r.nextInt(200); // wraps below 0 within the range
+                case 1 -> 0xFFFF_FFFFL - r.nextInt(300); // the largest markers
+                case 2 -> 12L * r.nextInt(1 << 24);
+                default -> r.nextInt(12 * 40) + 12L * r.nextInt(100);
+            };
+            long skip = r.nextInt(600);
+            int len = r.nextInt(t % 10 == 0 ? 70_000 : 3_000);
+            int off = r.nextInt(13);
+            byte[] got = new byte[len + off + 5];
+            java.util.Arrays.fill(got, (byte) 0x5a);
+            f.expand(first, skip, got, off, len);
+            for (int i = 0; i < len; i++) {
+                if (got[off + i] != referenceByte(fb, first, skip + i)) {
+                    assertEquals(referenceByte(fb, first, skip + i), got[off + i],
+                            "first marker " + first + ", skip " + skip + ", len " + len + ", byte " + i);
+                }
+            }
+            for (int i = 0; i < off; i++) {
+                assertEquals((byte) 0x5a, got[i], "byte before the range written");
+            }
+            for (int i = off + len; i < got.length; i++) {
+                assertEquals((byte) 0x5a, got[i], "byte after the range written");
+            }
+        }
+        assertThrows(IndexOutOfBoundsException.class, () -> f.expand(120, 0, new byte[30], 10, 21));
+    }
+
+    /**
+     * The cursor the agent's socket reads use (a frame is expanded piece by piece straight into the reader's
+     * buffers) yields exactly decompress()'s bytes, read in random piece sizes, on encodings with metadata between
+     * and inside runs, partial units and bytes changed in place.
+     */
+    @Test
+    void cursorReadsInPiecesEqualDecompress() {
+        java.util.Random r = new java.util.Random(1515);
+        for (int t = 0; t < 300; t++) {
+            int len = 1 + r.nextInt(200_000);
+            byte[] d = new byte[len];
+            int start = r.nextInt(5000) / 12 * 12 + (t % 3 == 0 ? r.nextInt(12) : 0); // sometimes inside a unit
+            new TardisGenerator(len + start + r.nextInt(5000)).fill(start, d, 0, len);
+            for (int k = r.nextInt(6); k > 0; k--) { // metadata over the data and in-place changes
+                int at = r.nextInt(len);
+                int n = Math.min(len - at, 1 + r.nextInt(600));
+                for (int i = 0; i < n; i++) {
+                    d[at + i] = (byte) r.nextInt();
+                }
+            }
+            byte[] enc = comp.compress(d);
+            assertArrayEquals(d, dec.decompress(enc), "decompress");
+            TardisDecompressor.Cursor c = dec.cursor(enc, 0, enc.length);
+            assertEquals(len, c.remaining());
+            byte[] got = new byte[len + 3];
+            int p = 0;
+            while (c.hasRemaining()) {
+                int want = r.nextInt(4) == 0 ? 1 + r.nextInt(11) : 1 + r.nextInt(70_000);
+                int n = c.read(got, p, Math.min(want, got.length - p));
+                assertTrue(n > 0, "a cursor with bytes left returned 0");
+                p += n;
+            }
+            assertEquals(len, p);
+            assertEquals(0, c.read(got, 0, 3), "read past the end");
+            assertArrayEquals(d, java.util.Arrays.copyOf(got, len), "cursor bytes differ from the input, try " + t);
+        }
+        // a corrupt encoding is refused when the cursor is made, before any byte is read
+        assertThrows(IllegalArgumentException.class, () -> dec.cursor(new byte[] {0, 0, 0, 0, 9, 1}, 0, 6));
+    }
+
+    /**
+     * Every byte of a run is verified: a single flipped bit at any position of a 101-unit run (covering the
+     * 8-unit blocks and the unit-by-unit tail of the verification) survives the round trip.
+     */
+    @Test
+    void aFlippedBitAnywhereInARunIsKept() {
+        int len = 12 * 101;
+        byte[] clean = new byte[len];
+        new TardisGenerator(len + 12 * 7).fill(12 * 3, clean, 0, len);
+        for (int pos = 0; pos < len; pos++) {
+            byte[] d = clean.clone();
+            d[pos] ^= (byte) (1 << (pos % 8));
+            assertArrayEquals(d, dec.decompress(comp.compress(d)), "flipped bit at byte " + pos + " was lost");
+        }
+        assertTrue(comp.compress(clean).length < 20, "the clean run compresses to one pair");
+    }
+
     private final TardisFormat fmt = TardisFormat.defaultFormat();
     private final TardisCompressor comp = new TardisCompressor(fmt);
     private final TardisDecompressor dec = new TardisDecompressor(fmt);

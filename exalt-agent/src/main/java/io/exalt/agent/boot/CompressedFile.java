@@ -111,7 +111,8 @@ public final class CompressedFile {
         return path;
     }
 
-    private static final boolean PROC_FD = Files.isDirectory(java.nio.file.Paths.get("/proc/self/fd"));
+    private static final Path PROC_FD_DIR = java.nio.file.Paths.get("/proc/self/fd");
+    private static final boolean PROC_FD = Files.isDirectory(PROC_FD_DIR);
 
     private java.nio.file.attribute.FileTime statMtime() {
         try {
@@ -314,42 +315,54 @@ public final class CompressedFile {
         int blen = len;
         long base = pos;
         ExtentIndex.Extent pre = index.inlineEndingAt(pos);
+        List<long[]> segs = segments(src, off, len); // {kind, offset, len, marker}
+        int first = 0;
+        long joinedMarker = -1;
         if (pre != null && pre.len < TardisFormat.UNIT) {
-            // re-join the partial unit left at the end of the previous write
-            buf = new byte[(int) pre.len + len];
-            System.arraycopy(pre.bytes, 0, buf, 0, (int) pre.len);
-            System.arraycopy(src, off, buf, (int) pre.len, len);
-            boff = 0;
-            blen = buf.length;
-            base = pre.start;
+            // The partial unit left at the end of the previous write is completed by this one. Usually (HDFS: every
+            // packet's data starts inside a unit) this write's bytes up to the completion are metadata to the
+            // compressor and a run starts right after them: then the 12 joined bytes are compared with the unit
+            // the run's marker says comes before it and the join is one more unit of that run: no copy of the
+            // write (it was an allocation and a copy of every disk write). Otherwise the bytes are joined in a
+            // copy and compressed again, as before.
+            int k = TardisFormat.UNIT - (int) pre.len;
+            long[] s0 = segs.get(0);
+            long[] s1 = segs.size() > 1 ? segs.get(1) : null;
+            if (s0[0] == 0 && s0[1] == off && s0[2] == k && s1 != null && s1[0] == 1 && s1[1] == off + k
+                    && s1[3] + TardisFormat.UNIT <= 0xFFFF_FFFFL
+                    && isUnit(pre.bytes, src, off, k, s1[3] + TardisFormat.UNIT)) {
+                joinedMarker = s1[3] + TardisFormat.UNIT;
+                first = 1;
+            } else {
+                buf = new byte[(int) pre.len + len];
+                System.arraycopy(pre.bytes, 0, buf, 0, (int) pre.len);
+                System.arraycopy(src, off, buf, (int) pre.len, len);
+                boff = 0;
+                blen = buf.length;
+                base = pre.start;
+                segs = segments(buf, boff, blen);
+            }
         }
-        final List<long[]> segs = new ArrayList<>(4); // {kind, offset, len, marker}
-        compressor.compress(buf, boff, blen, new SegmentSink() {
-            @Override
-            public void meta(byte[] d, int o, int l) {
-                segs.add(new long[] {0, o, l, 0});
-            }
-
-            @Override
-            public void tardis(int o, long marker, long l) {
-                segs.add(new long[] {1, o, l, marker});
-            }
-        });
-        boolean hasTardis = false;
+        boolean hasTardis = joinedMarker >= 0;
         for (long[] s : segs) {
             hasTardis |= s[0] == 1;
         }
         long end = pos + len;
-        boolean changed = !index.isEmpty() && !index.overlapping(base, end).isEmpty();
-        index.clear(base, end);
+        long clearFrom = joinedMarker >= 0 ? pre.start : base;
+        boolean changed = !index.isEmpty() && !index.overlapping(clearFrom, end).isEmpty();
+        index.clear(clearFrom, end);
+        if (joinedMarker >= 0) {
+            index.addTardis(pre.start, TardisFormat.UNIT, joinedMarker); // the run below merges with it
+            changed = true;
+        }
         long physical = 0;
-        for (int i = 0; i < segs.size(); i++) {
+        for (int i = first; i < segs.size(); i++) {
             long[] s = segs.get(i);
             long at = base + s[1] - boff;
             if (s[0] == 1) {
                 index.addTardis(at, s[2], s[3]);
                 changed = true;
-            } else if (s[2] < TardisFormat.UNIT && ((hasTardis || pre != null) && (i == 0 || i == segs.size() - 1)
+            } else if (s[2] < TardisFormat.UNIT && ((hasTardis || pre != null) && (i == first || i == segs.size() - 1)
                     || i == segs.size() - 1 && end >= sizeBefore)) {
                 // a partial unit at the edge of a run: keep it in the index until the next write completes it
                 byte[] b = new byte[(int) s[2]];
@@ -367,10 +380,34 @@ public final class CompressedFile {
         ExaltRuntime.LOGICAL_BYTES_WRITTEN.addAndGet(len);
         ExaltRuntime.PHYSICAL_BYTES_WRITTEN.addAndGet(physical);
         if (changed) {
-            shrinkIfNeeded();
-            persist();
+            persist(shrinkIfNeeded());
         }
         noteOwnChange();
+    }
+
+    /** The compressor's segments of {@code data[off..off+len)}: {kind (0 meta, 1 Tardis), offset in data, len, marker}. */
+    private List<long[]> segments(byte[] data, int off, int len) {
+        final List<long[]> segs = new ArrayList<>(4);
+        compressor.compress(data, off, len, new SegmentSink() {
+            @Override
+            public void meta(byte[] d, int o, int l) {
+                segs.add(new long[] {0, o, l, 0});
+            }
+
+            @Override
+            public void tardis(int o, long marker, long l) {
+                segs.add(new long[] {1, o, l, marker});
+            }
+        });
+        return segs;
+    }
+
+    /** Are {@code head} followed by {@code src[off..off+k)} (12 bytes in all) exactly the unit {@code <flag><marker>}? */
+    private boolean isUnit(byte[] head, byte[] src, int off, int k, long marker) {
+        byte[] unit = new byte[TardisFormat.UNIT];
+        fmt.expand(marker, 0, unit, 0, TardisFormat.UNIT);
+        return java.util.Arrays.equals(head, 0, head.length, unit, 0, head.length)
+                && java.util.Arrays.equals(src, off, off + k, unit, head.length, TardisFormat.UNIT);
     }
 
     /** Writes logical bytes at {@code pos} to disk as they are (a mapped range), replacing what the index said. */
@@ -400,11 +437,13 @@ public final class CompressedFile {
     }
 
     /** Keeps the encoded index within the xattr budget by writing the smallest extents out physically. */
-    private void shrinkIfNeeded() throws IOException {
-        while (index.encode(fmt.flag()).length > ExaltRuntime.indexLimit()) {
+    private byte[] shrinkIfNeeded() throws IOException {
+        byte[] enc;
+        while ((enc = index.encode(fmt.flag())).length > ExaltRuntime.indexLimit()) {
             ExtentIndex.Extent e = index.smallest();
             materialiseExtent(e.start, e.end());
         }
+        return enc; // the index as it is now: persist(enc) does not encode it again
     }
 
     private void materialiseExtent(long a, long b) throws IOException {
@@ -518,12 +557,21 @@ public final class CompressedFile {
     }
 
     private void persist() throws IOException {
+        persist(null);
+    }
+
+    /** Stores the index in the xattr; {@code encoded}: the index's current encoding if the caller has it, else null. */
+    private void persist(byte[] encoded) throws IOException {
         Path p = inode();
         try {
-            Object k = Files.readAttributes(p, BasicFileAttributes.class).fileKey();
-            if (!key.equals(k)) {
-                ExaltRuntime.log("not persisting index: " + p + " no longer names the file (renamed without a hook)");
-                return;
+            // /proc/self/fd/N of the agent's own descriptor always names this file; only the path fallback can
+            // name another one (renamed without a hook), which the file key tells
+            if (!p.startsWith(PROC_FD_DIR)) {
+                Object k = Files.readAttributes(p, BasicFileAttributes.class).fileKey();
+                if (!key.equals(k)) {
+                    ExaltRuntime.log("not persisting index: " + p + " no longer names the file (renamed without a hook)");
+                    return;
+                }
             }
             UserDefinedFileAttributeView v = Files.getFileAttributeView(p, UserDefinedFileAttributeView.class);
             if (index.isEmpty()) {
@@ -533,7 +581,7 @@ public final class CompressedFile {
                 }
                 return;
             }
-            v.write(XATTR, ByteBuffer.wrap(index.encode(fmt.flag())));
+            v.write(XATTR, ByteBuffer.wrap(encoded != null ? encoded : index.encode(fmt.flag())));
             xattrPresent = true;
         } catch (NoSuchFileException e) {
             // deleted while open: the index lives on in memory until the last handle closes

@@ -24,6 +24,8 @@ import java.util.WeakHashMap;
  * re-entered for the raw bytes while {@link #IN_HOOK} is set.
  */
 public final class SocketHooks {
+    /** No decoded bytes (declared before {@link #PLAIN}: static fields initialise in textual order). */
+    private static final TardisDecompressor.Cursor EMPTY = new TardisDecompressor().cursor(new byte[0], 0, 0);
     static final ThreadLocal<Boolean> IN_HOOK = new ThreadLocal<>();
     private static final Map<Object, State> STATES = Collections.synchronizedMap(new WeakHashMap<>());
     private static final State PLAIN = new State(false);
@@ -43,13 +45,14 @@ public final class SocketHooks {
 
     static final class State {
         final boolean compressed;
-        volatile ByteBuffer decoded = ByteBuffer.allocate(0);
+        /** The logical bytes of the last frame not taken yet, expanded only when taken, straight into the reader's array. */
+        volatile TardisDecompressor.Cursor decoded = EMPTY;
         final byte[] hdr = new byte[4];
         int hdrFill;
         byte[] frame;
         int frameFill;
-        /** Reused decode buffer: take() copies out of it, so nothing outside the hook ever holds it. */
-        byte[] decodeBuf = new byte[0];
+        /** Scratch for a read into a direct ByteBuffer (no array to expand into); grown on demand, at most 64 KiB. */
+        byte[] scratch = new byte[0];
         /** Guards the write side: pending frame bytes and the order of frames on the wire. */
         final java.util.concurrent.locks.ReentrantLock out = new java.util.concurrent.locks.ReentrantLock();
         /** The unsent rest of a frame a non-blocking write committed to (null: none). */
@@ -230,17 +233,12 @@ public final class SocketHooks {
                 if (r > 0 || st.frame.length == st.frameFill) {
                     st.frameFill += Math.max(r, 0);
                     if (st.frameFill == st.frame.length) {
-                        TardisDecompressor dec = new TardisDecompressor(ExaltRuntime.format());
-                        long n = dec.decompressedLength(st.frame, 0, st.frame.length);
-                        if (n > (64 << 20)) {
-                            throw new IOException("Exalt: frame expands to " + n + " bytes; both ends must run the agent with"
+                        TardisDecompressor.Cursor cur = new TardisDecompressor(ExaltRuntime.format()).cursor(st.frame, 0, st.frame.length);
+                        if (cur.remaining() > (64 << 20)) {
+                            throw new IOException("Exalt: frame expands to " + cur.remaining() + " bytes; both ends must run the agent with"
                                     + " the same ports= and flag=");
                         }
-                        if (st.decodeBuf.length < n) {
-                            st.decodeBuf = new byte[(int) Math.max(n, Math.min(64 << 20, 2L * st.decodeBuf.length))];
-                        }
-                        dec.decompressTo(st.frame, 0, st.frame.length, st.decodeBuf, 0);
-                        st.decoded = ByteBuffer.wrap(st.decodeBuf, 0, (int) n);
+                        st.decoded = cur; // keeps the frame: its bytes are expanded when taken (take, chRead)
                         st.frame = null;
                     }
                     continue;
@@ -255,9 +253,7 @@ public final class SocketHooks {
     }
 
     private static int take(State st, byte[] b, int off, int len) {
-        int n = Math.min(len, st.decoded.remaining());
-        st.decoded.get(b, off, n);
-        return n;
+        return st.decoded.read(b, off, len);
     }
 
     // ------------------------------------------------------------------------------------ SocketChannel
@@ -275,12 +271,26 @@ public final class SocketHooks {
             if (r <= 0) {
                 return r;
             }
-            int n = Math.min(dst.remaining(), st.decoded.remaining());
-            ByteBuffer slice = st.decoded.slice();
-            slice.limit(n);
-            dst.put(slice);
-            st.decoded.position(st.decoded.position() + n);
-            return n;
+            if (dst.isReadOnly()) {
+                throw new IllegalArgumentException("Read-only buffer"); // as the JDK's IOUtil.read, nothing consumed
+            }
+            int n = (int) Math.min(dst.remaining(), st.decoded.remaining());
+            if (dst.hasArray()) { // heap buffer (HDFS packets): expand straight into it
+                int got = st.decoded.read(dst.array(), dst.arrayOffset() + dst.position(), n);
+                dst.position(dst.position() + got);
+                return got;
+            }
+            int total = 0;
+            while (total < n) {
+                int k = Math.min(n - total, 64 << 10);
+                if (st.scratch.length < k) {
+                    st.scratch = new byte[k];
+                }
+                int got = st.decoded.read(st.scratch, 0, k);
+                dst.put(st.scratch, 0, got);
+                total += got;
+            }
+            return total;
         }
     }
 
@@ -709,7 +719,7 @@ public final class SocketHooks {
             return null;
         }
         // no lock: available() must not wait for a reader blocked inside a frame (that reader holds the state)
-        int n = st.decoded.remaining();
+        int n = (int) Math.min(Integer.MAX_VALUE, st.decoded.remaining());
         if (n > 0) {
             return n;
         }

@@ -37,6 +37,44 @@ class CompressedFileTest {
         return b;
     }
 
+    /**
+     * HDFS writes a block's data in 64 KiB packets, so every write starts inside a unit: the partial unit left by
+     * the previous write is joined with this write's first bytes without copying the write, after comparing the 12
+     * joined bytes with the unit the following run prescribes. The whole stream stays one extent with nothing on
+     * disk; a joined unit that does not match (bytes changed at the boundary, in the saved part or in the new part)
+     * is kept byte for byte.
+     */
+    @Test
+    void writesThatStartInsideAUnitJoinWithoutLosingABoundaryChange(@TempDir Path dir) throws Exception {
+        int n = 65536 * 9 + 100;
+        byte[] t = new byte[n];
+        new TardisGenerator(n + 12 * 30).fill(12 * 7, t, 0, n);
+        for (int variant = 0; variant < 4; variant++) {
+            byte[] expect = t.clone();
+            int boundary = 65536 * (2 + variant); // a packet boundary: 65536 % 12 == 4, so inside a unit
+            if (variant == 1) {
+                expect[boundary - 1] ^= 0x10; // last byte of the saved partial unit
+            } else if (variant == 2) {
+                expect[boundary + 3] ^= 0x01; // a byte of the new write that completes the unit
+            } else if (variant == 3) {
+                expect[boundary + 8] ^= 0x01; // the run's first unit after the join
+            }
+            Path p = Files.createFile(dir.resolve("f" + variant));
+            long phys0 = ExaltRuntime.PHYSICAL_BYTES_WRITTEN.get();
+            CompressedFile cf = open(p);
+            for (int pos = 0; pos < n; pos += 65536) {
+                cf.write(pos, expect, pos, Math.min(65536, n - pos));
+            }
+            assertArrayEquals(expect, readAll(cf, n), "variant " + variant);
+            if (variant == 0) {
+                assertEquals(0, ExaltRuntime.PHYSICAL_BYTES_WRITTEN.get() - phys0, "nothing written to disk");
+                assertTrue(cf.extentCount() <= 2, "one run (plus the trailing partial unit): " + cf.extentCount());
+            }
+            cf.close();
+            assertArrayEquals(expect, readAll(open(p), n), "re-opened, variant " + variant);
+        }
+    }
+
     @Test
     void manyRunsOverflowTheIndexAndAreWrittenOutLosslessly(@TempDir Path dir) throws Exception {
         Path p = Files.createFile(dir.resolve("f"));
