@@ -158,9 +158,6 @@ class SalusCheckpointOffLoopTest {
   }
 
   @Test
-  @org.junit.jupiter.api.Disabled("off-loop checkpoint writing is switched off in ReplicaHost.build until a reopen after"
-      + " SIGTERM with it is understood (SalusUpReopenTest failed once in a merged run: a replica could not start from"
-      + " its own disk); this test shows the off-loop writer's property and fails while checkpoints run inline")
   void writesCommitWhileACheckpointWriteIsHeld() throws Exception {
     VolumeGeometry g = new VolumeGeometry("ckpt", 2 * PER_REGION * BLOCK, BLOCK, PER_REGION);
     cluster.createVolume(g);
