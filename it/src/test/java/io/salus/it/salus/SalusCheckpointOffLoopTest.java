@@ -289,6 +289,8 @@ class SalusCheckpointOffLoopTest {
         io.salus.core.hbase.endpoint.ReplicaHost h = cluster.endpoint(g, 0, k).host();
         assertTrue(h.counters().get("replayLogEnd") >= crossed && h.counters().get("replayBaseIndex") < crossed,
             "replica " + k + " replayed across " + crossed + ": " + h.counters());
+        assertTrue(h.counters().get("replayResetBlocks") > 0, "replica " + k + "'s cells were ahead of its base (HBase"
+            + " flushed them at the close) and were set back to it: " + h.counters());
         assertEquals(0L, h.counters().get("recoveryFromPeer"), "replica " + k + " started from its disk");
         RegionSnapshot s = disks.get(h.replicaId().name()).readSnapshot(0, crossed);
         assertEquals(null, s.mismatch(cp, cfg.hash(), cfg.blockSize(), cfg.layout()),

@@ -951,6 +951,9 @@ class PipelinedCommitTest {
                     (to, m) -> send(new Envelope(rep, to, m)), disks.get(rep), coord, ReplicaHooks.NONE, base,
                     cells.get(rep)));
         }
+        for (NodeId rep : c0.replicas()) {
+            assertEquals(6, replicas.get(rep).resetAtOpen(), "blocks 1..6 (entries 8..13) set back to the base");
+        }
         drain();
         Statement.Checkpoint cp = ReplicaCatchUp.certified(c0, dir, membership, coord);
         assertEquals(crossed, cp.throughIndex(), "the replay's flush through " + crossed + " was certified");

@@ -77,6 +77,7 @@ public final class ReplicaHost {
     private volatile long replayedFrom;
     private volatile long replayedLogEnd;
     private volatile long replayedSeqs;
+    private volatile long replayResetBlocks;
     private final WitnessHolders remoteHolders;
     // what building the replica needs (again, after a catch-up from a peer)
     private final ProtocolConfig cfg;
@@ -235,10 +236,12 @@ public final class ReplicaHost {
         this.replayedFrom = base.throughIndex();
         this.replayedLogEnd = logEnd;
         this.replayedSeqs = r.appliedSeq() - base.lastSeq();
+        this.replayResetBlocks = r.resetAtOpen();
         this.recoveryMillis = System.currentTimeMillis() - openedAt;
         if (logEnd > base.throughIndex()) {
-            LOG.info("{} replayed its Salus log: base checkpoint through index {} (seq {}), log ends at {}, applied"
-                    + " through seq {} before serving", me, base.throughIndex(), base.lastSeq(), logEnd, r.appliedSeq());
+            LOG.info("{} replayed its Salus log: base checkpoint through index {} (seq {}), {} block(s) of its cells set"
+                    + " back to it, log ends at {}, applied through seq {} before serving", me, base.throughIndex(),
+                    base.lastSeq(), r.resetAtOpen(), logEnd, r.appliedSeq());
         }
         this.replica = r;
     }
@@ -457,6 +460,9 @@ public final class ReplicaHost {
         m.put("recoveryRefused", recoveryRefused.get());
         m.put("recoveryDropped", droppedWhileRecovering.get());
         m.put("recoveryMillis", recoveryMillis);
+        // blocks of the region's cells that held another state than the verified base (HBase flushed later entries'
+        // blocks at the close) and were set back to it before the replay
+        m.put("replayResetBlocks", replayResetBlocks);
         if (remoteHolders != null) {
             m.putAll(remoteHolders.counters());
         }

@@ -70,6 +70,8 @@ public final class RegionReplica {
     /** A voted entry still unresolved after this many retransmission rounds is offered to every holder again. */
     public static final int STALLED_ROUNDS = 5;
     private long ticks;
+    /** Blocks of the region store set back to the verified base when this replica was built ({@link #resetStoreTo}). */
+    private final int resetAtOpen;
 
     private final ProtocolConfig cfg;
     private final RrsConfig rrs;
@@ -170,7 +172,7 @@ public final class RegionReplica {
         this.hooks = hooks;
         this.pos = rrs.replicas().indexOf(me);
         this.store = store;
-        resetStoreTo(cfg, base, store);
+        this.resetAtOpen = resetStoreTo(cfg, base, store);
         this.appliedSeq = base.lastSeq();
         this.rootRecord = base.rootRecord();
         this.log = new ReplicaLog(base.throughIndex(), base.lastSeq());
@@ -298,6 +300,11 @@ public final class RegionReplica {
 
     public RrsConfig config() {
         return rrs;
+    }
+
+    /** Blocks of the region store that held another state than the verified base at open and were set back. */
+    public int resetAtOpen() {
+        return resetAtOpen;
     }
 
     public long appliedSeq() {
