@@ -899,6 +899,97 @@ class PipelinedCommitTest {
                 "restart after the catch-up from the checkpoint through " + later);
     }
 
+    /**
+     * rec15: a replica's region store (the HBase region's cells) survives a stop with MORE than the certified
+     * checkpoint (HBase flushes the memstore when it closes the region; a checkpoint write still in flight on the
+     * off-loop writer is lost, so the certificate lags). All three replicas restart from the certified base and
+     * their replay crosses a flush index: the root they sign there must be the state at that index, which their
+     * disks' checkpoint files compose, not the store's later state. Before, the three signed the same wrong root
+     * (the store's blocks of later entries not yet re-applied), the CHECKPOINT certificate formed with it, and no
+     * replica could start from its own disk again nor accept a peer's transfer ("region tree root ... differs").
+     */
+    @Test
+    void aRestartWithTheStoreAheadOfTheCertifiedCheckpointSignsTheStateItsDiskHolds() throws Exception {
+        RrsConfig c0 = configs.get(0);
+        Map<NodeId, io.salus.core.protocol.replica.InMemoryRegionStore> cells = new HashMap<>();
+        RegionSnapshot empty = RegionSnapshot.empty(0, RegionLogRecovery.emptyVolumeRoot(cfg));
+        List<Runnable> inFlight = new ArrayList<>();
+        for (NodeId rep : c0.replicas()) {
+            cells.put(rep, new io.salus.core.protocol.replica.InMemoryRegionStore(cfg, Map.of()));
+            replicas.put(rep, new RegionReplica(cfg, c0, rep, clientId, signers.get(rep), dir, membership,
+                    (to, m) -> send(new Envelope(rep, to, m)), disks.get(rep), coord, ReplicaHooks.NONE, empty,
+                    cells.get(rep)));
+        }
+        int certifiedWrites = 2 * RegionReplica.CHECKPOINT_EVERY; // indexes 0..7: certified through 7
+        int n = certifiedWrites + RegionReplica.CHECKPOINT_EVERY + 2; // then 8..13, crossing the flush at 11
+        for (int b = 1; b <= n; b++) {
+            if (b == certifiedWrites + 1) { // from here the checkpoint writes stay in flight (lost at the stop)
+                c0.replicas().forEach(rep -> replicas.get(rep).writeCheckpointsOn(inFlight::add));
+            }
+            assertTrue(client.submit(List.of(new BlockWrite(b % 8, data(b)))) > 0);
+            drain();
+        }
+        assertEquals(n, acked.size());
+        long certified = certifiedWrites - 1;
+        long crossed = certified + RegionReplica.CHECKPOINT_EVERY;
+        assertEquals(certified, ReplicaCatchUp.certified(c0, dir, membership, coord).throughIndex());
+        assertEquals(3, inFlight.size(), "each replica's checkpoint through " + crossed + " is still being written");
+        var expectedAtCrossed = replicas.get(c0.primary()).regionRootAt((long) crossed + 1); // seq = index + 1
+        assertNotNull(expectedAtCrossed);
+
+        // stop all three (the in-flight writes never run), restart them from their disks over the same cells (a
+        // region reopened: its cells as they were, nothing dirty)
+        for (NodeId rep : c0.replicas()) {
+            Map<Long, byte[]> kept = new HashMap<>();
+            for (long k = 0; k < cfg.layout().blocksPerRegion(); k++) {
+                kept.put(k, cells.get(rep).read(k));
+            }
+            cells.put(rep, new io.salus.core.protocol.replica.InMemoryRegionStore(cfg, kept));
+            RegionSnapshot base = RegionReplica.verifiedBase(cfg, c0, dir, membership, disks.get(rep), coord);
+            assertEquals(certified, base.throughIndex());
+            replicas.put(rep, new RegionReplica(cfg, c0, rep, clientId, signers.get(rep), dir, membership,
+                    (to, m) -> send(new Envelope(rep, to, m)), disks.get(rep), coord, ReplicaHooks.NONE, base,
+                    cells.get(rep)));
+        }
+        for (NodeId rep : c0.replicas()) {
+            assertEquals(6, replicas.get(rep).resetAtOpen(), "blocks 1..6 (entries 8..13) set back to the base");
+        }
+        drain();
+        Statement.Checkpoint cp = ReplicaCatchUp.certified(c0, dir, membership, coord);
+        assertEquals(crossed, cp.throughIndex(), "the replay's flush through " + crossed + " was certified");
+        for (NodeId rep : c0.replicas()) {
+            assertEquals(n, replicas.get(rep).appliedSeq());
+            assertEquals(crossed, RegionReplica.verifiedBase(cfg, c0, dir, membership, disks.get(rep), coord)
+                    .throughIndex(), rep + " starts from its own disk again");
+        }
+        assertEquals(expectedAtCrossed, cp.regionRoot(), "the certified root is the region's state at " + crossed);
+        // a replica that lost its disk accepts a peer's state through the certificate
+        NodeId lost = c0.replicas().get(1);
+        disks.get(lost).deleteAll();
+        sent.clear();
+        replicas.get(c0.replicas().get(0)).receive(lost, new Message.StateRequest(0, 0, crossed));
+        Message.StateTransfer x = sent.stream().filter(e -> e.m() instanceof Message.StateTransfer)
+                .map(e -> (Message.StateTransfer) e.m()).findFirst().orElseThrow();
+        assertEquals(2, ReplicaCatchUp.install(cfg, c0, clientId, dir, dir, membership, coord, disks.get(lost),
+                null, x).entries());
+        // and writes go on, with checkpoints certified over the restarted replicas
+        c0.replicas().forEach(rep -> replicas.get(rep).writeCheckpointsOn(Runnable::run));
+        replicas.put(lost, new RegionReplica(cfg, c0, lost, clientId, signers.get(lost), dir, membership,
+                (to, m) -> send(new Envelope(lost, to, m)), disks.get(lost), coord, ReplicaHooks.NONE,
+                RegionReplica.verifiedBase(cfg, c0, dir, membership, disks.get(lost), coord), cells.get(lost)));
+        drain();
+        for (int b = n + 1; b <= n + RegionReplica.CHECKPOINT_EVERY; b++) {
+            assertTrue(client.submit(List.of(new BlockWrite(b % 8, data(b)))) > 0);
+            drain();
+        }
+        assertEquals(n + RegionReplica.CHECKPOINT_EVERY, acked.size());
+        assertEquals(crossed + RegionReplica.CHECKPOINT_EVERY,
+                ReplicaCatchUp.certified(c0, dir, membership, coord).throughIndex());
+        for (NodeId rep : c0.replicas()) {
+            assertEquals(crossed + RegionReplica.CHECKPOINT_EVERY, RegionReplica.verifiedBase(cfg, c0, dir,
+                    membership, disks.get(rep), coord).throughIndex());
+        }
+    }
     /** A checkpoint writes the blocks changed since the previous one, not the whole region. */
     @Test
     void aCheckpointWritesWhatChangedAndTheDiskComposesTheRegion() {

@@ -56,6 +56,8 @@ public final class ReplicaHost {
     private final ScheduledExecutorService loop;
     /** Writes the replica's checkpoints (HDFS file + region flush, hundreds of ms) off the event loop, in order. */
     private final java.util.concurrent.ExecutorService checkpointWriter;
+    /** Set by {@link #close}: checkpoint writes queued behind the one in progress are not started. */
+    private volatile boolean closed;
     private final ReplicaLink link;
     private final ReplicaFaultInjector faults;
     /** Null while the replica catches up from a peer (it serves nothing until then); set on the loop thread. */
@@ -75,6 +77,7 @@ public final class ReplicaHost {
     private volatile long replayedFrom;
     private volatile long replayedLogEnd;
     private volatile long replayedSeqs;
+    private volatile long replayResetBlocks;
     private final WitnessHolders remoteHolders;
     // what building the replica needs (again, after a catch-up from a peer)
     private final ProtocolConfig cfg;
@@ -217,18 +220,28 @@ public final class ReplicaHost {
                         transport(me), disk, coordination, faults.hooks(me), base)
                 : new RegionReplica(cfg, rrs, me, client, keys.signer(me), keys.replicaVerifier(), addressing.membership(),
                         transport(me), disk, coordination, faults.hooks(me), base, store);
-        // Checkpoints stay written inline on the loop for now: with the off-loop writer (lat13) a reopened
-        // 'salus up' once could not start a replica from its own disk after SIGTERM (SalusUpReopenTest, merged run of
-        // 2026-11-26 09:21: "not mounted after 120 s ... missing demo/0/r1", and the peers' state refused as "not the
-        // certified one"). Re-enable with r.writeCheckpointsOn(checkpointWriter) once that is understood.
+        // checkpoints are written off the loop (lat13), in order, and not started any more once the host is closed
+        r.writeCheckpointsOn(task -> {
+            try {
+                checkpointWriter.execute(() -> {
+                    if (!closed) {
+                        task.run();
+                    }
+                });
+            } catch (java.util.concurrent.RejectedExecutionException e) {
+                // closed: the checkpoint is not written, so never signed (as if the server stopped before it)
+            }
+        });
         this.recoveryCheckedIndex = base.throughIndex();
         this.replayedFrom = base.throughIndex();
         this.replayedLogEnd = logEnd;
         this.replayedSeqs = r.appliedSeq() - base.lastSeq();
+        this.replayResetBlocks = r.resetAtOpen();
         this.recoveryMillis = System.currentTimeMillis() - openedAt;
         if (logEnd > base.throughIndex()) {
-            LOG.info("{} replayed its Salus log: base checkpoint through index {} (seq {}), log ends at {}, applied"
-                    + " through seq {} before serving", me, base.throughIndex(), base.lastSeq(), logEnd, r.appliedSeq());
+            LOG.info("{} replayed its Salus log: base checkpoint through index {} (seq {}), {} block(s) of its cells set"
+                    + " back to it, log ends at {}, applied through seq {} before serving", me, base.throughIndex(),
+                    base.lastSeq(), r.resetAtOpen(), logEnd, r.appliedSeq());
         }
         this.replica = r;
     }
@@ -447,6 +460,9 @@ public final class ReplicaHost {
         m.put("recoveryRefused", recoveryRefused.get());
         m.put("recoveryDropped", droppedWhileRecovering.get());
         m.put("recoveryMillis", recoveryMillis);
+        // blocks of the region's cells that held another state than the verified base (HBase flushed later entries'
+        // blocks at the close) and were set back to it before the replay
+        m.put("replayResetBlocks", replayResetBlocks);
         if (remoteHolders != null) {
             m.putAll(remoteHolders.counters());
         }
@@ -462,8 +478,13 @@ public final class ReplicaHost {
     }
 
     public void close() {
+        closed = true;
         loop.shutdownNow();
-        checkpointWriter.shutdownNow(); // an unfinished checkpoint is as if the server stopped before it: unsigned
+        // The checkpoint writes queued behind the one in progress are not started (as if the server stopped before
+        // them: nothing unwritten is signed). The one in progress is not interrupted: an interrupted HBase region
+        // flush is a dropped memstore snapshot, for which HBase aborts the whole region server ("Replay of WAL
+        // required"); it ends on its own (the closing region refuses the flush, and its checkpoint is never signed).
+        checkpointWriter.shutdown();
         if (remoteHolders != null) {
             remoteHolders.close();
         }

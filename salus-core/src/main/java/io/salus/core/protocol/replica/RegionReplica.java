@@ -70,6 +70,8 @@ public final class RegionReplica {
     /** A voted entry still unresolved after this many retransmission rounds is offered to every holder again. */
     public static final int STALLED_ROUNDS = 5;
     private long ticks;
+    /** Blocks of the region store set back to the verified base when this replica was built ({@link #resetStoreTo}). */
+    private final int resetAtOpen;
 
     private final ProtocolConfig cfg;
     private final RrsConfig rrs;
@@ -144,8 +146,11 @@ public final class RegionReplica {
 
     /**
      * As above, over a given {@link RegionStore} (an adapter's, e.g. the HBase region's own cells) instead of an
-     * in-memory store filled from {@code base.blocks()}: the store must already hold at least the state of
-     * {@code base} (the entries after {@code base.throughIndex()} are re-applied from the disk).
+     * in-memory store filled from {@code base.blocks()}. The store may hold any state (an HBase region closed or
+     * flushed after later entries applied holds more than {@code base}): every block whose leaf differs from
+     * {@code base} is set back to its {@code base} content first ({@link #resetStoreTo}), then the entries after
+     * {@code base.throughIndex()} are re-applied from the disk, so every state the replay passes (and signs at a
+     * flush index) is the state at that index.
      */
     public RegionReplica(ProtocolConfig cfg, RrsConfig rrs, NodeId me, NodeId clientId, Signer signer,
                          Verifier verifier, Membership membership, Transport net, ReplicaDisk disk,
@@ -167,6 +172,7 @@ public final class RegionReplica {
         this.hooks = hooks;
         this.pos = rrs.replicas().indexOf(me);
         this.store = store;
+        this.resetAtOpen = resetStoreTo(cfg, base, store);
         this.appliedSeq = base.lastSeq();
         this.rootRecord = base.rootRecord();
         this.log = new ReplicaLog(base.throughIndex(), base.lastSeq());
@@ -219,6 +225,37 @@ public final class RegionReplica {
     }
 
     /**
+     * Makes {@code store} hold exactly {@code base}'s cells: each block whose leaf hash differs from its content in
+     * {@code base} (all zeros if {@code base} does not hold it) is applied again with that content, so it is also in
+     * the store's dirty set (the next checkpoint writes it). A region store outlives the replica's memory: HBase
+     * flushes the region's memstore when it closes it (and under memory pressure), so a reopened store can hold
+     * blocks of entries after the certified checkpoint, while the restart re-applies only from that checkpoint on.
+     * Replayed over such a store, the root at a flush index mixed the later entries' blocks in: the three replicas
+     * signed it (all three reopened over the same cells) and the CHECKPOINT certificate vouched for a state their
+     * checkpoint files do not compose, so none of them could start from its own disk or accept a peer's transfer
+     * again (rec15; seen as SalusUpReopenTest's "region tree root ... differs from the certified" after SIGTERM).
+     *
+     * @return the blocks set back
+     */
+    static int resetStoreTo(ProtocolConfig cfg, RegionSnapshot base, RegionStore store) {
+        Map<Long, Hash> have = store.leafHashes();
+        Set<Long> blocks = new java.util.TreeSet<>(have.keySet());
+        blocks.addAll(base.blocks().keySet());
+        byte[] zeros = new byte[cfg.blockSize()];
+        Hash emptyLeaf = cfg.hash().leafHash(zeros);
+        int reset = 0;
+        for (long k : blocks) {
+            byte[] want = base.blocks().getOrDefault(k, zeros);
+            Hash wantLeaf = want == zeros ? emptyLeaf : cfg.hash().leafHash(want);
+            if (!wantLeaf.equals(have.getOrDefault(k, emptyLeaf))) {
+                store.apply(k, want.clone());
+                reset++;
+            }
+        }
+        return reset;
+    }
+
+    /**
      * The state a restarting replica of {@code rrs} may serve from: its on-disk checkpoint through the
      * latest CHECKPOINT certificate of its generation that {@code coordination} holds (signed by the
      * generation's three replicas), verified against that certificate (generation, index, last seq,
@@ -263,6 +300,11 @@ public final class RegionReplica {
 
     public RrsConfig config() {
         return rrs;
+    }
+
+    /** Blocks of the region store that held another state than the verified base at open and were set back. */
+    public int resetAtOpen() {
+        return resetAtOpen;
     }
 
     public long appliedSeq() {
