@@ -45,6 +45,17 @@ public final class HdfsReplicaStorage implements ReplicaStorageFactory {
     public static final String DEFAULT_LOG_ROOT = "/salus/logs";
     public static final String ZK_ROOT_KEY = "salus.zk.root";
     public static final String DEFAULT_ZK_ROOT = "/salus";
+    /**
+     * First wait (ms) of the Salus log's HDFS client before it asks the NameNode again whether a closed file's last
+     * block is complete (HDFS: {@code dfs.client.block.write.locateFollowingBlock.initial.delay.ms}, default 400,
+     * doubling). The replica closes a checkpoint file every few log entries on its event loop, and a close usually
+     * races the DataNode's block report, so HDFS's 400 ms stalled every write behind it (ci15's thread dumps).
+     */
+    public static final String CLOSE_RETRY_DELAY_KEY = "salus.log.close.retry.initial.ms";
+    public static final int DEFAULT_CLOSE_RETRY_DELAY_MS = 25;
+    /** Retries of that check (HDFS: {@code dfs.client.block.write.locateFollowingBlock.retries}, default 5). */
+    public static final String CLOSE_RETRIES_KEY = "salus.log.close.retries";
+    public static final int DEFAULT_CLOSE_RETRIES = 10;
 
     private DistributedFileSystem fs;
     private HdfsReplicaDisk disk;
@@ -55,7 +66,13 @@ public final class HdfsReplicaStorage implements ReplicaStorageFactory {
         Configuration conf = env.getConfiguration();
         try {
             Path root = CommonFSUtils.getRootDir(conf);
-            FileSystem f = FileSystem.newInstance(root.toUri(), conf);
+            // the Salus log's own client (newInstance): its close retry schedule is Salus's, HBase's client keeps its own
+            Configuration logConf = new Configuration(conf);
+            logConf.setInt("dfs.client.block.write.locateFollowingBlock.initial.delay.ms",
+                    conf.getInt(CLOSE_RETRY_DELAY_KEY, DEFAULT_CLOSE_RETRY_DELAY_MS));
+            logConf.setInt("dfs.client.block.write.locateFollowingBlock.retries",
+                    conf.getInt(CLOSE_RETRIES_KEY, DEFAULT_CLOSE_RETRIES));
+            FileSystem f = FileSystem.newInstance(root.toUri(), logConf);
             if (!(f instanceof DistributedFileSystem d)) {
                 f.close();
                 throw new IllegalStateException("hbase.rootdir " + root + " is on " + f.getClass().getSimpleName()
