@@ -119,8 +119,26 @@ class SalusFaultTableTest {
     }
 
     public Volume remount(VolumeGeometry g, StringBuilder notes) throws Exception {
-      cluster.awaitPlaced(g);
-      return SalusVolume.open(cluster.connection(), g.volume());
+      try {
+        cluster.awaitPlaced(g);
+      } catch (AssertionError e) {
+        notes.append("at remount: ").append(oneLine(e)).append(". ");
+      }
+      CompletableFuture<SalusVolume> f = CompletableFuture.supplyAsync(() -> {
+        try {
+          return SalusVolume.open(cluster.connection(), g.volume());
+        } catch (java.io.IOException e) {
+          throw new java.io.UncheckedIOException(e);
+        }
+      });
+      try {
+        return f.get(180, TimeUnit.SECONDS);
+      } catch (java.util.concurrent.TimeoutException e) {
+        f.thenAccept(SalusVolume::close);
+        throw new java.io.IOException("the mount did not complete within 180 s");
+      } catch (java.util.concurrent.ExecutionException e) {
+        throw e.getCause() instanceof Exception ? (Exception) e.getCause() : e;
+      }
     }
   };
 
@@ -162,11 +180,13 @@ class SalusFaultTableTest {
     final List<CompletableFuture<Void>> fs = new ArrayList<>();
     final Thread thread;
     volatile Throwable error;
+    /** Set when the writer "dies": no write is issued after it. */
+    volatile boolean stopped;
 
     Workload(VolumeGeometry g, Volume v, int n, int window) {
       thread = new Thread(() -> {
         try {
-          for (int i = 0; i < n; i++) {
+          for (int i = 0; i < n && !stopped; i++) {
             if (i >= window) {
               CompletableFuture<Void> f;
               synchronized (fs) {
@@ -174,9 +194,14 @@ class SalusFaultTableTest {
               }
               try {
                 f.get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS);
+              } catch (InterruptedException e) {
+                return; // the writer died
               } catch (Exception e) {
                 // recorded in its future
               }
+            }
+            if (stopped) {
+              return;
             }
             CompletableFuture<Void> f;
             try {
@@ -349,9 +374,53 @@ class SalusFaultTableTest {
         Thread.sleep(50);
       }
       long ackedAtFault = w.acked();
-      fault.inject(kind, g, v, notes);
+      boolean[] acked;
+      if (fault instanceof ClientCrash) {
+        w.stopped = true;
+        w.thread.interrupt();
+        w.thread.join(SalusMiniCluster.DEADLINE_MS);
+        acked = w.ackedFlags(N); // what was acknowledged before it died
+        fault.inject(kind, g, v, notes);
+        int issued = w.issued();
+        int nAcked = 0;
+        for (boolean a : acked) {
+          nAcked += a ? 1 : 0;
+        }
+        Volume again = null;
+        String after;
+        String order;
+        try {
+          again = kind.remount(g, notes);
+          Readback r = readAll(g, again);
+          after = freshness(g, N, acked, r);
+          order = ordered(g, issued, r);
+          for (int extra = 0; extra < 5; extra++) { // the remounted volume takes new writes
+            again.write(SalusRegionRecoveryTest.firstBlock(g, extra), SalusRegionRecoveryTest.data(g, extra), true)
+                .get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS);
+          }
+        } catch (Exception e) {
+          after = "**not mountable or not writable**: " + oneLine(e);
+          order = "unknown";
+        } finally {
+          if (again != null) {
+            again.close();
+          }
+        }
+        row = new Row(faultName, kind.label(), nAcked + " / " + issued + " acknowledged when the writer died",
+            after.startsWith("**") ? "**no**" : "yes (new writes commit after the remount)", "n/a (writer dead)",
+            after, order, notes.toString().trim());
+        v = null;
+        rows.add(row);
+        System.out.println("fault row: " + row);
+        return row;
+      }
+      try {
+        fault.inject(kind, g, v, notes);
+      } catch (Exception | AssertionError e) {
+        notes.append("while injecting: ").append(oneLine(e)).append(". ");
+      }
       boolean done = w.await(SalusMiniCluster.DEADLINE_MS);
-      boolean[] acked = w.ackedFlags(N);
+      acked = w.ackedFlags(N);
       int nAcked = 0;
       for (boolean a : acked) {
         nAcked += a ? 1 : 0;
@@ -400,7 +469,7 @@ class SalusFaultTableTest {
   static void assertSalusRow(Row r) {
     assertEquals("Fresh", r.afterRemount(), "Salus row " + r);
     assertTrue(r.ordered().startsWith("Ordered"), "Salus row " + r);
-    assertEquals("yes", r.live(), "Salus row " + r);
+    assertTrue(r.live().startsWith("yes"), "Salus row " + r);
   }
 
   // ------------------------------------------------------------------ the faults
@@ -545,6 +614,26 @@ class SalusFaultTableTest {
     }
   };
 
+  /** The writer dies with writes in flight (Salus: its protocol loop stops, its lease is released). */
+  static final class ClientCrash implements Fault {
+    SalusVolume crashed;
+
+    @Override
+    public void inject(Kind kind, VolumeGeometry g, Volume v, StringBuilder notes) throws Exception {
+      crashed = (SalusVolume) v;
+      io.salus.blockdriver.salus.SalusVolumeCrash.crash(crashed);
+      notes.append("the writer's protocol loop stopped with its unacknowledged writes in flight (what it had handed ")
+          .append("to its link still goes out), its lease released; the next mount fences it. ");
+    }
+
+    @Override
+    public void heal() {
+      if (crashed != null) {
+        io.salus.blockdriver.salus.SalusVolumeCrash.release(crashed);
+      }
+    }
+  }
+
   static final class RefuseReads implements Fault {
     @Override
     public void inject(Kind kind, VolumeGeometry g, Volume v, StringBuilder notes) throws Exception {
@@ -664,7 +753,22 @@ class SalusFaultTableTest {
         notes.append("DataNode ").append(dn).append(" (paired with ").append(s.getHostAndPort()).append("): ")
             .append(n).append(" block replicas of the volume's HFiles and Salus logs corrupted on disk; the ")
             .append(there.size()).append(" replica regions on that server reopened. ");
-        cluster.awaitPlaced(g);
+        long end = System.currentTimeMillis() + 120_000;
+        boolean back = false;
+        while (!back && System.currentTimeMillis() < end) {
+          back = true;
+          for (int r = 0; r < g.numRegions(); r++) {
+            for (int k = 0; k < 3; k++) {
+              back &= cluster.locate(g, r, k) != null;
+            }
+          }
+          Thread.sleep(200);
+        }
+        if (!back) {
+          notes.append("**Not every replica region serves again within 120 s** (HBase cannot open a region whose ")
+              .append("HFile replica, the only one at HDFS replication 1, fails its checksum: the region stays in ")
+              .append("transition before the Salus endpoint runs, so no catch-up from a peer). ");
+        }
       } else {
         TableName t = VolumeCatalog.dataTable(g.volume());
         admin.flush(t);
@@ -711,10 +815,16 @@ class SalusFaultTableTest {
   }
 
   @Test
-  @Order(5)
+  @Order(7)
   void bytesFlippedInDataNodeBlockFiles() throws Exception {
     run("bytes flipped in one DataNode's block files on disk", HBASE, FLIP_DATANODE_BYTES);
     assertSalusRow(run("bytes flipped in one DataNode's block files on disk", SALUS, FLIP_DATANODE_BYTES));
+  }
+
+  @Test
+  @Order(6)
+  void theClientCrashesMidStream() throws Exception {
+    assertSalusRow(run("the client crashes mid-stream", SALUS, new ClientCrash()));
   }
 
   // ------------------------------------------------------------------ the generated document
@@ -753,7 +863,8 @@ class SalusFaultTableTest {
     }
     s.append("\nRows of the paper's table not generated yet (issue 14): a DataNode's disk lost for good (replica ")
         .append("rebuild while serving), a region server that refuses or reorders writes (needs RRS replacement by ")
-        .append("the master), the client crashed mid-stream (identifyLCP at the next mount).\n");
+        .append("the master); the client crash for the baseline (HBaseVolume has no crash seam yet); a client ")
+        .append("crash with a batch only partly sent to its regions (identifyLCP across regions, not built).\n");
     Files.createDirectories(out.toAbsolutePath().getParent());
     Files.writeString(out, s.toString(), StandardCharsets.UTF_8);
     System.out.println("wrote " + out);
