@@ -72,7 +72,9 @@ class SalusFaultTableTest {
   static void start() throws Exception {
     started = Instant.now();
     loadBefore = load();
-    cluster = new SalusMiniCluster();
+    // the run is longer than HBase's 20-minute abort timeout, whose default task halts the JVM (the killed server's)
+    cluster = new SalusMiniCluster(c -> c.set("hbase.regionserver.abort.timeout.task",
+        NoHaltOnAbortTimeout.class.getName()));
   }
 
   @AfterAll
