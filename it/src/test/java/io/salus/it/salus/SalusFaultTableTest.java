@@ -343,7 +343,7 @@ class SalusFaultTableTest {
     if (stale > 0 || unreadable > 0) {
       return "**Lost** (" + (stale > 0 ? stale + " blocks older than their last acknowledged write" : "")
           + (stale > 0 && unreadable > 0 ? "; " : "")
-          + (unreadable > 0 ? unreadable + " blocks unreadable, e.g. " + r.firstError() : "") + ")";
+          + (unreadable > 0 ? unreadable + " blocks unreadable or not attempted, e.g. " + r.firstError() : "") + ")";
     }
     return "Fresh";
   }
