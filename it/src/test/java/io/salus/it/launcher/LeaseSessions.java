@@ -8,13 +8,13 @@ import java.util.concurrent.TimeUnit;
 import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.ZooKeeper;
 
-/** Test helper shared by the fencing tests: ends a lease holder's ZooKeeper session. */
-final class LeaseSessions {
+/** Test helper shared by the fencing tests (launcher and Salus volume tests): ends a lease holder's ZooKeeper session. */
+public final class LeaseSessions {
   private LeaseSessions() {
   }
 
   /** Ends the lease's session on the server: a second client attaches to it and closes it. */
-  static void expire(String quorum, VolumeLease lease) throws Exception {
+  public static void expire(String quorum, VolumeLease lease) throws Exception {
     for (int attempt = 0; attempt < 10 && !lease.isLost(); attempt++) {
       CountDownLatch connected = new CountDownLatch(1);
       ZooKeeper dup = new ZooKeeper(quorum, 20_000, event -> {

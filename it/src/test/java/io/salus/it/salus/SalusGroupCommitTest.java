@@ -372,7 +372,7 @@ class SalusGroupCommitTest {
     try {
       await(old.write(0, a, false));
       io.salus.blockdriver.salus.SalusVolumeSeams.ignoreLeaseLoss(old);
-      expire(old.lease());
+      cluster.expireLease(old.lease());
       try (SalusVolume fresh = SalusVolume.open(cluster.connection(), "gcfence")) {
         List<CompletableFuture<Void>> late = new ArrayList<>();
         for (int i = 0; i < 50; i++) {
@@ -398,24 +398,4 @@ class SalusGroupCommitTest {
     }
   }
 
-  /** As SalusVolumeTest#expire: ends the lease holder's ZooKeeper session on the server. */
-  static void expire(io.salus.blockdriver.volume.VolumeLease lease) throws Exception {
-    String quorum = cluster.util.getConfiguration().get("hbase.zookeeper.quorum") + ":"
-        + cluster.util.getConfiguration().get("hbase.zookeeper.property.clientPort");
-    for (int attempt = 0; attempt < 10 && !lease.isLost(); attempt++) {
-      java.util.concurrent.CountDownLatch connected = new java.util.concurrent.CountDownLatch(1);
-      org.apache.zookeeper.ZooKeeper dup = new org.apache.zookeeper.ZooKeeper(quorum, 20_000, event -> {
-        if (event.getState() == org.apache.zookeeper.Watcher.Event.KeeperState.SyncConnected) {
-          connected.countDown();
-        }
-      }, lease.sessionId(), lease.sessionPassword());
-      connected.await(10, TimeUnit.SECONDS);
-      dup.close();
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-      while (!lease.isLost() && System.nanoTime() < deadline) {
-        Thread.sleep(50);
-      }
-    }
-    assertTrue(lease.isLost(), "the first writer's lease is lost");
-  }
 }

@@ -127,6 +127,13 @@ final class SalusMiniCluster implements AutoCloseable {
     return f;
   }
 
+  /** Ends a writer lease's ZooKeeper session on this cluster's ZooKeeper ({@code LeaseSessions#expire}). */
+  void expireLease(io.salus.blockdriver.volume.VolumeLease lease) throws Exception {
+    Configuration conf = util.getConfiguration();
+    io.salus.it.launcher.LeaseSessions.expire(conf.get("hbase.zookeeper.quorum") + ":"
+        + conf.get("hbase.zookeeper.property.clientPort"), lease);
+  }
+
   Connection connection() throws java.io.IOException {
     return util.getConnection();
   }

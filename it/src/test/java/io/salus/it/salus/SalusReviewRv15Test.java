@@ -60,7 +60,7 @@ class SalusReviewRv15Test {
       await(old.write(0, a, false));
       assertArrayEquals(a, await(old.read(0, 1)));
       io.salus.blockdriver.salus.SalusVolumeSeams.ignoreLeaseLoss(old);
-      expire(old.lease());
+      cluster.expireLease(old.lease());
       try (SalusVolume fresh = SalusVolume.open(cluster.connection(), "rdhang")) {
         assertTrue(fresh.lease().epoch() > old.lease().epoch());
         // the old writer writes block 1 and reads it back at once (an NBD client with both in flight)
@@ -95,26 +95,6 @@ class SalusReviewRv15Test {
     }
   }
 
-  /** Ends the lease holder's ZooKeeper session on the server (as SalusVolumeTest#expire). */
-  static void expire(io.salus.blockdriver.volume.VolumeLease lease) throws Exception {
-    String quorum = cluster.util.getConfiguration().get("hbase.zookeeper.quorum") + ":"
-        + cluster.util.getConfiguration().get("hbase.zookeeper.property.clientPort");
-    for (int attempt = 0; attempt < 10 && !lease.isLost(); attempt++) {
-      java.util.concurrent.CountDownLatch connected = new java.util.concurrent.CountDownLatch(1);
-      org.apache.zookeeper.ZooKeeper dup = new org.apache.zookeeper.ZooKeeper(quorum, 20_000, event -> {
-        if (event.getState() == org.apache.zookeeper.Watcher.Event.KeeperState.SyncConnected) {
-          connected.countDown();
-        }
-      }, lease.sessionId(), lease.sessionPassword());
-      connected.await(10, TimeUnit.SECONDS);
-      dup.close();
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-      while (!lease.isLost() && System.nanoTime() < deadline) {
-        Thread.sleep(50);
-      }
-    }
-    assertTrue(lease.isLost(), "the first writer's lease is lost");
-  }
   /**
    * A replica's Salus log is lost (its DataNode disk; here deleted while its region is closed) while its region has
    * no CHECKPOINT certificate yet (fewer than 4 log entries: every region of a young volume). The region open

@@ -92,7 +92,7 @@ class SalusVolumeTest {
     try {
       await(old.write(0, a, false)); // region 0, committed while the first writer held the lease
       io.salus.blockdriver.salus.SalusVolumeSeams.ignoreLeaseLoss(old);
-      expire(old.lease());
+      cluster.expireLease(old.lease());
       try (SalusVolume fresh = SalusVolume.open(cluster.connection(), "fence")) {
         assertTrue(fresh.lease().epoch() > old.lease().epoch(), "a later lease has a higher epoch: "
             + fresh.lease().epoch() + " vs " + old.lease().epoch());
@@ -132,27 +132,6 @@ class SalusVolumeTest {
     byte[] b = cluster.endpoint(g, region, k).host().inspect((RegionReplica rep) -> rep.block(local))
         .get(60, TimeUnit.SECONDS);
     return b == null ? new byte[BLOCK] : b;
-  }
-
-  /** Ends the lease holder's ZooKeeper session on the server (a second client attaches to it and closes it). */
-  static void expire(io.salus.blockdriver.volume.VolumeLease lease) throws Exception {
-    String quorum = cluster.util.getConfiguration().get("hbase.zookeeper.quorum") + ":"
-        + cluster.util.getConfiguration().get("hbase.zookeeper.property.clientPort");
-    for (int attempt = 0; attempt < 10 && !lease.isLost(); attempt++) {
-      java.util.concurrent.CountDownLatch connected = new java.util.concurrent.CountDownLatch(1);
-      org.apache.zookeeper.ZooKeeper dup = new org.apache.zookeeper.ZooKeeper(quorum, 20_000, event -> {
-        if (event.getState() == org.apache.zookeeper.Watcher.Event.KeeperState.SyncConnected) {
-          connected.countDown();
-        }
-      }, lease.sessionId(), lease.sessionPassword());
-      connected.await(10, TimeUnit.SECONDS);
-      dup.close();
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-      while (!lease.isLost() && System.nanoTime() < deadline) {
-        Thread.sleep(50);
-      }
-    }
-    assertTrue(lease.isLost(), "the first writer's lease is lost");
   }
 
   /** Many large writes in flight at once (what nbdcopy does: 256 KiB requests, many outstanding). */
