@@ -177,100 +177,6 @@ class SalusFaultTableTest {
 
   // ------------------------------------------------------------------ workload and classification
 
-  /** Writes 0..n-1 in order (SalusRegionRecoveryTest's blocks), at most {@code window} unacknowledged. */
-  static final class Workload {
-    final List<CompletableFuture<Void>> fs = new ArrayList<>();
-    final Thread thread;
-    volatile Throwable error;
-    /** Set when the writer "dies": no write is issued after it. */
-    volatile boolean stopped;
-
-    Workload(VolumeGeometry g, Volume v, int n, int window) {
-      thread = new Thread(() -> {
-        try {
-          for (int i = 0; i < n && !stopped; i++) {
-            if (i >= window) {
-              CompletableFuture<Void> f;
-              synchronized (fs) {
-                f = fs.get(i - window);
-              }
-              try {
-                f.get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS);
-              } catch (InterruptedException e) {
-                return; // the writer died
-              } catch (Exception e) {
-                // recorded in its future
-              }
-            }
-            if (stopped) {
-              return;
-            }
-            CompletableFuture<Void> f;
-            try {
-              f = v.write(SalusRegionRecoveryTest.firstBlock(g, i), SalusRegionRecoveryTest.data(g, i), i % 10 == 0);
-            } catch (RuntimeException e) {
-              f = CompletableFuture.failedFuture(e);
-            }
-            synchronized (fs) {
-              fs.add(f);
-            }
-          }
-        } catch (Throwable t) {
-          error = t;
-        }
-      }, "fault-workload-" + g.volume());
-      thread.setDaemon(true);
-      thread.start();
-    }
-
-    long acked() {
-      synchronized (fs) {
-        return fs.stream().filter(f -> f.isDone() && !f.isCompletedExceptionally()).count();
-      }
-    }
-
-    /** Waits until every write is issued and done, or the deadline passes; true if all are done. */
-    boolean await(long millis) throws InterruptedException {
-      long end = System.currentTimeMillis() + millis;
-      thread.join(millis);
-      synchronized (fs) {
-        for (CompletableFuture<Void> f : new ArrayList<>(fs)) {
-          long left = end - System.currentTimeMillis();
-          try {
-            f.get(Math.max(1, left), TimeUnit.MILLISECONDS);
-          } catch (java.util.concurrent.TimeoutException e) {
-            return false;
-          } catch (Exception e) {
-            // failed: counted by failed()
-          }
-        }
-        return !thread.isAlive();
-      }
-    }
-
-    boolean[] ackedFlags(int n) {
-      boolean[] a = new boolean[n];
-      synchronized (fs) {
-        for (int i = 0; i < fs.size(); i++) {
-          a[i] = fs.get(i).isDone() && !fs.get(i).isCompletedExceptionally();
-        }
-      }
-      return a;
-    }
-
-    int failed() {
-      synchronized (fs) {
-        return (int) fs.stream().filter(CompletableFuture::isCompletedExceptionally).count();
-      }
-    }
-
-    int issued() {
-      synchronized (fs) {
-        return fs.size();
-      }
-    }
-  }
-
   /** The volume read block by block: bytes, and which blocks could not be read (null bytes there). */
   record Readback(byte[] bytes, boolean[] unreadable, String firstError) {
     int unreadableCount() {
@@ -381,7 +287,7 @@ class SalusFaultTableTest {
     Volume v = kind.create(g);
     Row row;
     try {
-      Workload w = new Workload(g, v, N, WINDOW);
+      SalusRegionRecoveryTest.Workload w = new SalusRegionRecoveryTest.Workload(g, v, N, WINDOW);
       long end = System.currentTimeMillis() + SalusMiniCluster.DEADLINE_MS;
       while (w.acked() < FAULT_AT && System.currentTimeMillis() < end) {
         Thread.sleep(50);
@@ -389,85 +295,38 @@ class SalusFaultTableTest {
       long ackedAtFault = w.acked();
       boolean[] acked;
       if (fault instanceof ClientCrash) {
-        w.stopped = true;
-        w.thread.interrupt();
-        w.thread.join(SalusMiniCluster.DEADLINE_MS);
-        acked = w.ackedFlags(N); // what was acknowledged before it died
+        w.stop();
+        acked = w.ackedFlags(); // what was acknowledged before it died
         fault.inject(kind, g, v, notes);
-        int issued = w.issued();
-        int nAcked = 0;
-        for (boolean a : acked) {
-          nAcked += a ? 1 : 0;
-        }
-        Volume again = null;
-        String after;
-        String order;
+        v = null; // dead: heal() releases what it left open
+        String[] after = remountAndRead(kind, g, acked, w.issued(), true, notes);
+        row = new Row(faultName, kind.label(), count(acked) + " / " + w.issued()
+            + " acknowledged when the writer died", after[0].startsWith("**") ? "**no**"
+            : "yes (new writes commit after the remount)", "n/a (writer dead)", after[0], after[1],
+            notes.toString().trim());
+      } else {
         try {
-          again = kind.remount(g, notes);
-          Readback r = readAll(g, again);
-          after = freshness(g, N, acked, r);
-          order = ordered(g, issued, r);
-          for (int extra = 0; extra < 5; extra++) { // the remounted volume takes new writes
-            again.write(SalusRegionRecoveryTest.firstBlock(g, extra), SalusRegionRecoveryTest.data(g, extra), true)
-                .get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS);
-          }
+          fault.inject(kind, g, v, notes);
+        } catch (Exception | AssertionError e) {
+          notes.append("while injecting: ").append(oneLine(e)).append(". ");
+        }
+        boolean done = w.await(SalusMiniCluster.DEADLINE_MS);
+        acked = w.ackedFlags();
+        int failed = w.failed();
+        String writes = count(acked) + " / " + w.issued() + " acknowledged (fault after " + ackedAtFault + ")"
+            + (failed > 0 ? ", " + failed + " failed" : "");
+        String live = !done ? "**stalled** (writes outstanding after " + SalusMiniCluster.DEADLINE_MS / 1000 + " s)"
+            : failed > 0 ? "**no** (" + failed + " writes failed)" : "yes";
+        String whileFaulty = freshness(g, N, acked, readAll(g, v));
+        try {
+          v.close();
         } catch (Exception e) {
-          after = "**not mountable or not writable**: " + oneLine(e);
-          order = "unknown";
-        } finally {
-          if (again != null) {
-            again.close();
-          }
+          notes.append("close: ").append(oneLine(e)).append(". ");
         }
-        row = new Row(faultName, kind.label(), nAcked + " / " + issued + " acknowledged when the writer died",
-            after.startsWith("**") ? "**no**" : "yes (new writes commit after the remount)", "n/a (writer dead)",
-            after, order, notes.toString().trim());
         v = null;
-        rows.add(row);
-        System.out.println("fault row: " + row);
-        return row;
+        String[] after = remountAndRead(kind, g, acked, w.issued(), false, notes);
+        row = new Row(faultName, kind.label(), writes, live, whileFaulty, after[0], after[1], notes.toString().trim());
       }
-      try {
-        fault.inject(kind, g, v, notes);
-      } catch (Exception | AssertionError e) {
-        notes.append("while injecting: ").append(oneLine(e)).append(". ");
-      }
-      boolean done = w.await(SalusMiniCluster.DEADLINE_MS);
-      acked = w.ackedFlags(N);
-      int nAcked = 0;
-      for (boolean a : acked) {
-        nAcked += a ? 1 : 0;
-      }
-      int failed = w.failed();
-      String writes = nAcked + " / " + w.issued() + " acknowledged (fault after " + ackedAtFault + ")"
-          + (failed > 0 ? ", " + failed + " failed" : "");
-      String live = !done ? "**stalled** (writes outstanding after " + SalusMiniCluster.DEADLINE_MS / 1000 + " s)"
-          : failed > 0 ? "**no** (" + failed + " writes failed)" : "yes";
-      Readback during = readAll(g, v);
-      String whileFaulty = freshness(g, N, acked, during);
-      try {
-        v.close();
-      } catch (Exception e) {
-        notes.append("close: ").append(oneLine(e)).append(". ");
-      }
-      v = null;
-      String after;
-      String order;
-      Volume again = null;
-      try {
-        again = kind.remount(g, notes);
-        Readback r = readAll(g, again);
-        after = freshness(g, N, acked, r);
-        order = ordered(g, w.issued(), r);
-      } catch (Exception e) {
-        after = "**not mountable**: " + oneLine(e);
-        order = "unknown";
-      } finally {
-        if (again != null) {
-          again.close();
-        }
-      }
-      row = new Row(faultName, kind.label(), writes, live, whileFaulty, after, order, notes.toString().trim());
     } finally {
       fault.heal();
       if (v != null) {
@@ -477,6 +336,42 @@ class SalusFaultTableTest {
     rows.add(row);
     System.out.println("fault row: " + row);
     return row;
+  }
+
+  static int count(boolean[] flags) {
+    int n = 0;
+    for (boolean f : flags) {
+      n += f ? 1 : 0;
+    }
+    return n;
+  }
+
+  /**
+   * A new mount read back and classified: {freshness, order}. With {@code writeAfter} the mount must also take new
+   * writes (after a writer's crash).
+   */
+  static String[] remountAndRead(Kind kind, VolumeGeometry g, boolean[] acked, int issued, boolean writeAfter,
+      StringBuilder notes) {
+    Volume again = null;
+    try {
+      again = kind.remount(g, notes);
+      Readback r = readAll(g, again);
+      String[] result = {freshness(g, N, acked, r), ordered(g, issued, r)};
+      if (writeAfter) {
+        for (int extra = 0; extra < 5; extra++) {
+          again.write(SalusRegionRecoveryTest.firstBlock(g, extra), SalusRegionRecoveryTest.data(g, extra), true)
+              .get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS);
+        }
+      }
+      return result;
+    } catch (Exception e) {
+      return new String[] {(writeAfter ? "**not mountable or not writable**: " : "**not mountable**: ") + oneLine(e),
+          "unknown"};
+    } finally {
+      if (again != null) {
+        again.close();
+      }
+    }
   }
 
   static void assertSalusRow(Row r) {

@@ -3,6 +3,7 @@ package io.salus.it.salus;
 import static org.junit.jupiter.api.Assertions.*;
 
 import io.salus.blockdriver.salus.SalusVolume;
+import io.salus.blockdriver.volume.Volume;
 import io.salus.core.hbase.VolumeGeometry;
 import io.salus.core.hbase.endpoint.ReplicaHost;
 import io.salus.core.hbase.endpoint.SalusReplicaEndpoint;
@@ -108,22 +109,27 @@ class SalusRegionRecoveryTest {
     return w;
   }
 
-  /** A writer thread issuing writes 0..n-1 in order, at most {@code window} unacknowledged. */
+  /**
+   * A writer thread issuing writes 0..n-1 in order (every 10th with FUA), at most {@code window} unacknowledged, on
+   * any volume (also the fault table's, {@link SalusFaultTableTest}). {@link #stop} makes the writer die: nothing is
+   * issued after it.
+   */
   static final class Workload {
     final VolumeGeometry g;
-    final SalusVolume v;
+    final Volume v;
     final int n;
     final List<CompletableFuture<Void>> fs = new ArrayList<>();
     final Thread thread;
     volatile Throwable error;
+    private volatile boolean stopped;
 
-    Workload(VolumeGeometry g, SalusVolume v, int n, int window) {
+    Workload(VolumeGeometry g, Volume v, int n, int window) {
       this.g = g;
       this.v = v;
       this.n = n;
       thread = new Thread(() -> {
         try {
-          for (int i = 0; i < n; i++) {
+          for (int i = 0; i < n && !stopped; i++) {
             if (i >= window) {
               CompletableFuture<Void> f;
               synchronized (fs) {
@@ -131,11 +137,21 @@ class SalusRegionRecoveryTest {
               }
               try {
                 f.get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS);
+              } catch (InterruptedException e) {
+                return; // stopped
               } catch (Exception e) {
                 // recorded in its future; keep issuing (a failed volume fails them at once)
               }
             }
-            CompletableFuture<Void> f = v.write(firstBlock(g, i), data(g, i), i % 10 == 0);
+            if (stopped) {
+              return;
+            }
+            CompletableFuture<Void> f;
+            try {
+              f = v.write(firstBlock(g, i), data(g, i), i % 10 == 0);
+            } catch (RuntimeException e) {
+              f = CompletableFuture.failedFuture(e); // a refusal is that write's failure
+            }
             synchronized (fs) {
               fs.add(f);
             }
@@ -151,6 +167,56 @@ class SalusRegionRecoveryTest {
     long acked() {
       synchronized (fs) {
         return fs.stream().filter(f -> f.isDone() && !f.isCompletedExceptionally()).count();
+      }
+    }
+
+    /** The writer dies: no write is issued after this returns (those issued stay as they are). */
+    void stop() throws InterruptedException {
+      stopped = true;
+      thread.interrupt();
+      thread.join(SalusMiniCluster.DEADLINE_MS);
+    }
+
+    /** Waits until every write is issued and done, or {@code millis} pass; true if all are done. */
+    boolean await(long millis) throws InterruptedException {
+      long end = System.currentTimeMillis() + millis;
+      thread.join(millis);
+      List<CompletableFuture<Void>> issued;
+      synchronized (fs) {
+        issued = new ArrayList<>(fs);
+      }
+      for (CompletableFuture<Void> f : issued) {
+        try {
+          f.get(Math.max(1, end - System.currentTimeMillis()), TimeUnit.MILLISECONDS);
+        } catch (java.util.concurrent.TimeoutException e) {
+          return false;
+        } catch (java.util.concurrent.ExecutionException | java.util.concurrent.CancellationException e) {
+          // failed: counted by failed()
+        }
+      }
+      return !thread.isAlive();
+    }
+
+    /** Which of writes 0..n-1 are acknowledged now. */
+    boolean[] ackedFlags() {
+      boolean[] a = new boolean[n];
+      synchronized (fs) {
+        for (int i = 0; i < fs.size(); i++) {
+          a[i] = fs.get(i).isDone() && !fs.get(i).isCompletedExceptionally();
+        }
+      }
+      return a;
+    }
+
+    int failed() {
+      synchronized (fs) {
+        return (int) fs.stream().filter(CompletableFuture::isCompletedExceptionally).count();
+      }
+    }
+
+    int issued() {
+      synchronized (fs) {
+        return fs.size();
       }
     }
 
