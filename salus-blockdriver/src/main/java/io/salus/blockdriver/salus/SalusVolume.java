@@ -610,6 +610,19 @@ public final class SalusVolume implements Volume {
         : new VolumeException("Salus I/O on volume '" + name() + "' failed: " + c, c);
   }
 
+  /**
+   * On the loop: every batch and read in flight fails with {@code e}. Reads fail with the writes: a GET waits at the
+   * replicas for the seq of the last write to its block, and a write that was refused or gave up never gets there, so
+   * the read never completed (review rv15, SalusReviewRv15Test). A read that would still complete is refused by
+   * {@link #guarded} anyway.
+   */
+  private void failInFlight(VolumeException e) {
+    puts.values().forEach(fs -> fs.forEach(f -> f.completeExceptionally(e)));
+    puts.clear();
+    gets.values().forEach(f -> f.completeExceptionally(e));
+    gets.clear();
+  }
+
   private final class Listener implements ClientListener {
     @Override
     public void putSucceeded(long batchId, long firstSeq, long lastSeq, List<Certificate> putSuccess) {
@@ -636,9 +649,7 @@ public final class SalusVolume implements Volume {
       VolumeException e = new VolumeException.Closed("Salus volume '" + name() + "': the region servers refuse"
           + " this writer's writes: " + reason + "; nothing of the refused batches is applied. Reopen the volume"
           + " once the other writer is gone");
-      puts.values().forEach(fs -> fs.forEach(f -> f.completeExceptionally(e)));
-      puts.clear();
-      failGets(e);
+      failInFlight(e);
       runner.call(c -> drain(c));
     }
 
@@ -647,20 +658,8 @@ public final class SalusVolume implements Volume {
       LOG.error("Salus volume '{}' needs recovery: {}", name(), reason);
       failed = reason;
       VolumeException e = unusable();
-      puts.values().forEach(fs -> fs.forEach(f -> f.completeExceptionally(e)));
-      puts.clear();
-      failGets(e);
+      failInFlight(e);
       runner.call(c -> drain(c));
-    }
-
-    /**
-     * Reads in flight fail with the writes: a GET waits at the replicas for the seq of the last write to its block,
-     * and a write that was refused or gave up never gets there, so the read never completed (review rv15,
-     * SalusReviewRv15Test). A read that would still complete is refused by {@link #guarded} anyway.
-     */
-    private void failGets(VolumeException e) {
-      gets.values().forEach(f -> f.completeExceptionally(e));
-      gets.clear();
     }
 
     @Override
@@ -765,8 +764,7 @@ public final class SalusVolume implements Volume {
     try {
       runner.call(c -> {
         VolumeException e = new VolumeException.Closed("Salus volume '" + name() + "' closed with the request in flight");
-        puts.values().forEach(fs -> fs.forEach(f -> f.completeExceptionally(e)));
-        gets.values().forEach(f -> f.completeExceptionally(e));
+        failInFlight(e);
         waiting.forEach(p -> p.done.completeExceptionally(e));
         return null;
       }).get(10, TimeUnit.SECONDS);
