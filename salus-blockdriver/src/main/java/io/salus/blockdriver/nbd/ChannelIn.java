@@ -15,12 +15,22 @@ final class ChannelIn {
   private final ByteBuffer buf;
   /** Read-only twin of {@link #buf}, repositioned for each {@link #view} (no allocation). */
   private final ByteBuffer viewBuf;
+  /** Run before every read(2) that may block (flushes replies held back for batching). */
+  private volatile Runnable beforeRead = () -> { };
 
   ChannelIn(SocketChannel ch, int size) {
     this.ch = ch;
     this.buf = ByteBuffer.allocateDirect(size);
     this.viewBuf = buf.asReadOnlyBuffer();
     buf.flip(); // empty, read mode
+  }
+
+  /**
+   * Sets what runs before each read from the socket: the reader thread is about to wait for the
+   * client, so whatever it holds back for the client must go out first.
+   */
+  void beforeRead(Runnable r) {
+    this.beforeRead = r;
   }
 
   /** Bytes already received and buffered (no system call). */
@@ -43,6 +53,7 @@ final class ChannelIn {
     } else if (buf.capacity() - buf.position() < n) {
       buf.compact().flip();
     }
+    beforeRead.run();
     int start = buf.position();
     buf.position(buf.limit()).limit(buf.capacity());
     try {
@@ -103,6 +114,9 @@ final class ChannelIn {
       slice.limit(n);
       dst.put(slice);
       buf.position(buf.position() + n);
+    }
+    if (dst.hasRemaining()) {
+      beforeRead.run();
     }
     while (dst.hasRemaining()) {
       if (ch.read(dst) < 0) {

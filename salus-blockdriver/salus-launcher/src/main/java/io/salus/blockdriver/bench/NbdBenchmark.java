@@ -69,6 +69,11 @@ public final class NbdBenchmark {
       new Workload("seq-read-4k-qd32", "read", "4k", 32, true),
       new Workload("rand-read-4k-qd32", "randread", "4k", 32, true));
 
+  /** CPU list (taskset -c) for fio, or null: not pinned. */
+  static String pinFio;
+  /** CPU list for both servers (this JVM, which hosts ours, and nbdkit), or null. */
+  static String pinServers;
+
   public static void main(String[] args) throws Exception {
     File out = new File("docs/benchmarks");
     int runtime = 10;
@@ -96,15 +101,27 @@ public final class NbdBenchmark {
         case "--requests-1m": requests1m = Long.parseLong(args[++i]); break;
         case "--cpu-csv": cpuCsv = args[++i]; break;
         case "--server-jvm-arg": serverJvmArgs.add(args[++i]); break;
+        case "--pin-fio": pinFio = args[++i]; break;
+        case "--pin-servers": pinServers = args[++i]; break;
         default:
           System.err.println("usage: NbdBenchmark [--out DIR] [--runtime S] [--reps N]"
               + " [--skip-hbase] [--skip-memory] [--workloads NAME,...] [--hdfs]"
+              + " [--pin-fio CPUS --pin-servers CPUS]"
               + " | --cpu-per-request [--out DIR] [--reps N] [--requests-4k N] [--requests-1m N]"
               + " [--workloads NAME,...] [--cpu-csv FILE] [--server-jvm-arg ARG]...");
           System.exit(2);
       }
     }
     out.mkdirs();
+    if ((pinFio == null) != (pinServers == null)) {
+      System.err.println("--pin-fio and --pin-servers go together (e.g. --pin-fio 0 --pin-servers 1)");
+      System.exit(2);
+    }
+    if (pinServers != null) {
+      // every thread of this JVM (ours is in-process), and the threads it starts later
+      run(30, List.of("taskset", "-a", "-p", "-c", pinServers,
+          String.valueOf(ProcessHandle.current().pid())));
+    }
     List<Workload> workloads = MEMORY_WORKLOADS;
     if (only != null) {
       final List<String> names = only;
@@ -129,8 +146,12 @@ public final class NbdBenchmark {
     String fioSize = "512M";
     MemoryVolume vol = new MemoryVolume("mem", size / 4096, 4096);
     int kitPort = freePort();
-    Process kit = new ProcessBuilder("nbdkit", "-f", "-i", "127.0.0.1", "-p",
-        String.valueOf(kitPort), "--exportname=mem", "memory", String.valueOf(size))
+    List<String> kitCmd = new ArrayList<>(List.of("nbdkit", "-f", "-i", "127.0.0.1", "-p",
+        String.valueOf(kitPort), "--exportname=mem", "memory", String.valueOf(size)));
+    if (pinServers != null) {
+      kitCmd.addAll(0, List.of("taskset", "-c", pinServers));
+    }
+    Process kit = new ProcessBuilder(kitCmd)
         .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
     try (NbdServer server = new NbdServer(InetAddress.getLoopbackAddress(), 0,
         NbdExports.of(vol)).start()) {
@@ -180,7 +201,8 @@ public final class NbdBenchmark {
         pw.println("# fio --ioengine=nbd, size " + fioSize + ", runtime " + runtime + " s, "
             + reps + " back-to-back pairs (order alternating) after a discarded warm-up; throughput columns = best run,"
             + " ratio = median of the per-pair ratios ours/nbdkit, ratio_best = best/best; "
-            + version + "; " + Instant.now() + "; load before: " + loadBefore + "; load after: "
+            + version + "; " + (pinFio == null ? "not pinned" : "fio pinned to CPU " + pinFio
+                + ", both servers to CPU " + pinServers) + "; " + Instant.now() + "; load before: " + loadBefore + "; load after: "
             + machineLoad());
         pw.println("workload,salus_mibps,salus_iops,salus_lat_usec,nbdkit_mibps,nbdkit_iops,"
             + "nbdkit_lat_usec,ratio,ratio_best");
@@ -278,6 +300,9 @@ public final class NbdBenchmark {
         "--size=" + size, "--output-format=json", "--randrepeat=0", "--norandommap"));
     if (w.fsync() > 0) {
       cmd.add("--fsync=" + w.fsync());
+    }
+    if (pinFio != null) {
+      cmd.addAll(0, List.of("taskset", "-c", pinFio));
     }
     if (runtime > 0) {
       cmd.add("--time_based");
