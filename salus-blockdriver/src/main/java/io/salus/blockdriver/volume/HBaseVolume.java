@@ -99,6 +99,8 @@ public final class HBaseVolume implements Volume {
   private final byte[] mountRoot;
   private final boolean mountRootMatches;
   private volatile boolean closed;
+  /** <b>Tests only</b> ({@link #crashForTest}): this writer died; nothing more is sent. */
+  private volatile boolean crashed;
   /** Operations admitted and not yet complete (close waits for them); guarded by itself. */
   private final java.util.Set<CompletableFuture<Void>> outstanding = new java.util.HashSet<>();
   /**
@@ -427,8 +429,14 @@ public final class HBaseVolume implements Volume {
       if (fenced != null) {
         return CompletableFuture.failedFuture(fenced);
       }
+      if (crashed) {
+        return CompletableFuture.failedFuture(new VolumeException.Closed("writer crashed (test)"));
+      }
       return markDirty(firstBlock, leaves);
     }).thenCompose(v -> {
+      if (crashed) { // the process died after its marker reached HBase, before the batch did
+        return CompletableFuture.failedFuture(new VolumeException.Closed("writer crashed (test)"));
+      }
       for (int i = 0; i < leaves.length; i++) {
         if (leaves[i] != null) {
           tree.beginUpdate(firstBlock + i, leaves[i]);
@@ -910,6 +918,19 @@ public final class HBaseVolume implements Volume {
         Thread.currentThread().interrupt();
       }
     }
+    lease.close();
+  }
+
+  /**
+   * <b>Tests only</b>: the writer dies abruptly. What it has already handed to HBase (RPCs on the
+   * wire) still lands; nothing else is sent: no batch that waits behind an overlapping one or
+   * behind its dirty marker, no tree nodes, no clean root. The lease is released as a dead
+   * process's session would expire. Operations in flight never complete (a dead process answers
+   * no one); the volume is not usable afterwards.
+   */
+  void crashForTest() {
+    crashed = true;
+    closed = true;
     lease.close();
   }
 
