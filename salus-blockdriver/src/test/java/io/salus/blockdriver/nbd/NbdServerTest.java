@@ -183,12 +183,7 @@ class NbdServerTest {
     try (RawNbdClient c = new RawNbdClient(server.port())) {
       c.connect("vol", false);
       // client vanishes in the middle of a write payload
-      c.out.writeInt(REQUEST_MAGIC);
-      c.out.writeShort(0);
-      c.out.writeShort(CMD_WRITE);
-      c.out.writeLong(1);
-      c.out.writeLong(0);
-      c.out.writeInt(4096);
+      c.writeRequestHeader(0, CMD_WRITE, 1, 0, 4096);
       c.out.write(new byte[100]);
       c.out.flush();
     }

@@ -169,19 +169,9 @@ class NbdSmallRequestPathTest {
       byte[] second = new byte[4096];
       Arrays.fill(second, (byte) 2);
       // write 1 whole, then write 2's header and half its payload, in one send
-      c.out.writeInt(REQUEST_MAGIC);
-      c.out.writeShort(0);
-      c.out.writeShort(CMD_WRITE);
-      c.out.writeLong(1);
-      c.out.writeLong(0);
-      c.out.writeInt(4096);
+      c.writeRequestHeader(0, CMD_WRITE, 1, 0, 4096);
       c.out.write(first);
-      c.out.writeInt(REQUEST_MAGIC);
-      c.out.writeShort(0);
-      c.out.writeShort(CMD_WRITE);
-      c.out.writeLong(2);
-      c.out.writeLong(8192);
-      c.out.writeInt(4096);
+      c.writeRequestHeader(0, CMD_WRITE, 2, 8192, 4096);
       c.out.write(second, 0, 2048);
       c.out.flush();
       RawNbdClient.Reply r1;

@@ -109,14 +109,19 @@ final class RawNbdClient implements AutoCloseable {
     }
   }
 
-  void sendRequest(int flags, int type, long handle, long offset, int length, byte[] payload)
-      throws IOException {
+  /** Buffers a request header (not flushed): tests that send partial requests add what they want. */
+  void writeRequestHeader(int flags, int type, long handle, long offset, int length) throws IOException {
     out.writeInt(REQUEST_MAGIC);
     out.writeShort(flags);
     out.writeShort(type);
     out.writeLong(handle);
     out.writeLong(offset);
     out.writeInt(length);
+  }
+
+  void sendRequest(int flags, int type, long handle, long offset, int length, byte[] payload)
+      throws IOException {
+    writeRequestHeader(flags, type, handle, offset, length);
     if (payload != null) {
       out.write(payload);
     }
