@@ -213,6 +213,9 @@ final class NbdConnection implements Runnable {
       while (true) {
         Runnable r = replyQueue.take();
         if (r == STOP_REPLIES) {
+          // the replies run just before the stop may still be held back for batching (the queue
+          // was not empty after them: the stop was in it): send them before the channel closes
+          flushPendingReplies();
           return;
         }
         runReply(r);
