@@ -17,9 +17,11 @@ import org.junit.jupiter.api.Test;
  * queues the stop right behind the last reply, so the stop found the reply unflushed and the
  * channel was closed with it still in the send buffer: the unaligned write below was done on
  * the volume but its client saw the connection end without an answer (78 of 400 rounds on the
- * 2-core machine).
+ * 2-core machine). The reader thread's own batched replies were dropped the same way when a
+ * protocol error ended the connection: the replies to the valid requests before it never left
+ * (an oversized write already flushed them; a bad magic did not).
  */
-class NbdDiscPendingReplyTest {
+class NbdCloseSendsHeldRepliesTest {
   private static final int ROUNDS = 200;
 
   @Test
@@ -30,6 +32,42 @@ class NbdDiscPendingReplyTest {
   @Test
   void aWriteInFlightWhenTheClientHalfClosesGetsItsReply() throws Exception {
     assertEquals(0, lostReplies(false));
+  }
+
+  @Test
+  void repliesToValidRequestsBeforeABadMagicAreSent() throws Exception {
+    MemoryVolume vol = new MemoryVolume("vol", 256, 4096);
+    try (NbdServer server = new NbdServer(InetAddress.getLoopbackAddress(), 0,
+            NbdExports.of(vol)).start();
+        RawNbdClient c = new RawNbdClient(server.port())) {
+      c.connect("vol", true);
+      byte[] data = new byte[4096];
+      Arrays.fill(data, (byte) 7);
+      // an aligned write (answered on the reader thread, batched: more bytes are buffered behind
+      // it) and a flush, then garbage, all in one segment
+      header(c, CMD_WRITE, 1, 0, data.length);
+      c.out.write(data);
+      header(c, CMD_FLUSH, 2, 0, 0);
+      c.out.writeLong(0xdeadbeefcafef00dL);
+      c.out.writeLong(0);
+      c.out.writeLong(0);
+      c.out.writeInt(0);
+      c.out.flush();
+      RawNbdClient.Reply w;
+      RawNbdClient.Reply f;
+      try {
+        w = c.readReply(0);
+        f = c.readReply(0);
+      } catch (IOException e) {
+        throw new AssertionError("the replies to the write and the flush before the bad magic"
+            + " were not sent: " + e, e);
+      }
+      assertEquals(1, w.handle());
+      assertEquals(0, w.error());
+      assertEquals(2, f.handle());
+      assertEquals(0, f.error());
+      assertTrue(c.serverClosed(), "the bad magic still ends the connection");
+    }
   }
 
   /** Rounds (of {@link #ROUNDS}) in which the reply to a write sent just before the end is lost. */
