@@ -80,12 +80,26 @@ final class BufferPool {
    * reached.
    */
   ByteBuffer get(int len) throws Exhausted {
+    return get(len, null);
+  }
+
+  /**
+   * As {@link #get(int)}; {@code beforeWait} (if not null) runs first when the buffer is not to
+   * be had at once, before this thread waits for memory (the connection sends the replies it
+   * holds back for batching: they must not wait for memory other clients hold).
+   */
+  ByteBuffer get(int len, Runnable beforeWait) throws Exhausted {
     int s = shift(len);
     if (s > MAX_SHIFT) {
       throw new IllegalArgumentException("buffer of " + len + " bytes exceeds 32 MiB");
     }
     try {
-      if (!budget.tryAcquire(permits(s), waitMs, TimeUnit.MILLISECONDS)) {
+      // a zero wait respects the fair queue (untimed tryAcquire would barge past waiters)
+      boolean got = budget.tryAcquire(permits(s), 0, TimeUnit.MILLISECONDS);
+      if (!got && beforeWait != null) {
+        beforeWait.run();
+      }
+      if (!got && !budget.tryAcquire(permits(s), waitMs, TimeUnit.MILLISECONDS)) {
         exhausted.incrementAndGet();
         throw new Exhausted("NBD buffer memory cap of " + (capBytes >> 20) + " MiB reached for "
             + waitMs + " ms (clients not reading their replies?); raise"

@@ -213,6 +213,9 @@ final class NbdConnection implements Runnable {
       while (true) {
         Runnable r = replyQueue.take();
         if (r == STOP_REPLIES) {
+          // the replies run just before the stop may still be held back for batching (the queue
+          // was not empty after them: the stop was in it): send them before the channel closes
+          flushPendingReplies();
           return;
         }
         runReply(r);
@@ -491,7 +494,7 @@ final class NbdConnection implements Runnable {
           data = in.view((int) length);
         } else {
           try {
-            data = pool.get((int) length);
+            data = pool.get((int) length, this::flushPendingReplies);
           } catch (BufferPool.Exhausted e) {
             in.skip(length); // nowhere to keep the payload: consume it, refuse the request
             metrics.writes.increment();
@@ -614,7 +617,7 @@ final class NbdConnection implements Runnable {
           }
           ByteBuffer buf;
           try {
-            buf = pool.get((int) length);
+            buf = pool.get((int) length, this::flushPendingReplies);
           } catch (BufferPool.Exhausted e) {
             release((int) length);
             reply(handle, ENOMEM, e.getMessage());
@@ -771,9 +774,18 @@ final class NbdConnection implements Runnable {
   }
 
   private void acquire(int bytes) throws IOException {
+    int b = Math.min(bytes, MAX_IN_FLIGHT_BYTES);
     try {
-      inFlight.acquire();
-      inFlightBytes.acquire(Math.min(bytes, MAX_IN_FLIGHT_BYTES));
+      // about to wait for requests in flight to finish: the replies held back for batching go
+      // out first (they must not wait for requests that may take long, e.g. a hung cluster)
+      if (!inFlight.tryAcquire()) {
+        flushPendingReplies();
+        inFlight.acquire();
+      }
+      if (!inFlightBytes.tryAcquire(b)) {
+        flushPendingReplies();
+        inFlightBytes.acquire(b);
+      }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new IOException("interrupted");
