@@ -105,9 +105,6 @@ class SalusReviewRv15Test {
    * {@code CatchUpFromAFaultyPeerTest#aReplicaWhoseLogIsLostBeforeTheFirstCheckpointDoesNotStallItsRegion}.
    */
   @Test
-  @org.junit.jupiter.api.Disabled("rv15 finding 2: a replica whose log is lost before its region's first CHECKPOINT"
-      + " certificate restarts empty and stalls the region; not fixed (ReplicaHost/ReplicaCatchUp are rec15's this"
-      + " session); see docs/review-rv15.md")
   void aReplicaWhoseLogIsLostBeforeItsRegionsFirstCheckpointDoesNotStallTheRegion() throws Exception {
     VolumeGeometry g = new VolumeGeometry("young", 2 * PER_REGION * BLOCK, BLOCK, PER_REGION);
     cluster.createVolume(g);

@@ -99,10 +99,6 @@ class CatchUpFromAFaultyPeerTest {
      * write of the region (and of every batch that touches it) stalls for good.
      */
     @Test
-    @org.junit.jupiter.api.Disabled("rv15 finding 2: a replica whose log is lost before its region's first CHECKPOINT"
-            + " certificate restarts empty and stalls the region for ever; not fixed: the catch-up needs a base to"
-            + " check against (the empty generation-0 state could serve, with the first entry's prevNum = 0) and"
-            + " ReplicaHost/ReplicaCatchUp are rec15's this session; see docs/review-rv15.md")
     void aReplicaWhoseLogIsLostBeforeTheFirstCheckpointDoesNotStallItsRegion() throws Exception {
         PipelinedCommitTest t = new PipelinedCommitTest();
         RrsConfig c0 = t.configs.get(0);
