@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.*;
 import io.salus.blockdriver.salus.SalusVolume;
 import io.salus.blockdriver.volume.VolumeException;
 import io.salus.core.hbase.VolumeGeometry;
+import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -103,19 +104,22 @@ class SalusReviewRv15Test {
    * sub-batch that nobody sends again and never votes: every later write of the region stalls (the writer
    * retransmits for STALL_MILLIS, 10 min, then gives up). Salus-core twin:
    * {@code CatchUpFromAFaultyPeerTest#aReplicaWhoseLogIsLostBeforeTheFirstCheckpointDoesNotStallItsRegion}.
+   * Fixed (rv17): with no certificate the reopened replica serves and asks its peers for their log at open
+   * ({@code RegionReplica.catchUpFromPeersAtOpen}), taking the entries that continue its own log, each client-signed
+   * and decided; the test also checks it took both entries and that the volume mounts again (the mount needs its
+   * three replicas to agree) with every write read back.
    */
   @Test
-  @org.junit.jupiter.api.Disabled("rv15 finding 2: a replica whose log is lost before its region's first CHECKPOINT"
-      + " certificate restarts empty and stalls the region; not fixed (ReplicaHost/ReplicaCatchUp are rec15's this"
-      + " session); see docs/review-rv15.md")
   void aReplicaWhoseLogIsLostBeforeItsRegionsFirstCheckpointDoesNotStallTheRegion() throws Exception {
     VolumeGeometry g = new VolumeGeometry("young", 2 * PER_REGION * BLOCK, BLOCK, PER_REGION);
     cluster.createVolume(g);
     Random rnd = new Random(16);
     byte[] d = new byte[BLOCK];
+    byte[][] written = new byte[3][];
     try (SalusVolume v = SalusVolume.open(cluster.connection(), "young")) {
       for (int i = 0; i < 2; i++) { // two entries in region 1: no certificate yet
         rnd.nextBytes(d);
+        written[i] = d.clone();
         await(v.write(PER_REGION + i, d.clone(), true));
       }
       org.apache.hadoop.hbase.regionserver.HRegion victim = cluster.region(g, 1, 1);
@@ -142,6 +146,15 @@ class SalusReviewRv15Test {
             + "reopened replica " + cluster.endpoint(g, 1, 1).host().counters() + "; " + v.diagnostics());
       }
       assertArrayEquals(d, await(v.read(PER_REGION + 5, 1)));
+      written[2] = d.clone();
+      Map<String, Long> c = cluster.endpoint(g, 1, 1).host().counters();
+      assertEquals(2L, c.get("peerLogEntries"), "the reopened replica took its peers' two entries: " + c);
+    }
+    // a new writer's mount needs the region's three replicas to agree: the reopened one holds every write
+    try (SalusVolume v = SalusVolume.open(cluster.connection(), "young")) {
+      assertArrayEquals(written[0], await(v.read(PER_REGION, 1)), "remounted: block " + PER_REGION);
+      assertArrayEquals(written[1], await(v.read(PER_REGION + 1, 1)), "remounted: block " + (PER_REGION + 1));
+      assertArrayEquals(written[2], await(v.read(PER_REGION + 5, 1)), "remounted: block " + (PER_REGION + 5));
     }
   }
 }

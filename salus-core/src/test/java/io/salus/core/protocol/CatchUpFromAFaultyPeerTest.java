@@ -96,13 +96,12 @@ class CatchUpFromAFaultyPeerTest {
      * empty"), so the region open neither refuses it nor catches it up from a peer (that needs a certificate): the
      * replica serves from an empty log. The next sub-batch's prevNum names the seq its peers accepted last, so it
      * waits for predecessors that nobody sends again (they are resolved at its peers), never votes, and every later
-     * write of the region (and of every batch that touches it) stalls for good.
+     * write of the region (and of every batch that touches it) stalls for good. Fixed: a sub-batch that waits
+     * {@link RegionReplica#STALLED_ROUNDS} rounds for a missing predecessor makes the replica ask its peers for their
+     * log and take the entries that continue its own, each decided (this test reopens the replica without the
+     * open-time request, {@link RegionReplica#catchUpFromPeersAtOpen}, to show the stall path alone).
      */
     @Test
-    @org.junit.jupiter.api.Disabled("rv15 finding 2: a replica whose log is lost before its region's first CHECKPOINT"
-            + " certificate restarts empty and stalls the region for ever; not fixed: the catch-up needs a base to"
-            + " check against (the empty generation-0 state could serve, with the first entry's prevNum = 0) and"
-            + " ReplicaHost/ReplicaCatchUp are rec15's this session; see docs/review-rv15.md")
     void aReplicaWhoseLogIsLostBeforeTheFirstCheckpointDoesNotStallItsRegion() throws Exception {
         PipelinedCommitTest t = new PipelinedCommitTest();
         RrsConfig c0 = t.configs.get(0);
@@ -132,5 +131,150 @@ class CatchUpFromAFaultyPeerTest {
                 + " applied seq is " + reopened.appliedSeq() + " (its peers: " + t.replicas.get(c0.replicas().get(0))
                 .appliedSeq() + "), committed index " + reopened.committedIndex() + ", base " + base.throughIndex()
                 + "; recovery asked for: " + t.recoveryReasons);
+    }
+
+    /** Writes {@code n} one-block writes to region 0 (block b % 8 holds write b), each drained. */
+    private static void write(PipelinedCommitTest t, int from, int to) {
+        for (int b = from; b <= to; b++) {
+            assertTrue(t.client.submit(List.of(new BlockWrite(b % 8, PipelinedCommitTest.data(b)))) > 0);
+            t.drain();
+        }
+    }
+
+    /** The region open of {@code rep} over its (emptied) disk, as ReplicaHost does: verified base, then the replica. */
+    private static RegionReplica reopen(PipelinedCommitTest t, RrsConfig c, NodeId rep) throws RecoveryException {
+        RegionSnapshot base = RegionReplica.verifiedBase(t.cfg, c, t.dir, t.membership, t.disks.get(rep), t.coord);
+        assertEquals(-1, base.throughIndex(), "no certificate: the empty generation-0 state");
+        RegionReplica r = new RegionReplica(t.cfg, c, rep, t.clientId, t.signers.get(rep), t.dir, t.membership,
+                (to, m) -> t.send(new PipelinedCommitTest.Envelope(rep, to, m)), t.disks.get(rep), t.coord,
+                ReplicaHooks.NONE, base);
+        t.replicas.put(rep, r);
+        return r;
+    }
+
+    /**
+     * Finding 2 at the region open (ReplicaHost calls {@link RegionReplica#catchUpFromPeersAtOpen} when the base is
+     * the empty generation-0 state): the replica whose log was lost asks its peers at once and reaches their state
+     * before any further write (a new writer's mount, which needs the three replicas to agree, does not wait for a
+     * write that would reveal the gap).
+     */
+    @Test
+    void aReplicaReopenedWithoutItsLogBeforeTheFirstCheckpointCatchesUpAtOpen() throws Exception {
+        PipelinedCommitTest t = new PipelinedCommitTest();
+        RrsConfig c0 = t.configs.get(0);
+        NodeId lost = c0.replicas().get(2);
+        RegionReplica peer = t.replicas.get(c0.replicas().get(0));
+        int n = RegionReplica.CHECKPOINT_EVERY - 1;
+        write(t, 1, n);
+        assertEquals(n, t.acked.size());
+        t.disks.get(lost).deleteAll();
+        RegionReplica reopened = reopen(t, c0, lost);
+        reopened.catchUpFromPeersAtOpen();
+        t.drain();
+        assertEquals(n, reopened.peerLogEntries(), "the entries its peers logged, taken at open");
+        assertEquals(peer.appliedSeq(), reopened.appliedSeq());
+        assertEquals(peer.regionRoot(), reopened.regionRoot());
+        assertEquals(n - 1, t.disks.get(lost).lastIndex(0), "the entries are on its own disk again");
+        for (int b = 1; b <= n; b++) {
+            assertArrayEquals(PipelinedCommitTest.data(b), reopened.block(b % 8));
+        }
+        // and the region goes on: the first checkpoint is certified over the three replicas
+        write(t, n + 1, n + RegionReplica.CHECKPOINT_EVERY);
+        assertEquals(n + RegionReplica.CHECKPOINT_EVERY, t.acked.size());
+        assertEquals(RegionReplica.CHECKPOINT_EVERY - 1, ReplicaCatchUp.certified(c0, t.dir, t.membership, t.coord)
+                .throughIndex());
+    }
+
+    /**
+     * A fresh region (all three replicas empty) does not wait for its peers: each replica serves at once and asks
+     * both peers once, each answers with an empty log, and nothing is asked again.
+     */
+    @Test
+    void aFreshRegionStartsWithoutWaitingForItsPeers() {
+        PipelinedCommitTest t = new PipelinedCommitTest();
+        RrsConfig c0 = t.configs.get(0);
+        c0.replicas().forEach(r -> t.replicas.get(r).catchUpFromPeersAtOpen());
+        write(t, 1, 2 * RegionReplica.CHECKPOINT_EVERY);
+        assertEquals(2 * RegionReplica.CHECKPOINT_EVERY, t.acked.size(), "written without a tick");
+        for (int i = 0; i < 10 * RegionReplica.RETRANSMIT_TICKS; i++) {
+            t.replicas.values().forEach(RegionReplica::tick);
+            t.drain();
+        }
+        for (NodeId r : c0.replicas()) {
+            assertEquals(2, t.replicas.get(r).peerLogRequests(), r + ": one request to each peer, both answered");
+            assertEquals(0, t.replicas.get(r).peerLogEntries(), r.toString());
+        }
+        assertEquals(2 * RegionReplica.CHECKPOINT_EVERY - 1, ReplicaCatchUp.certified(c0, t.dir, t.membership,
+                t.coord).throughIndex());
+    }
+
+    /**
+     * The catch-up of finding 2 against a faulty peer: what it sends is taken only as far as it continues the
+     * replica's own log (first prevNum = its last accepted seq, 0 here), entry by entry with the chain, each
+     * client-signed and decided (COMMIT/ABORT with its three leader signatures). A transfer without decisions, without
+     * its first entry, reordered, or with an altered entry is not taken (past the alteration); an answer nobody asked
+     * for is not read. Then the honest answer is.
+     */
+    @Test
+    void aPeerCannotMakeTheCatchUpTakeAnUndecidedSkippedReorderedOrAlteredEntry() throws Exception {
+        PipelinedCommitTest t = new PipelinedCommitTest();
+        RrsConfig c0 = t.configs.get(0);
+        NodeId lost = c0.replicas().get(1);
+        NodeId peer = c0.replicas().get(0);
+        int n = RegionReplica.CHECKPOINT_EVERY - 1;
+        write(t, 1, n);
+        t.disks.get(lost).deleteAll();
+        RegionReplica reopened = reopen(t, c0, lost);
+        t.hold = e -> e.m() instanceof Message.StateTransfer && e.to().equals(lost);
+        t.sent.clear();
+        t.replicas.get(peer).receive(lost, new Message.StateRequest(0, 0, -1));
+        Message.StateTransfer honest = t.sent.stream().filter(e -> e.m() instanceof Message.StateTransfer)
+                .map(e -> (Message.StateTransfer) e.m()).findFirst().orElseThrow();
+        t.drain();
+        t.held.clear();
+        assertEquals(-1, honest.throughIndex());
+        assertEquals(n, honest.entries().size());
+        List<byte[]> es = honest.entries();
+        byte[] altered = es.get(1).clone();
+        altered[altered.length / 2] ^= 0x5a; // in its block data: the client signature (or the data hash) fails
+        java.util.Map<String, Message.StateTransfer> forged = new java.util.LinkedHashMap<>();
+        forged.put("without decisions", with(honest, es, List.of()));
+        forged.put("without its first entry", with(honest, es.subList(1, n), honest.decisions()));
+        forged.put("reordered", with(honest, List.of(es.get(1), es.get(0), es.get(2)), honest.decisions()));
+        // not asked: dropped unread
+        reopened.receive(peer, honest);
+        assertEquals(0, reopened.peerLogEntries(), "an answer nobody asked for was read");
+        for (var f : forged.entrySet()) {
+            reopened.catchUpFromPeersAtOpen();
+            t.drain();
+            t.held.clear();
+            reopened.receive(peer, f.getValue());
+            assertEquals(0, reopened.peerLogEntries(), "a transfer " + f.getKey() + " was taken");
+            assertEquals(-1, t.disks.get(lost).lastIndex(0), "a transfer " + f.getKey() + " wrote to the disk");
+            assertEquals(0, reopened.appliedSeq(), f.getKey());
+        }
+        reopened.catchUpFromPeersAtOpen();
+        t.drain();
+        t.held.clear();
+        reopened.receive(peer, with(honest, List.of(es.get(0), altered, es.get(2)), honest.decisions()));
+        assertEquals(1, reopened.peerLogEntries(), "only the entry before the altered one is taken");
+        assertEquals(0, t.disks.get(lost).lastIndex(0));
+        // the honest answer (its first entry is the replica's own now)
+        reopened.catchUpFromPeersAtOpen();
+        t.drain();
+        t.held.clear();
+        reopened.receive(peer, honest);
+        assertEquals(n, reopened.peerLogEntries());
+        assertEquals(t.replicas.get(peer).appliedSeq(), reopened.appliedSeq());
+        assertEquals(t.replicas.get(peer).regionRoot(), reopened.regionRoot());
+        t.hold = e -> false;
+        write(t, n + 1, n + 1);
+        assertEquals(n + 1, t.acked.size(), "the region goes on");
+    }
+
+    private static Message.StateTransfer with(Message.StateTransfer x, List<byte[]> entries,
+                                              List<io.salus.core.cert.Certificate> decisions) {
+        return new Message.StateTransfer(x.region(), x.generation(), x.throughIndex(), x.lastSeq(), x.recordRoot(),
+                x.recordSeq(), x.blocks(), entries, decisions);
     }
 }

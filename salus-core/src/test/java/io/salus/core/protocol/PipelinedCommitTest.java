@@ -1020,6 +1020,83 @@ class PipelinedCommitTest {
                 cfg.layout()));
     }
 
+    /**
+     * rec15: a checkpoint write that fails once (one transient disk error) must not stop the replica from ever
+     * signing a checkpoint again. Before, the replica set itself "broken" and skipped every later checkpoint, so no
+     * further CHECKPOINT certificate of its region formed (it needs all three replicas) and no replica's log was
+     * ever collected again. Now the failed checkpoint is not signed, and the next checkpoint index writes every block
+     * not yet durable (the failed write's too), so it composes over the last durable one.
+     */
+    @Test
+    void aFailedCheckpointWriteIsRetriedByTheNextCheckpoint() throws Exception {
+        RrsConfig c0 = configs.get(0);
+        NodeId flaky = c0.primary();
+        int[] failuresLeft = {1};
+        List<Long> written = new ArrayList<>();
+        disks.put(flaky, new InMemoryReplicaDisk() {
+            @Override
+            public void writeCheckpoint(long g, long k, long seq, Map<Long, byte[]> changed,
+                                        io.salus.core.merkle.VolumeRootRecord rec) {
+                if (failuresLeft[0]-- > 0) {
+                    throw new java.io.UncheckedIOException(new java.io.IOException("injected: the DataNode refused"
+                            + " the checkpoint through " + k));
+                }
+                written.add(k);
+                super.writeCheckpoint(g, k, seq, changed, rec);
+            }
+        });
+        start(c0, flaky);
+        List<String> thrown = new ArrayList<>();
+        long now = 0;
+        int n = 3 * RegionReplica.CHECKPOINT_EVERY; // checkpoints at entries 3 (fails), 7 and 11
+        for (int b = 1; b <= n; b++) {
+            assertTrue(client.submit(List.of(new BlockWrite(b % 8, data(b)))) > 0);
+            for (int i = 0; i < 20 && acked.size() < b; i++) { // a message lost to a thrown failure is retransmitted
+                Envelope e;
+                while ((e = net.poll()) != null) {
+                    try {
+                        deliver(e);
+                    } catch (RuntimeException x) {
+                        thrown.add(x.getMessage());
+                    }
+                }
+                if (acked.size() < b) {
+                    client.tick(now += 1000);
+                    for (RegionReplica r : replicas.values()) {
+                        try {
+                            r.tick();
+                        } catch (RuntimeException x) {
+                            thrown.add(x.getMessage());
+                        }
+                    }
+                }
+            }
+        }
+        assertEquals(n, acked.size(), "every write acknowledged; thrown: " + thrown);
+        Statement.Checkpoint cp = ReplicaCatchUp.certified(c0, dir, membership, coord);
+        assertNotNull(cp, "no CHECKPOINT certificate formed in " + n + " entries after " + flaky + "'s checkpoint"
+                + " write through index " + (RegionReplica.CHECKPOINT_EVERY - 1) + " failed once: the checkpoints it"
+                + " wrote since: " + written + "; log entry 0 still on its disk: " + (disks.get(flaky).read(0, 0)
+                != null) + "; thrown: " + thrown);
+        assertEquals(n - 1, cp.throughIndex(), "the checkpoints after the failed one are certified");
+        assertEquals(1, thrown.size(), "the failed write is reported once: " + thrown);
+        assertTrue(thrown.get(0).contains("through index " + (RegionReplica.CHECKPOINT_EVERY - 1)), thrown.get(0));
+        assertEquals(1, replicas.get(flaky).checkpointWriteFailures());
+        assertEquals(List.of(7L, 11L), written, "the failed checkpoint is not written again as such");
+        // the flaky replica's disk composes the certified state without the failed checkpoint's file, and its log
+        // prefix was collected
+        assertEquals(n - 1, RegionReplica.verifiedBase(cfg, c0, dir, membership, disks.get(flaky), coord)
+                .throughIndex());
+        assertNull(disks.get(flaky).readSnapshot(0, RegionReplica.CHECKPOINT_EVERY - 1));
+        NodeId peer = c0.replicas().get(1);
+        assertEquals(disks.get(peer).readSnapshot(0, 7).regionRoot(cfg.hash(), cfg.blockSize(), cfg.layout()),
+                disks.get(flaky).readSnapshot(0, 7).regionRoot(cfg.hash(), cfg.blockSize(), cfg.layout()),
+                "checkpoint 7 holds the failed checkpoint's blocks too");
+        assertEquals(cp.regionRoot(), disks.get(flaky).readSnapshot(0, n - 1).regionRoot(cfg.hash(), cfg.blockSize(),
+                cfg.layout()));
+        assertNull(disks.get(flaky).read(0, n - 1), "the log through the certified index is collected");
+    }
+
     // ------------------------------------------------------------------ mount by a new writer (ReplicaMount)
 
     /** A new writer process (same client id and key, nothing of the old one's memory) that replaces {@link #client}. */

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.*;
 import io.salus.core.hbase.storage.CorruptReplicaLogException;
 import io.salus.core.hbase.storage.HdfsReplicaDisk;
 import io.salus.core.hbase.storage.LogFrame;
+import io.salus.core.protocol.replica.RegionSnapshot;
 import io.salus.core.protocol.replica.ReplicaDisk;
 import java.io.File;
 import java.io.IOException;
@@ -254,10 +255,11 @@ class HdfsReplicaDiskTest extends ReplicaDiskContract {
     }
 
     /**
-     * Review (held up): checkpoint files and the GC marker are written to a fixed temporary name
-     * ({@code .delta.<k>.tmp}, {@code .prefix.tmp}); one a dead region server left open under its lease does not
-     * block the replica reopened elsewhere, because create with overwrite deletes a file under construction by
-     * another client (it would block with overwrite=false, or if the names were reused without overwrite).
+     * Review (held up): checkpoint files and the GC marker are written to a temporary name; one a dead region server
+     * left open under its lease (here the old fixed name {@code .delta.<k>.tmp}, {@code .prefix.tmp}) does not block
+     * the replica reopened elsewhere. Since rec15 the names carry the disk's incarnation, so a reopened disk never
+     * writes the dead server's file at all (before, create with overwrite deleted it; with overwrite=false it would
+     * have blocked).
      */
     @Test
     void aTemporaryFileLeftOpenByADeadWriterDoesNotBlockTheNextCheckpointOrGc() throws Exception {
@@ -287,6 +289,41 @@ class HdfsReplicaDiskTest extends ReplicaDiskContract {
         assertArrayEquals(entry(6, 100), again.read(1, 6));
         again.close();
         rs.close();
+    }
+
+    /**
+     * rec15: two incarnations of one replica write the same checkpoint at once (its region reopened on the same
+     * region server over the same directory while the old incarnation's checkpoint writer still runs). With one
+     * temporary name per checkpoint ({@code .delta.<k>.tmp}), the old writer's create-with-overwrite deleted the
+     * reopened incarnation's temporary file between its hsync and its rename, so the reopened incarnation's checkpoint
+     * write failed (or, the other way round, a writer renamed the other's half-written file into place). The names
+     * now carry each disk's incarnation: both writes complete, and the last rename wins.
+     */
+    @Test
+    void twoIncarnationsWritingOneCheckpointDoNotShareATemporaryFile() throws Exception {
+        Path dir = new Path(ROOT, "two-incarnations");
+        HdfsReplicaDisk old = disk(fs, dir, null);
+        HdfsReplicaDisk reopened = disk(fs, dir, null);
+        List<Path> temporary = new ArrayList<>();
+        old.beforeStateRenameForTests(temporary::add);
+        reopened.beforeStateRenameForTests(tmp -> {
+            temporary.add(tmp);
+            // the old incarnation's lingering writer writes checkpoint 5 now, between our hsync and our rename
+            old.writeCheckpoint(1, 5, 6, Map.of(2L, entry(2, 64)), record(6));
+        });
+        try {
+            reopened.writeCheckpoint(1, 5, 6, Map.of(3L, entry(3, 64)), record(6));
+        } catch (RuntimeException e) {
+            fail("the reopened incarnation's checkpoint write failed while the old incarnation wrote the same"
+                    + " checkpoint (temporary files " + temporary + "): " + e);
+        }
+        assertEquals(2, temporary.size());
+        assertNotEquals(temporary.get(0), temporary.get(1), "each incarnation writes its own temporary file");
+        RegionSnapshot s = reopened.readSnapshot(1, 5);
+        assertArrayEquals(entry(3, 64), s.blocks().get(3L), "the last rename (the reopened incarnation's) wins");
+        assertNull(s.blocks().get(2L), "nothing of the old incarnation's checkpoint is mixed in");
+        old.close();
+        reopened.close();
     }
 
     /**

@@ -209,6 +209,19 @@ public final class ReplicaHost {
         loop.scheduleWithFixedDelay(this::tick, TICK_MILLIS, TICK_MILLIS, TimeUnit.MILLISECONDS);
         if (base == null) {
             loop.execute(this::requestState);
+        } else if (base.throughIndex() < 0) {
+            // no CHECKPOINT certificate of its generation yet: a fresh region or one whose log this replica lost
+            // (review rv15 finding 2); it serves and asks its peers for their log (RegionReplica.catchUpFromPeersAtOpen)
+            loop.execute(() -> {
+                RegionReplica r = replica;
+                try {
+                    if (r != null) {
+                        r.catchUpFromPeersAtOpen();
+                    }
+                } catch (RuntimeException e) {
+                    LOG.warn("{}: asking the peers for their log failed: {}", me, e.toString());
+                }
+            });
         }
     }
 
@@ -325,6 +338,8 @@ public final class ReplicaHost {
             } else if (m instanceof Message.LogCertMsg l) {
                 onLogCert(to, l.tentative());
             }
+        } catch (RegionReplica.CheckpointWriteFailed e) {
+            LOG.warn("{}", e.getMessage(), e.getCause()); // the message itself was handled
         } catch (RuntimeException e) {
             // one bad message (e.g. a malformed certificate) must not stop the loop: log and drop it
             LOG.warn("{} dropped a {} from {}: {}", to, m.getClass().getSimpleName(), from, e.toString());
@@ -460,6 +475,13 @@ public final class ReplicaHost {
         m.put("recoveryRefused", recoveryRefused.get());
         m.put("recoveryDropped", droppedWhileRecovering.get());
         m.put("recoveryMillis", recoveryMillis);
+        // the log caught up from peers while serving (a replica whose log ended before entries its peers resolved,
+        // e.g. lost before its region's first certificate): entries appended, transfers that gave some, requests
+        RegionReplica r = replica;
+        m.put("peerLogEntries", r == null ? 0L : r.peerLogEntries());
+        m.put("peerLogTransfers", r == null ? 0L : r.peerLogTransfers());
+        m.put("peerLogRequests", r == null ? 0L : r.peerLogRequests());
+        m.put("checkpointWriteFailures", r == null ? 0L : r.checkpointWriteFailures());
         // blocks of the region's cells that held another state than the verified base (HBase flushed later entries'
         // blocks at the close) and were set back to it before the replay
         m.put("replayResetBlocks", replayResetBlocks);

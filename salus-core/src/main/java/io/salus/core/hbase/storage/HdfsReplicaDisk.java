@@ -83,6 +83,17 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
     private final Map<Long, FramedLog> decisionLogs = new HashMap<>();
     private final AtomicLong appends = new AtomicLong();
     private final AtomicLong hsyncs = new AtomicLong();
+    /**
+     * This disk object's incarnation, in its temporary file names ({@code .delta.<k>.<incarnation>.tmp},
+     * {@code .prefix.<incarnation>.tmp}): a replica reopened over the same directory (a new incarnation) and its old
+     * incarnation's checkpoint writer still running never write the same temporary file (rec15: with one shared
+     * name, the old writer's create-with-overwrite deleted the new one's temporary file between its hsync and its
+     * rename, so the new incarnation's checkpoint write failed, or the old writer renamed the new one's half-written
+     * file into place).
+     */
+    private final String incarnation = java.util.UUID.randomUUID().toString().substring(0, 8);
+    /** Tests: runs with the temporary file of a state write after its hsync, before its rename. */
+    private volatile java.util.function.Consumer<Path> beforeStateRename;
 
     /**
      * The disk of one replica region: {@code <root>/<table>/<encodedRegion>}. {@code table} is the replica
@@ -111,6 +122,16 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
 
     public Path directory() {
         return dir;
+    }
+
+    /** This disk object's incarnation (in its temporary file names). */
+    public String incarnation() {
+        return incarnation;
+    }
+
+    /** Tests: {@code hook} runs with the temporary file of each snapshot/checkpoint write between hsync and rename. */
+    public void beforeStateRenameForTests(java.util.function.Consumer<Path> hook) {
+        this.beforeStateRename = hook;
     }
 
     /** Entries appended (log entries and decisions) since this disk was opened. */
@@ -248,12 +269,16 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
 
     private void writeState(long generation, String name, RegionSnapshot s) {
         Path sd = stateDir(generation);
-        Path tmp = new Path(sd, "." + name + ".tmp");
+        Path tmp = new Path(sd, "." + name + "." + incarnation + ".tmp");
         Path dst = new Path(sd, name);
         try {
             try (FSDataOutputStream out = create(tmp, true)) {
                 out.write(LogFrame.encode(s.throughIndex(), encodeSnapshot(s)));
                 hsync(out);
+            }
+            java.util.function.Consumer<Path> hook = beforeStateRename;
+            if (hook != null) {
+                hook.accept(tmp);
             }
             fs.rename(tmp, dst, Options.Rename.OVERWRITE);
         } catch (IOException e) {
@@ -629,7 +654,7 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
                         return;
                     }
                     // the marker first: a crash after it and before the deletes only leaves files to delete
-                    Path tmp = new Path(ldir, ".prefix.tmp");
+                    Path tmp = new Path(ldir, ".prefix." + incarnation + ".tmp");
                     try (FSDataOutputStream out = create(tmp, true)) {
                         out.write(LogFrame.encode(through, new byte[0]));
                         hsync(out);

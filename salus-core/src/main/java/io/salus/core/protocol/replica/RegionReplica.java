@@ -102,6 +102,24 @@ public final class RegionReplica {
     public static final int MAX_PENDING_GETS = 4096;
     /** The tick at which each peer's last state request was answered (catch-up of a reopened peer). */
     private final Map<NodeId, Long> stateAnswered = new java.util.HashMap<>();
+    /**
+     * Catch-up of the log while serving (review rv15 finding 2): the peers asked for their log after this replica's
+     * latest certified checkpoint whose answer has not come ({@link Message.StateTransfer}s from anyone else are
+     * dropped unread).
+     */
+    private final Set<NodeId> logAsked = new HashSet<>();
+    /** Peers that answered since {@link #catchUpFromPeersAtOpen}; asked again at each round until both have. */
+    private final Set<NodeId> answeredAtOpen = new HashSet<>();
+    private boolean askingAtOpen;
+    /** Retransmission rounds a sub-batch has waited for a predecessor with the log not growing (at seq {@link #gapSeq}). */
+    private int gapRounds;
+    private long gapSeq = -1;
+    /** Rounds until the next request while the gap lasts (doubles from {@link #STALLED_ROUNDS}). */
+    private int gapAskRounds = STALLED_ROUNDS;
+    /** What the catch-up took: peer log entries appended, transfers that gave entries, requests sent. */
+    private volatile long peerLogEntries;
+    private volatile long peerLogTransfers;
+    private volatile long peerLogRequests;
     /** Highest batch id this replica has logged or learned a decision for (reported at mount). */
     private long lastBatchId;
     /** A mount fenced the previous writer: no sub-batch from the client below this batch id is logged any more. */
@@ -130,11 +148,27 @@ public final class RegionReplica {
     private Executor checkpointWriter = Runnable::run;
     /** Flushes written (durable) and not yet taken by the event loop; filled by {@link #checkpointWriter}. */
     private final ConcurrentLinkedQueue<WrittenCheckpoint> checkpointsWritten = new ConcurrentLinkedQueue<>();
-    /** A checkpoint write failed: its error (thrown on the loop once), and no later checkpoint is written. */
-    private volatile RuntimeException checkpointFailure;
-    private boolean checkpointBroken;
+    /**
+     * Checkpoint writes that failed, each thrown once on the loop (the adapter logs it). A failed write is not signed
+     * and not retried as such: the next checkpoint index writes every block not yet durable (the store forgets a
+     * block from its dirty set only once a write of it completed), so one transient disk error costs one checkpoint,
+     * not every later one (rec15: a replica whose write failed once never signed a checkpoint again, so no further
+     * CHECKPOINT certificate formed and its region's logs were never collected).
+     */
+    private final ConcurrentLinkedQueue<CheckpointWriteFailed> checkpointFailures = new ConcurrentLinkedQueue<>();
+    private volatile long checkpointWriteFailures;
 
     private record WrittenCheckpoint(long index, Hash root, VolumeRootRecord record) {
+    }
+
+    /**
+     * A checkpoint write failed (thrown once by the {@link #receive} or {@link #tick} after it, once that call's own
+     * work is done: nothing of it is lost).
+     */
+    public static final class CheckpointWriteFailed extends IllegalStateException {
+        CheckpointWriteFailed(String message, Throwable cause) {
+            super(message, cause);
+        }
     }
 
     public RegionReplica(ProtocolConfig cfg, RrsConfig rrs, NodeId me, NodeId clientId, Signer signer,
@@ -260,7 +294,8 @@ public final class RegionReplica {
      * latest CHECKPOINT certificate of its generation that {@code coordination} holds (signed by the
      * generation's three replicas), verified against that certificate (generation, index, last seq,
      * volume-root record and region tree root) before anything is served. Generation 0 with no
-     * certificate yet starts empty. A disk whose checkpoint does not match (corrupted, lost, or a
+     * certificate yet starts empty (from its own log: it cannot tell a fresh region from one whose log it lost, so
+     * its opener then asks the peers for theirs, {@link #catchUpFromPeersAtOpen}). A disk whose checkpoint does not match (corrupted, lost, or a
      * different state) is refused: the replica must be replaced through recovery, never serve it.
      *
      * @throws RecoveryException naming the region, the certificate and what differs
@@ -377,7 +412,12 @@ public final class RegionReplica {
     }
 
     public void receive(NodeId from, Message m) {
-        takeWrittenCheckpoints();
+        signWrittenCheckpoints();
+        receiveInner(from, m);
+        throwCheckpointFailure(); // after the message is handled: it is not lost to the report
+    }
+
+    private void receiveInner(NodeId from, Message m) {
         if (m instanceof Message.SubBatchMsg s) {
             onSubBatch(from, s.subBatch());
         } else if (m instanceof Message.StoreAck a) {
@@ -404,6 +444,8 @@ public final class RegionReplica {
             onMountQuery(from, q);
         } else if (m instanceof Message.StateRequest r) {
             onStateRequest(from, r);
+        } else if (m instanceof Message.StateTransfer x) {
+            onStateTransfer(from, x);
         }
     }
 
@@ -458,10 +500,11 @@ public final class RegionReplica {
         } finally {
             LatencyTrace.tickEnd();
         }
+        throwCheckpointFailure();
     }
 
     private void tickInner() {
-        takeWrittenCheckpoints();
+        signWrittenCheckpoints();
         answerFreedDecisionRequests();
         if (++ticks % RETRANSMIT_TICKS != 0) {
             return;
@@ -520,6 +563,138 @@ public final class RegionReplica {
                 signCheckpoint(k);
             }
         }
+        askPeersForLogIfBehind();
+    }
+
+    // ------------------------------------------------------------------ catch-up of the log while serving
+
+    /**
+     * Call at region open when this replica starts from the empty generation-0 state because its region has no
+     * CHECKPOINT certificate yet: it cannot tell a fresh region from one whose log it lost (its DataNode disk) while
+     * its peers logged and resolved entries. It serves at once (a fresh region must not wait for peers that may be
+     * opening too) and asks both peers for their log; each retransmission round asks again those that have not
+     * answered, until both have or one gave entries ({@link #onStateTransfer}). Peers that are empty too answer with
+     * no entry. Must be called on the replica's event loop (as {@link #receive}).
+     */
+    public void catchUpFromPeersAtOpen() {
+        askingAtOpen = true;
+        answeredAtOpen.clear();
+        askPeersForLog();
+    }
+
+    /**
+     * At each retransmission round: asks again at open (above), and asks both peers for their log once a sub-batch
+     * has waited {@link #STALLED_ROUNDS} rounds for a predecessor while the log did not grow, then again after twice
+     * as many rounds, and so on up to 16 times as many (the predecessor's
+     * sender retransmits an unresolved entry within {@link #MAX_RETRANSMIT_TICKS} ticks; one resolved at the peers is
+     * never sent again: a replica whose log lost entries its peers resolved would wait for ever).
+     */
+    private void askPeersForLogIfBehind() {
+        if (askingAtOpen) {
+            askPeersForLog();
+        }
+        if (!log.waitsForMissing()) {
+            gapRounds = 0;
+            return;
+        }
+        if (log.lastAcceptedSeq != gapSeq) {
+            gapSeq = log.lastAcceptedSeq;
+            gapRounds = 0;
+            gapAskRounds = STALLED_ROUNDS;
+        }
+        if (++gapRounds >= gapAskRounds) {
+            // asked again while it lasts, backing off: a sub-batch that waits for a predecessor that never comes
+            // (one the peers do not have either) must not make them read their log for it every second
+            askPeersForLog();
+            gapRounds = 0;
+            gapAskRounds = Math.min(2 * gapAskRounds, 16 * STALLED_ROUNDS);
+        }
+    }
+
+    private void askPeersForLog() {
+        for (NodeId p : rrs.replicas()) {
+            if (!p.equals(me) && !(askingAtOpen && answeredAtOpen.contains(p))) {
+                logAsked.add(p);
+                peerLogRequests++;
+                // through this replica's latest certified checkpoint: the peers keep their log after it (a newer
+                // certificate needs this replica's signature); through -1 in a region without one (cheap: no blocks)
+                net.send(p, new Message.StateRequest(regionId.index(), rrs.generation(), checkpoints.checkpointedIndex));
+            }
+        }
+    }
+
+    /**
+     * A peer's answer to {@link #askPeersForLog}: appends the entries that continue this replica's own log, each
+     * checked ({@link ReplicaCatchUp#continuation}: client-signed, prevNum chain from this replica's last accepted
+     * seq, decided by a COMMIT/ABORT certificate with its three leader signatures), durably and at their indexes, as
+     * if received from the chain predecessor; learns their decisions and commits them in log order; takes the
+     * transferred writer fence if it is newer; then accepts the sub-batches that waited for them. The region state in
+     * the transfer is ignored. So a faulty peer cannot make this replica skip, reorder, alter or apply an undecided
+     * write; it can only give fewer entries (the next round asks again, both peers).
+     */
+    private void onStateTransfer(NodeId from, Message.StateTransfer x) {
+        if (!logAsked.remove(from) || x.region() != regionId.index() || x.generation() != rrs.generation()) {
+            return;
+        }
+        ReplicaCatchUp.Continuation c = ReplicaCatchUp.continuation(cfg, rrs, clientId, verifier, membership, x,
+                log.nextIndex, log.lastAcceptedSeq, log::hasBatch);
+        if (c.fence() != null) {
+            long epoch = c.fence().statement(Statement.WriterEpoch.class).epoch();
+            if (epoch > writerEpoch) {
+                disk.recordDecision(rrs.generation(), c.fence()); // as a fence from the client: durable first
+                writerEpoch = epoch;
+            }
+        }
+        for (ReplicaCatchUp.Continued e : c.entries()) {
+            disk.append(rrs.generation(), e.index(), e.bytes());
+            log.add(e.index(), e.sb(), cfg.hash().hash(e.bytes()));
+            lastBatchId = Math.max(lastBatchId, e.sb().batchId());
+            log.learnDecision(e.sb().batchId(), e.decision()); // the decision's batch (checked in continuation)
+        }
+        answeredAtOpen.add(from);
+        if (askingAtOpen && (!c.entries().isEmpty() || answeredAtOpen.size() >= rrs.replicas().size() - 1)) {
+            askingAtOpen = false;
+        }
+        if (c.entries().isEmpty()) {
+            return;
+        }
+        peerLogEntries += c.entries().size();
+        peerLogTransfers++;
+        Set<Long> learned = new HashSet<>();
+        c.entries().forEach(e -> learned.add(e.sb().batchId()));
+        for (BatchLeaderState.LeaderBatch lb : batchLeader.batchesCopy()) {
+            if (lb.info != null && learned.contains(lb.info.prevBatchId())) {
+                tryDecide(lb); // a batch this replica leads waited for that decision (its own tentative was lost)
+            }
+        }
+        tryCommit();
+        log.dropStaleWaiting();
+        SubBatch nextSb;
+        while ((nextSb = log.takeSuccessor()) != null) {
+            if (!log.hasBatch(nextSb.batchId()) && !refusedForEpoch(nextSb.batchId(), nextSb.epoch())) {
+                accept(nextSb);
+            }
+        }
+    }
+
+    /** Log entries this replica appended from its peers' transfers while serving (review rv15 finding 2). */
+    public long peerLogEntries() {
+        return peerLogEntries;
+    }
+
+    /** Peer transfers that gave this replica entries while serving. */
+    public long peerLogTransfers() {
+        return peerLogTransfers;
+    }
+
+    /** Requests for their log this replica sent its peers while serving. */
+    public long peerLogRequests() {
+        return peerLogRequests;
+    }
+
+    /** Checkpoint writes of this replica that failed (each one's checkpoint is not signed; the next one retries). */
+    public long checkpointWriteFailures() {
+        return checkpointWriteFailures;
     }
 
     // ------------------------------------------------------------------ PUT path (PC2, AS steps 1-3)
@@ -1060,12 +1235,11 @@ public final class RegionReplica {
     // ------------------------------------------------------------------ flush / compaction consent
 
     private void flush(long index) {
-        if (checkpointBroken) {
-            return; // an earlier checkpoint write failed: a later delta would not compose; recovery replaces us
-        }
-        // a checkpoint costs what changed since the previous one, not the region's size. The state is captured
-        // here (a copy of the changed blocks, the root, the record); the write runs on the checkpoint writer,
-        // and the snapshot is signed only once it is durable (takeWrittenCheckpoints)
+        // a checkpoint costs what changed since the previous durable one, not the region's size. The state is
+        // captured here (a copy of the changed blocks, the root, the record); the write runs on the checkpoint
+        // writer, and the snapshot is signed only once it is durable (signWrittenCheckpoints). The dirty set keeps
+        // every block whose write has not completed (markDurable(written) forgets only those written), so after a
+        // failed write this one holds that write's blocks too and composes over the last durable checkpoint
         Map<Long, byte[]> changed = store.dirty();
         long seq = appliedSeq;
         VolumeRootRecord rec = rootRecord;
@@ -1073,9 +1247,6 @@ public final class RegionReplica {
         long gen = rrs.generation();
         Executor writer = LatencyTrace.legacy() ? Runnable::run : checkpointWriter;
         writer.execute(() -> {
-            if (checkpointFailure != null) {
-                return;
-            }
             try {
                 long t0 = LatencyTrace.now();
                 disk.writeCheckpoint(gen, index, seq, changed, rec);
@@ -1083,7 +1254,9 @@ public final class RegionReplica {
                 LatencyTrace.took("checkpointWrite", t0);
                 checkpointsWritten.add(w);
             } catch (RuntimeException ex) {
-                checkpointFailure = ex;
+                checkpointWriteFailures++;
+                checkpointFailures.add(new CheckpointWriteFailed(me + ": the checkpoint through index " + index
+                        + " was not written (" + ex + "); it is not signed, the next one writes its blocks too", ex));
             }
         });
         if (me.equals(rrs.primary())) {
@@ -1094,15 +1267,10 @@ public final class RegionReplica {
         signWrittenCheckpoints(); // an inline writer has written it already
     }
 
-    /**
-     * On the loop: the checkpoints written since the last call become snapshots this replica signs when proposed;
-     * a failed write is thrown once (the adapter logs it; this replica signs no further checkpoint).
-     */
-    private void takeWrittenCheckpoints() {
-        signWrittenCheckpoints();
-        RuntimeException f = checkpointFailure;
-        if (f != null && !checkpointBroken) {
-            checkpointBroken = true;
+    /** On the loop: a failed checkpoint write is thrown once (the adapter logs it). */
+    private void throwCheckpointFailure() {
+        CheckpointWriteFailed f = checkpointFailures.poll();
+        if (f != null) {
             throw f;
         }
     }

@@ -40,6 +40,10 @@ import java.util.TreeMap;
  * Installing writes the state as a whole snapshot at the certified index, the entries at their indexes and the
  * decisions to the replica's own disk, and the state into its region store; the replica then starts from that
  * disk as after any restart ({@link RegionReplica#verifiedBase}, then the replay of the certified entries).
+ *
+ * <p>A replica that does start from its own disk but whose log ends before entries its peers resolved (its log lost
+ * before its region's first certificate, review rv15 finding 2, or lost after its surviving checkpoint) catches up
+ * its log while serving, with the same messages: {@link #continuation} is what it may take from a transfer.
  */
 public final class ReplicaCatchUp {
     private ReplicaCatchUp() {
@@ -70,6 +74,11 @@ public final class ReplicaCatchUp {
     public static Message.StateTransfer answer(ProtocolConfig cfg, RrsConfig rrs, ReplicaDisk disk, long throughIndex) {
         long gen = rrs.generation();
         RegionSnapshot s = disk.readSnapshot(gen, throughIndex);
+        if (s == null && throughIndex < 0 && gen == 0) {
+            // generation 0 starts empty (no file of it): a replica that asks through index -1 (its region has no
+            // CHECKPOINT certificate yet) gets the log from index 0
+            s = RegionSnapshot.empty(0, io.salus.core.protocol.recovery.RegionLogRecovery.emptyVolumeRoot(cfg));
+        }
         if (s == null) {
             return null;
         }
@@ -150,7 +159,6 @@ public final class ReplicaCatchUp {
         if (why != null) {
             throw new RecoveryException(rrs.region() + ": the transferred state is not the certified one: " + why);
         }
-        long first = cfg.layout().firstBlock(region);
         List<SubBatch> entries = new ArrayList<>();
         for (byte[] b : x.entries()) {
             SubBatch sb;
@@ -161,18 +169,9 @@ public final class ReplicaCatchUp {
                         + entries.size()) + " does not decode: " + e.getMessage());
             }
             long idx = x.throughIndex() + 1 + entries.size();
-            if (!sb.volume().equals(cfg.volume()) || sb.region() != region || sb.clientSig() == null
-                    || !replicaVerifier.verify(clientId, sb.signedBytes(), sb.clientSig())) {
-                throw new RecoveryException(rrs.region() + ": transferred log entry " + idx
-                        + " is not a client-signed sub-batch of this region");
-            }
-            for (int i = 0; i < sb.puts().size(); i++) {
-                Put p = sb.puts().get(i);
-                if (p.block() < first || p.block() >= first + cfg.layout().blocksPerRegion()
-                        || p.data().length != cfg.blockSize() || !cfg.hash().leafHash(p.data()).equals(p.dataHash())
-                        || i > 0 && p.prevNum() != sb.puts().get(i - 1).seq()) {
-                    throw new RecoveryException(rrs.region() + ": transferred log entry " + idx + " has an invalid put");
-                }
+            String bad = entryProblem(cfg, rrs, clientId, replicaVerifier, sb);
+            if (bad != null) {
+                throw new RecoveryException(rrs.region() + ": transferred log entry " + idx + " " + bad);
             }
             // the first entry continues the certified state (entry k of a checkpoint through k is committed, so its
             // last seq is the certified last seq): without it, a peer leaving out the first entry(ies) made the
@@ -235,5 +234,113 @@ public final class ReplicaCatchUp {
             }
         }
         return new Installed(x.throughIndex(), blocks.size(), entries.size(), decisions.size());
+    }
+
+    /**
+     * Why {@code sb} is not a client-signed sub-batch of {@code rrs}'s region with whole valid blocks and an unbroken
+     * prevNum chain inside it, or null if it is.
+     */
+    static String entryProblem(ProtocolConfig cfg, RrsConfig rrs, NodeId clientId, Verifier replicaVerifier,
+                               SubBatch sb) {
+        if (!sb.volume().equals(cfg.volume()) || sb.region() != rrs.region().index() || sb.clientSig() == null
+                || sb.puts().isEmpty() || !replicaVerifier.verify(clientId, sb.signedBytes(), sb.clientSig())) {
+            return "is not a client-signed sub-batch of this region";
+        }
+        long first = cfg.layout().firstBlock(rrs.region().index());
+        for (int i = 0; i < sb.puts().size(); i++) {
+            Put p = sb.puts().get(i);
+            if (p.block() < first || p.block() >= first + cfg.layout().blocksPerRegion()
+                    || p.data().length != cfg.blockSize() || !cfg.hash().leafHash(p.data()).equals(p.dataHash())
+                    || i > 0 && p.prevNum() != sb.puts().get(i - 1).seq()) {
+                return "has an invalid put";
+            }
+        }
+        return null;
+    }
+
+    /** A transferred log entry that continues a serving replica's own log, and the decision that resolves it. */
+    public record Continued(long index, SubBatch sb, byte[] bytes, Certificate decision) {
+    }
+
+    /** What a serving replica may take from a peer's transfer: entries that continue its log, the newest fence. */
+    public record Continuation(List<Continued> entries, Certificate fence) {
+    }
+
+    /**
+     * The part of a peer's transfer {@code x} that a <em>serving</em> replica may append to its own log (review rv15
+     * finding 2: a replica whose log ends before entries its peers resolved, e.g. one reopened without its log before
+     * its region's first CHECKPOINT certificate, otherwise waits for predecessors nobody sends again). Nothing in
+     * {@code x} is taken on the peer's word; the region state in it is ignored (the replica keeps its own, verified
+     * at open). Taken, in log order from {@code nextIndex} (the replica's next log index): each entry while
+     * <ul>
+     * <li>it is a client-signed sub-batch of this region with valid blocks ({@link #entryProblem});</li>
+     * <li>its first prevNum is the last seq of the entry before it, the first one's the replica's own last accepted
+     * seq {@code lastSeq}: nothing can be skipped or put in another place;</li>
+     * <li>it comes with its COMMIT or ABORT certificate (three leader signatures, the leader region's current
+     * generation) covering its batch, seq range and leader region: a peer cannot make the replica log, let alone
+     * apply, a sub-batch that was not decided. Entries still undecided at the peer are not taken: the chain
+     * predecessor (or the client, to the primary) retransmits them as long as they are unresolved;</li>
+     * <li>its batch is not in the replica's log already ({@code logged}).</li>
+     * </ul>
+     * The first entry that fails ends the continuation (a faulty peer can only make it shorter). {@code fence}: the
+     * highest client-signed WRITER_EPOCH certificate in {@code x}, or null.
+     */
+    public static Continuation continuation(ProtocolConfig cfg, RrsConfig rrs, NodeId clientId,
+                                            Verifier replicaVerifier, Membership membership, Message.StateTransfer x,
+                                            long nextIndex, long lastSeq, java.util.function.LongPredicate logged) {
+        Certificate fence = null;
+        Map<Long, List<Certificate>> decided = new java.util.HashMap<>();
+        for (Certificate d : x.decisions()) {
+            if (d.type() == CertType.WRITER_EPOCH) {
+                Statement.WriterEpoch we = d.statement(Statement.WriterEpoch.class);
+                if (we.volume().equals(cfg.volume()) && (fence == null
+                        || we.epoch() > fence.statement(Statement.WriterEpoch.class).epoch())
+                        && d.verify(replicaVerifier, Set.of(clientId))) {
+                    fence = d;
+                }
+            } else if (d.type() == CertType.COMMIT || d.type() == CertType.ABORT) {
+                decided.computeIfAbsent(d.statement(Statement.Decision.class).batchId(), b -> new ArrayList<>()).add(d);
+            }
+        }
+        List<Continued> out = new ArrayList<>();
+        long chained = lastSeq;
+        for (int j = 0; j < x.entries().size(); j++) {
+            long idx = x.throughIndex() + 1 + j;
+            if (idx < nextIndex) {
+                continue; // the replica has its own entry there
+            }
+            if (idx != nextIndex + out.size()) {
+                break; // the transfer starts after the replica's log ends: nothing continues it
+            }
+            byte[] b = x.entries().get(j);
+            SubBatch sb;
+            try {
+                sb = SubBatch.decode(b);
+            } catch (RuntimeException e) {
+                break;
+            }
+            if (entryProblem(cfg, rrs, clientId, replicaVerifier, sb) != null || sb.puts().get(0).prevNum() != chained
+                    || logged.test(sb.batchId())) {
+                break;
+            }
+            Certificate decision = null;
+            for (Certificate d : decided.getOrDefault(sb.batchId(), List.of())) {
+                Statement.Decision st = d.statement(Statement.Decision.class);
+                int leader = st.leader().index();
+                if (st.volume().equals(cfg.volume()) && leader == sb.leaderRegion() && leader >= 0
+                        && leader < cfg.regionCount() && st.firstSeq() <= sb.firstSeq() && st.lastSeq() >= sb.lastSeq()
+                        && st.generation() == membership.current(leader).generation()
+                        && d.verify(replicaVerifier, membership.current(leader).replicaSet())) {
+                    decision = d;
+                    break;
+                }
+            }
+            if (decision == null) {
+                break;
+            }
+            out.add(new Continued(idx, sb, b, decision));
+            chained = sb.lastSeq();
+        }
+        return new Continuation(out, fence);
     }
 }

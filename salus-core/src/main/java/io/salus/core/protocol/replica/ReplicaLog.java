@@ -103,6 +103,21 @@ final class ReplicaLog {
         return waiting.remove(lastAcceptedSeq);
     }
 
+    /** True if a parked sub-batch waits for a predecessor this log has not accepted (one after the last accepted). */
+    boolean waitsForMissing() {
+        for (long prev : waiting.keySet()) {
+            if (prev > lastAcceptedSeq) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Forgets parked sub-batches whose predecessor is behind the last accepted seq (the log went past them). */
+    void dropStaleWaiting() {
+        waiting.keySet().removeIf(prev -> prev < lastAcceptedSeq);
+    }
+
     // ---------------------------------------------------------------- decision certificates
 
     Certificate decision(long batchId) {
