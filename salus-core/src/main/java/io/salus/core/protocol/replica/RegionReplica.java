@@ -137,6 +137,17 @@ public final class RegionReplica {
     private record WrittenCheckpoint(long index, Hash root, VolumeRootRecord record) {
     }
 
+    /**
+     * Where log appends and commit marks are made durable: null, on the event loop ({@link ReplicaDisk#append},
+     * {@link ReplicaDisk#recordDecision}, as the simulator and unit tests run); else off the loop
+     * ({@link #writeDiskOn}).
+     */
+    private DurableWriter diskWriter;
+    /** Records handed to {@link #diskWriter} whose {@code then} has not run yet. */
+    private int diskWritesPending;
+    /** A {@link #diskWriter} write failed: nothing more is logged or committed here (the region must reopen). */
+    private boolean diskBroken;
+
     public RegionReplica(ProtocolConfig cfg, RrsConfig rrs, NodeId me, NodeId clientId, Signer signer,
                          Verifier verifier, Membership membership, Transport net, ReplicaDisk disk,
                          Coordination coordination, ReplicaHooks hooks, RegionSnapshot base) {
@@ -324,8 +335,9 @@ public final class RegionReplica {
         return rootRecord;
     }
 
+    /** The last log index committed (or aborted) and acted on here: its mark durable, a COMMIT applied. */
     public long committedIndex() {
-        return log.committedIndex;
+        return log.resolvedIndex;
     }
 
     /** The highest writer epoch this replica has recorded (0: never fenced). */
@@ -374,6 +386,30 @@ public final class RegionReplica {
      */
     public void writeCheckpointsOn(Executor writer) {
         this.checkpointWriter = writer;
+    }
+
+    /**
+     * Makes log appends and commit marks durable through {@code writer} instead of on the event loop (task tput17):
+     * the loop goes on with other messages while HDFS syncs, and the writer may share one hsync among the records
+     * queued meanwhile. Call before the replica receives or ticks.
+     */
+    public void writeDiskOn(DurableWriter writer) {
+        this.diskWriter = writer;
+    }
+
+    /**
+     * On the loop: the {@link #writeDiskOn writer} could not make a record durable. Nothing more is logged or
+     * committed by this replica (its later records were not written either); thrown once for the adapter to log. The
+     * region must be reopened (recovery at open) for this replica to take part again.
+     */
+    public void diskWriteFailed(RuntimeException e) {
+        diskBroken = true;
+        throw e;
+    }
+
+    /** Whether the next log append or commit mark goes through the writer (once one is pending, always: order). */
+    private boolean writeOffLoop() {
+        return diskWriter != null && (diskWritesPending > 0 || !LatencyTrace.legacy() && !LatencyTrace.inlineDisk());
     }
 
     public void receive(NodeId from, Message m) {
@@ -444,7 +480,7 @@ public final class RegionReplica {
             fenceBelow = Math.max(fenceBelow, q.fenceBelow());
         }
         Message.MountState honest = new Message.MountState(q.nonce(), cfg.volume(), regionId.index(), rrs.generation(),
-                fenceBelow, lastBatchId, log.lastAcceptedSeq, log.nextIndex - 1, log.committedIndex, appliedSeq, store.root(),
+                fenceBelow, lastBatchId, log.lastAcceptedSeq, log.nextIndex - 1, log.resolvedIndex, appliedSeq, store.root(),
                 rootRecord.root(), rootRecord.seq(), new TreeMap<>(store.leafHashes()), null);
         Message.MountState s = hooks.mountReport(honest);
         net.send(clientId, s.withSignature(signer.sign(s.signedBytes())));
@@ -468,8 +504,8 @@ public final class RegionReplica {
         }
         boolean legacy = LatencyTrace.legacy();
         for (ReplicaLog.Entry e : log.entries()) {
-            if (e.resolved) {
-                continue;
+            if (e.resolved || e.committing || !e.logged) {
+                continue; // resolved, or its own record is being written (it is sent once that is durable)
             }
             if (!legacy) {
                 if (e.retransmitEvery == 0) {
@@ -612,6 +648,9 @@ public final class RegionReplica {
     }
 
     private void accept(SubBatch sb) {
+        if (diskBroken) {
+            return; // an earlier record could not be written: nothing more is logged here
+        }
         long idx = log.nextIndex;
         byte[] bytes = sb.encode();
         Hash digest = cfg.hash().hash(bytes);
@@ -624,14 +663,37 @@ public final class RegionReplica {
         if (!legacy && next != null && hooks.forward(sb)) {
             net.send(next, new Message.SubBatchMsg(sb));
         }
+        if (writeOffLoop()) {
+            // the entry takes its index now (later sub-batches follow it); nothing of it is sent before it is durable
+            ReplicaLog.Entry e = log.add(idx, sb, digest);
+            e.logged = false;
+            diskWritesPending++;
+            long t0 = LatencyTrace.now();
+            diskWriter.append(rrs.generation(), idx, hooks.onDiskWrite(bytes), () -> {
+                diskWritesPending--;
+                LatencyTrace.took("diskAppendOffLoop", t0);
+                e.logged = true;
+                if (log.entry(e.index) == e) {
+                    logged(e);
+                    tryCommit(); // (an entry decided before it was durable here: only with mutated consent rules)
+                }
+            });
+            return;
+        }
         long t0 = LatencyTrace.now();
         disk.append(rrs.generation(), idx, hooks.onDiskWrite(bytes));
         LatencyTrace.took("diskAppend", t0);
-        LatencyTrace.stage(sb.batchId(), "logged@" + pos);
         ReplicaLog.Entry e = log.add(idx, sb, digest);
         if (legacy && next != null && hooks.forward(sb)) {
             net.send(next, new Message.SubBatchMsg(sb));
         }
+        logged(e);
+    }
+
+    /** The entry is durable in this replica's log: what that allows (its tentative to the stores, or a vote). */
+    private void logged(ReplicaLog.Entry e) {
+        SubBatch sb = e.sb;
+        LatencyTrace.stage(sb.batchId(), "logged@" + pos);
         if (hooks.earlyPutSuccess()) {
             sendPutOutcome(e, true);
         }
@@ -642,6 +704,7 @@ public final class RegionReplica {
         if (!cfg.mutated(Mutation.SKIP_WITNESS_STORES)) {
             sendTentative(e);
         }
+        voteIfStored(e); // acks that came before the entry was durable here (only a faulty holder sends them)
     }
 
     private Certificate tentativeLogEntry(ReplicaLog.Entry e) {
@@ -677,7 +740,12 @@ public final class RegionReplica {
             return;
         }
         e.acks.add(from);
-        if (e.acks.size() >= (cfg.mutated(Mutation.VOTE_AFTER_FOUR_STORE_ACKS) ? 4 : 5) && !e.voted) {
+        voteIfStored(e);
+    }
+
+    /** Votes once the entry is durable here and its five metadata holders acknowledged it. */
+    private void voteIfStored(ReplicaLog.Entry e) {
+        if (e.logged && e.acks.size() >= (cfg.mutated(Mutation.VOTE_AFTER_FOUR_STORE_ACKS) ? 4 : 5) && !e.voted) {
             LatencyTrace.stage(e.sb.batchId(), "acks@" + pos);
             e.voted = true;
             sendVote(e, hooks.voteYes(e.sb));
@@ -975,8 +1043,8 @@ public final class RegionReplica {
     private void tryCommit() {
         while (true) {
             ReplicaLog.Entry e = log.nextToCommit();
-            if (e == null) {
-                return;
+            if (e == null || !e.logged || diskBroken) {
+                return; // (not durable here yet: committed once it is)
             }
             Certificate d = log.decision(e.sb.batchId());
             if (d == null) {
@@ -989,18 +1057,38 @@ public final class RegionReplica {
             }
             // the entry's commit/abort mark is durable before the replica acts on it: recovery uses the
             // ABORT marks to keep logged-then-aborted entries out of the prepared prefix
+            if (writeOffLoop()) {
+                // decided: the next entry may follow (its mark is written after this one, and acted on after it)
+                log.committedIndex++;
+                e.committing = true;
+                diskWritesPending++;
+                long t0 = LatencyTrace.now();
+                diskWriter.recordDecision(rrs.generation(), d, () -> {
+                    diskWritesPending--;
+                    LatencyTrace.took("diskCommitMarkOffLoop", t0);
+                    resolve(e, d);
+                });
+                continue;
+            }
             long t0 = LatencyTrace.now();
             disk.recordDecision(rrs.generation(), d);
             LatencyTrace.took("diskCommitMark", t0);
             log.committedIndex++;
-            e.resolved = true;
-            if (d.type() == CertType.COMMIT) {
-                apply(e);
-                sendPutOutcome(e, true);
-                LatencyTrace.stage(e.sb.batchId(), "applied@" + pos);
-            } else {
-                sendPutOutcome(e, false);
-            }
+            resolve(e, d);
+        }
+    }
+
+    /** The entry's commit/abort mark is durable: apply it (COMMIT) and tell the client. In log order. */
+    private void resolve(ReplicaLog.Entry e, Certificate d) {
+        e.committing = false;
+        e.resolved = true;
+        log.resolvedIndex = e.index;
+        if (d.type() == CertType.COMMIT) {
+            apply(e);
+            sendPutOutcome(e, true);
+            LatencyTrace.stage(e.sb.batchId(), "applied@" + pos);
+        } else {
+            sendPutOutcome(e, false);
         }
     }
 
