@@ -128,6 +128,8 @@ public final class RegionReplica {
      * stop the event loop; the replica signs its TENTATIVE_CHECKPOINT only once the write completed.
      */
     private Executor checkpointWriter = Runnable::run;
+    /** {@link #writeCheckpointsOn} was called: a CHECKPOINT certificate is also stored and the log GCed there. */
+    private boolean checkpointsOffLoop;
     /** Flushes written (durable) and not yet taken by the event loop; filled by {@link #checkpointWriter}. */
     private final ConcurrentLinkedQueue<WrittenCheckpoint> checkpointsWritten = new ConcurrentLinkedQueue<>();
     /** A checkpoint write failed: its error (thrown on the loop once), and no later checkpoint is written. */
@@ -386,6 +388,7 @@ public final class RegionReplica {
      */
     public void writeCheckpointsOn(Executor writer) {
         this.checkpointWriter = writer;
+        this.checkpointsOffLoop = true;
     }
 
     /**
@@ -1260,11 +1263,35 @@ public final class RegionReplica {
         }
         Certificate cp = checkpoints.offerVote(st.throughIndex(), t);
         if (cp != null) {
-            coordination.putCheckpoint(cp);
-            // the store keeps the latest valid checkpoint (and anything newer), not the region's history
-            coordination.pruneCheckpoints(regionId, Coordination.signedByItsGeneration(verifier, membership));
-            long[] previous = checkpoints.certified(st.throughIndex(), st.lastSeq());
-            disk.truncateLogPrefix(rrs.generation(), st.throughIndex()); // GC only after the certificate
+            long through = st.throughIndex();
+            long gen = rrs.generation();
+            Runnable persist = () -> {
+                long t0 = LatencyTrace.now();
+                coordination.putCheckpoint(cp);
+                // the store keeps the latest valid checkpoint (and anything newer), not the region's history
+                coordination.pruneCheckpoints(regionId, Coordination.signedByItsGeneration(verifier, membership));
+                disk.truncateLogPrefix(gen, through); // GC only after the certificate is stored
+                LatencyTrace.took("checkpointCertified", t0);
+            };
+            if (!checkpointsOffLoop || LatencyTrace.legacy() || LatencyTrace.inlineDisk()) {
+                persist.run();
+            } else {
+                // on the checkpoint writer (tput17): a ZooKeeper write and prune, then an HDFS marker file, a segment
+                // roll and deletes took ~90 ms of the loop per batch, every message behind them waiting. In order
+                // with the checkpoint writes; the log is still truncated only after the certificate is stored (each
+                // of the three replicas stores it; until one has, the previous certificate and the log still hold)
+                checkpointWriter.execute(() -> {
+                    if (checkpointFailure != null) {
+                        return;
+                    }
+                    try {
+                        persist.run();
+                    } catch (RuntimeException ex) {
+                        checkpointFailure = ex;
+                    }
+                });
+            }
+            long[] previous = checkpoints.certified(through, st.lastSeq());
             // memory lags one certificate: the entries this certificate covers stay until the next one,
             // so a client whose reply was lost still gets its outcome resent for its retransmission (a
             // client with at most CHECKPOINT_EVERY batches outstanding cannot be two checkpoints ahead)
