@@ -30,8 +30,13 @@ import org.junit.jupiter.api.Test;
  * each stage of the write path happened relative to the client's submit, and the messages and RPCs per batch.
  * No timing is asserted (other tests share the machine); it checks only that the data reads back.
  *
- * <p>Each mode runs twice in a row: with {@link LatencyTrace#legacy} set (the write path as before task lat13:
- * label "before") and as now ("after"), so both see the same machine load. Writes one CSV row per (label, mode,
+ * <p>Each mode runs once per label, one right after the other: with {@link LatencyTrace#legacy} set (the write path
+ * as before task lat13: label "before"), with {@link LatencyTrace#inlineDisk} set (as after lat13 and grp13, the
+ * replicas' log appends and commit marks on their event loops: "after") and as now ("tput17"), so all see the same
+ * machine load ({@code -Dsalus.bench.labels}, {@code -Dsalus.bench.modes} choose). Mode {@code qd} (task tput17) is
+ * fio's 4k sequential write at a queue depth ({@code -Dsalus.bench.qd}, 32; {@code -Dsalus.bench.qd.writes}, 400)
+ * on a volume opened once per group-commit coalesce depth ({@code -Dsalus.bench.depths}, e.g. 2,4,8) and per
+ * replica disk mode ({@code -Dsalus.bench.disk}: inline, offloop). Writes one CSV row per (label, mode,
  * stage) to {@code -Dsalus.bench.out} (default {@code target/salus-write-latency.csv}, appended), with /proc/loadavg
  * at the start and end of the mode. Run from the repository root:
  * {@code mvn -B -o verify -pl it -am -DskipITs -Dtest=SalusWriteLatencyBench -Dsurefire.failIfNoSpecifiedTests=false
@@ -42,6 +47,27 @@ class SalusWriteLatencyBench {
   static final long PER_REGION = 64;
   static final int REGIONS = 4;
   static final int N = Integer.getInteger("salus.bench.n", 100);
+  /** Modes to run: sequential, pipelined, rmw (each with the labels below) and qd (per coalesce depth). */
+  static final List<String> MODES = List.of(System.getProperty("salus.bench.modes", "sequential,pipelined,rmw")
+      .split(","));
+  /**
+   * before: the write path as before lat13 ({@link LatencyTrace#legacy}); after: as after lat13 and grp13, with the
+   * replicas' log appends and commit marks on their event loops ({@link LatencyTrace#inlineDisk}); tput17: as now.
+   */
+  static final List<String> LABELS = List.of(System.getProperty("salus.bench.labels", "before,after,tput17")
+      .split(","));
+  /**
+   * Mode qd, per depth: the replicas' log appends and commit marks written on their event loops ("inline", as before
+   * task tput17) and/or off them with group commit ("offloop", now).
+   */
+  static final List<String> DISKS = List.of(System.getProperty("salus.bench.disk", "inline,offloop").split(","));
+  /** Mode qd: writes kept in flight (fio's iodepth) ... */
+  static final int QD = Integer.getInteger("salus.bench.qd", 32);
+  /** ... and total writes, sequential 4 KiB blocks (wrapping around the volume) ... */
+  static final int QD_WRITES = Integer.getInteger("salus.bench.qd.writes", 400);
+  /** ... once per group-commit coalesce depth ({@code salus.volume.coalesce-depth}). */
+  static final List<Integer> DEPTHS = java.util.Arrays.stream(System.getProperty("salus.bench.depths", "2")
+      .split(",")).map(String::trim).map(Integer::valueOf).toList();
   static SalusMiniCluster cluster;
 
   @BeforeAll
@@ -81,18 +107,55 @@ class SalusWriteLatencyBench {
       // each mode runs with the write path as before lat13 (LatencyTrace.legacy) and as now, one right after the
       // other, so both see the same machine load (other tests share the machine: the ratio is what counts)
       for (int round = 0; round < rounds; round++) {
-        for (String mode : List.of("sequential", "pipelined", "rmw")) {
-          for (boolean legacy : new boolean[] {true, false}) {
-            LatencyTrace.legacy(legacy);
-            rows.addAll(run(v, g, mode, legacy ? "before" : "after", rnd, reference));
+        for (String mode : MODES) {
+          if (mode.equals("qd")) {
+            continue; // below, on volumes opened with each coalesce depth
+          }
+          for (String label : LABELS) {
+            LatencyTrace.legacy(label.equals("before"));
+            LatencyTrace.inlineDisk(label.equals("after"));
+            rows.addAll(run(v, g, mode, label, rnd, reference));
           }
         }
       }
       LatencyTrace.legacy(false);
+      LatencyTrace.inlineDisk(false);
       LatencyTrace.enable(false);
       assertArrayEquals(reference, await(v.read(0, (int) g.numBlocks())), "the volume reads back");
     } finally {
       LatencyTrace.legacy(false);
+      LatencyTrace.inlineDisk(false);
+    }
+    if (MODES.contains("qd")) {
+      // fio's 4k sequential write at a queue depth (the Salus-vs-HBase workload): QD writes in flight, the next one
+      // issued when one completes, once per coalesce depth (the group-commit knob, read when a volume opens), the
+      // depths one right after the other in this JVM, so they see the same machine load
+      String saved = System.getProperty("salus.volume.coalesce-depth");
+      try {
+        for (int round = 0; round < rounds; round++) {
+          for (int depth : DEPTHS) {
+            for (String disk : DISKS) {
+              System.setProperty("salus.volume.coalesce-depth", Integer.toString(depth));
+              // inline: log appends and commit marks on the replicas' event loops, as before task tput17
+              LatencyTrace.inlineDisk(disk.equals("inline"));
+              try (SalusVolume v = SalusVolume.open(cluster.connection(), "lat")) {
+                LatencyTrace.enable(true);
+                rows.addAll(runQueueDepth(v, g, disk + "-d" + depth, rnd, reference));
+                LatencyTrace.enable(false);
+                assertArrayEquals(reference, await(v.read(0, (int) g.numBlocks())), "the volume reads back");
+              }
+            }
+          }
+        }
+      } finally {
+        LatencyTrace.enable(false);
+        LatencyTrace.inlineDisk(false);
+        if (saved == null) {
+          System.clearProperty("salus.volume.coalesce-depth");
+        } else {
+          System.setProperty("salus.volume.coalesce-depth", saved);
+        }
+      }
     }
     boolean fresh = !Files.exists(out);
     StringBuilder sb = new StringBuilder();
@@ -168,6 +231,54 @@ class SalusWriteLatencyBench {
     return rows;
   }
 
+  /**
+   * fio's sequential write at queue depth {@link #QD}: {@link #QD_WRITES} single-block writes to consecutive blocks,
+   * at most QD in flight, the next issued when one completes. Rows: write_wall_ms per write, the stages per batch,
+   * and iops, batches and blocks per batch.
+   */
+  private static List<String> runQueueDepth(SalusVolume v, VolumeGeometry g, String label, Random rnd,
+                                            byte[] reference) throws Exception {
+    String mode = "qd" + QD;
+    String load0 = loadavg();
+    LatencyTrace.reset();
+    Map<String, Long> c0 = v.counters();
+    java.util.concurrent.Semaphore slots = new java.util.concurrent.Semaphore(QD);
+    double[] wall = new double[QD_WRITES];
+    List<CompletableFuture<Void>> fs = new ArrayList<>();
+    long t0 = System.nanoTime();
+    for (int i = 0; i < QD_WRITES; i++) {
+      slots.acquire();
+      long b = i % g.numBlocks();
+      byte[] d = block(rnd);
+      System.arraycopy(d, 0, reference, (int) b * BLOCK, BLOCK);
+      int k = i;
+      long w0 = System.nanoTime();
+      fs.add(v.write(b, d, false).whenComplete((r, t) -> {
+        wall[k] = (System.nanoTime() - w0) / 1e6;
+        slots.release();
+      }));
+    }
+    await(CompletableFuture.allOf(fs.toArray(CompletableFuture[]::new)));
+    double total = (System.nanoTime() - t0) / 1e6;
+    String load1 = loadavg();
+    Map<String, Long> c1 = v.counters();
+    List<Double> ws = new ArrayList<>();
+    for (double w : wall) {
+      ws.add(w);
+    }
+    List<String> rows = new ArrayList<>(report(label, mode, ws, load0, load1));
+    long batches = c1.get("batches") - c0.get("batches");
+    long blocks = c1.get("batchedBlocks") - c0.get("batchedBlocks");
+    String tail = "," + QD_WRITES + ",\"" + load0 + "\",\"" + load1 + "\"";
+    rows.add(label + "," + mode + ",total_ms," + fmt(total) + "," + fmt(total) + tail);
+    rows.add(label + "," + mode + ",iops," + fmt(QD_WRITES * 1000.0 / total) + "," + fmt(QD_WRITES * 1000.0 / total)
+        + tail);
+    rows.add(label + "," + mode + ",batches," + batches + "," + batches + tail);
+    rows.add(label + "," + mode + ",blocks_per_batch," + fmt(blocks / (double) Math.max(1, batches)) + ","
+        + fmt(blocks / (double) Math.max(1, batches)) + tail);
+    return rows;
+  }
+
   private static byte[] block(Random rnd) {
     byte[] d = new byte[BLOCK];
     rnd.nextBytes(d);
@@ -208,6 +319,10 @@ class SalusWriteLatencyBench {
         String v = fmt(c.getValue() / 1000.0 / Math.max(1, n));
         rows.add(label + "," + mode + ",mean_ms:" + k.substring(3) + "," + v + "," + v + "," + n + ",\"" + load0
             + "\",\"" + load1 + "\"");
+        // the time summed over every node per batch (e.g. how long the replicas' event loops ran per batch)
+        String t = fmt(c.getValue() / 1000.0 / nb);
+        rows.add(label + "," + mode + ",total_ms_per_batch:" + k.substring(3) + "," + t + "," + t + "," + batches
+            + ",\"" + load0 + "\",\"" + load1 + "\"");
       } else if (!k.startsWith("n:")) {
         String v = fmt(c.getValue() / (double) nb);
         rows.add(label + "," + mode + ",per_batch:" + k + "," + v + "," + v + "," + batches + ",\"" + load0 + "\",\""

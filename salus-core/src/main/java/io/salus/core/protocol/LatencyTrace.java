@@ -46,6 +46,22 @@ public final class LatencyTrace {
         legacy = on;
     }
 
+    private static volatile boolean inlineDisk = Boolean.getBoolean("salus.bench.inline-disk");
+
+    /**
+     * <b>Benchmark only</b>: when set, replicas write their log appends and commit marks on their event loop as before
+     * task tput17, even where a {@code DurableWriter} is installed (taken between runs, with no write in flight), so
+     * a harness compares both in one run. System property {@code salus.bench.inline-disk} sets it at start (the
+     * Salus-vs-HBase driver, whose cluster runs in its JVM).
+     */
+    public static boolean inlineDisk() {
+        return inlineDisk;
+    }
+
+    public static void inlineDisk(boolean on) {
+        inlineDisk = on;
+    }
+
     /** Forgets every stage time and count (between measured runs). */
     public static void reset() {
         stages.clear();

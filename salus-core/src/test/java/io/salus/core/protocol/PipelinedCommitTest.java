@@ -19,6 +19,7 @@ import io.salus.core.protocol.client.VolumeClient;
 import io.salus.core.protocol.message.Message;
 import io.salus.core.protocol.recovery.InMemoryCoordination;
 import io.salus.core.protocol.recovery.RegionLogRecovery;
+import io.salus.core.protocol.replica.DurableWriter;
 import io.salus.core.protocol.replica.InMemoryReplicaDisk;
 import io.salus.core.protocol.replica.RegionReplica;
 import io.salus.core.protocol.replica.ReplicaCatchUp;
@@ -187,6 +188,140 @@ class PipelinedCommitTest {
         drain();
         assertTrue(sent.stream().anyMatch(e -> e.to().equals(clientId) && e.m() instanceof Message.GetReply g
                 && g.requestId() == 7), "the newest waiting GET is served once its PUT applies");
+    }
+
+    /** A {@link DurableWriter} that holds every record until the test releases it (a slow HDFS). */
+    static final class HeldWriter implements DurableWriter {
+        final InMemoryReplicaDisk disk;
+        final List<Runnable> pending = new ArrayList<>();
+
+        HeldWriter(InMemoryReplicaDisk disk) {
+            this.disk = disk;
+        }
+
+        public void append(long generation, long index, byte[] entry, Runnable then) {
+            pending.add(() -> {
+                disk.append(generation, index, entry);
+                then.run();
+            });
+        }
+
+        public void recordDecision(long generation, Certificate decision, Runnable then) {
+            pending.add(() -> {
+                disk.recordDecision(generation, decision);
+                then.run();
+            });
+        }
+
+        /** Makes the first {@code n} held records durable, in order, and runs what they allow (as on the loop). */
+        void release(int n) {
+            List<Runnable> now = new ArrayList<>(pending.subList(0, n));
+            pending.subList(0, n).clear();
+            now.forEach(Runnable::run);
+        }
+    }
+
+    boolean sentBy(NodeId n, Class<?> type) {
+        return sent.stream().anyMatch(e -> e.from().equals(n) && type.isInstance(e.m()));
+    }
+
+    /**
+     * Task tput17: a replica whose log appends and commit marks are written off its event loop acts on an entry only
+     * once the writer made it durable: no tentative to the stores, no vote before its append is on the disk; no
+     * PutReply (so no acknowledgement) before its commit mark is; and the marks are acted on in log order.
+     */
+    @Test
+    void aReplicaWritingOffItsLoopActsOnlyOnWhatIsDurable() {
+        NodeId slow = configs.get(0).replicas().get(1);
+        HeldWriter w = new HeldWriter(disks.get(slow));
+        replicas.get(slow).writeDiskOn(w);
+        assertTrue(client.submit(List.of(new BlockWrite(1, data(1)))) > 0);
+        assertTrue(client.submit(List.of(new BlockWrite(2, data(2)))) > 0);
+        drain();
+        assertEquals(2, w.pending.size(), "both appends wait for the writer");
+        assertEquals(-1, disks.get(slow).lastIndex(0));
+        assertFalse(sentBy(slow, Message.LogCertMsg.class), "a tentative for an entry not on the disk");
+        assertFalse(sentBy(slow, Message.Vote.class), "a vote for an entry not on the disk");
+        assertTrue(acked.isEmpty());
+
+        w.release(2);
+        drain();
+        assertEquals(1, disks.get(slow).lastIndex(0));
+        assertTrue(sentBy(slow, Message.Vote.class));
+        assertEquals(2, w.pending.size(), "both batches decided; their commit marks wait for the writer");
+        assertFalse(sentBy(slow, Message.PutReply.class), "a PutReply before the commit mark is on the disk");
+        assertTrue(acked.isEmpty(), "acknowledged without the third replica's commit");
+        assertEquals(0, replicas.get(slow).appliedSeq());
+        assertEquals(-1, replicas.get(slow).committedIndex(),
+                "reported committed (to a mount) before its mark is durable and it is applied");
+
+        w.release(1);
+        drain();
+        assertEquals(1, acked.size(), "batch 1 only: batch 2's mark is not durable yet");
+        assertEquals(1, replicas.get(slow).appliedSeq());
+        w.release(1);
+        drain();
+        assertEquals(2, acked.size());
+        client.get(2);
+        drain();
+        assertArrayEquals(data(2), got.get(2L));
+        assertEquals(2, disks.get(slow).decisions(0).stream().filter(d -> d.type() == CertType.COMMIT).count());
+    }
+
+    /**
+     * Every replica writes off its loop and the writers release their records in random groups (group commit): 40
+     * batches over both regions all commit, in order, and every block reads back.
+     */
+    @Test
+    void batchesCommitInOrderWhenEveryReplicaWritesOffItsLoopInRandomGroups() {
+        Map<NodeId, HeldWriter> writers = new HashMap<>();
+        for (RrsConfig c : configs.values()) {
+            for (NodeId rep : c.replicas()) {
+                HeldWriter w = new HeldWriter(disks.get(rep));
+                writers.put(rep, w);
+                replicas.get(rep).writeDiskOn(w);
+            }
+        }
+        java.util.Random rnd = new java.util.Random(17);
+        Map<Long, byte[]> want = new HashMap<>();
+        int submitted = 0;
+        for (int round = 0; round < 10_000 && acked.size() < 40; round++) {
+            if (submitted < 40) {
+                long b = rnd.nextInt(16);
+                long b2 = rnd.nextInt(16);
+                byte[] d = data(submitted + 1);
+                byte[] d2 = data(100 + submitted);
+                List<BlockWrite> ws = b == b2 ? List.of(new BlockWrite(b, d))
+                        : List.of(new BlockWrite(b, d), new BlockWrite(b2, d2));
+                if (client.submit(ws) > 0) {
+                    submitted++;
+                    want.put(b, d);
+                    if (b != b2) {
+                        want.put(b2, d2);
+                    }
+                }
+            }
+            drain();
+            for (HeldWriter w : writers.values()) {
+                if (!w.pending.isEmpty()) {
+                    w.release(1 + rnd.nextInt(w.pending.size()));
+                }
+            }
+        }
+        assertEquals(40, acked.size());
+        assertEquals(40, acked.stream().map(a -> a[0]).distinct().count(), "every batch acknowledged once");
+        for (RrsConfig c : configs.values()) {
+            // the three replicas of each region applied the same entries in the same (log) order
+            var roots = c.replicas().stream().map(n -> replicas.get(n).regionRoot()).distinct().toList();
+            assertEquals(1, roots.size(), "region " + c.region() + " replicas disagree: " + roots);
+        }
+        for (long b : want.keySet()) {
+            client.get(b);
+        }
+        drain();
+        want.forEach((b, d) -> assertArrayEquals(d, got.get(b), "block " + b));
+        assertTrue(failed.isEmpty());
+        assertTrue(recoveryReasons.isEmpty(), recoveryReasons.toString());
     }
 
     @Test
@@ -1303,9 +1438,15 @@ class PipelinedCommitTest {
         assertEquals(2 * RegionReplica.CHECKPOINT_EVERY, acked.size(), "every write committed, none waited for a flush");
         assertEquals(6, writes.size(), "each replica of region 0 flushed twice, nothing written yet");
         assertTrue(coord.latestCheckpoint(region0, c -> true).isEmpty(), "nothing signed before it is written");
-        writes.forEach(Runnable::run);
+        List<Runnable> flushes = new ArrayList<>(writes);
+        writes.clear();
+        flushes.forEach(Runnable::run);
         replicas.values().forEach(RegionReplica::tick); // the loop takes the written checkpoints and signs them
         drain();
+        // tput17: the certificate formed; each replica stores it (and GCs its log) on its checkpoint writer too
+        assertEquals(6, writes.size(), "each replica of region 0 queued the storage of both certificates");
+        assertTrue(coord.latestCheckpoint(region0, c -> true).isEmpty(), "stored on the loop");
+        new ArrayList<>(writes).forEach(Runnable::run);
         Certificate cp = coord.latestCheckpoint(region0, c -> true).orElseThrow();
         assertEquals(2L * RegionReplica.CHECKPOINT_EVERY - 1, cp.statement(Statement.Checkpoint.class).throughIndex());
         for (NodeId r : configs.get(0).replicas()) {

@@ -210,6 +210,57 @@ class HdfsReplicaDiskTest extends ReplicaDiskContract {
     }
 
     /**
+     * Task tput17: the endpoint's disk writer hands a group of log entries to {@code appendAll} and a group of commit
+     * marks to {@code recordDecisions}: each group is covered by one hsync (per segment), and everything is durable
+     * when they return: the writing process crashes right after (its streams aborted, nothing closed) and a reopen
+     * reads every entry and decision, also for a group that crossed segment rolls.
+     */
+    @Test
+    void appendAllAndRecordDecisionsShareOneHsyncAndSurviveACrash() throws Exception {
+        for (long segment : new long[] {HdfsReplicaDisk.DEFAULT_SEGMENT_BYTES, 4096}) {
+            Path dir = new Path(ROOT, "append-all-" + segment);
+            DistributedFileSystem rs = newClient();
+            HdfsReplicaDisk d = new HdfsReplicaDisk(rs, dir, null, segment);
+            d.append(1, 0, entry(0, 700)); // opens the segment
+            long h0 = d.hsyncs();
+            List<Long> idx = new ArrayList<>();
+            List<byte[]> entries = new ArrayList<>();
+            for (long i = 1; i <= 30; i++) {
+                idx.add(i);
+                entries.add(entry(i, 700));
+            }
+            d.appendAll(1, idx, entries);
+            long groupHsyncs = d.hsyncs() - h0;
+            List<io.salus.core.cert.Certificate> marks = new ArrayList<>();
+            for (long b = 0; b < 10; b++) {
+                marks.add(decision(b, true));
+            }
+            d.recordDecision(1, decision(100, true));
+            long h1 = d.hsyncs();
+            d.recordDecisions(1, marks);
+            long markHsyncs = d.hsyncs() - h1;
+            System.out.printf("segment %d: 30 entries with %d hsync(s), 10 marks with %d%n", segment, groupHsyncs,
+                    markHsyncs);
+            if (segment == HdfsReplicaDisk.DEFAULT_SEGMENT_BYTES) {
+                assertEquals(1, groupHsyncs, "one hsync for the group of entries");
+                assertEquals(1, markHsyncs, "one hsync for the group of marks");
+            }
+            assertEquals(42, d.appends(), "appends counted (31 entries, 11 decisions)");
+            crash(rs);
+            HdfsReplicaDisk back = disk(fs, dir, null);
+            assertEquals(30, back.lastIndex(1));
+            for (long i = 0; i <= 30; i++) {
+                assertArrayEquals(entry(i, 700), back.read(1, i), "segment " + segment + ", index " + i);
+            }
+            java.util.Set<Long> ids = new java.util.TreeSet<>();
+            back.decisions(1).forEach(c -> ids.add(c.statement(io.salus.core.cert.Statement.Decision.class).batchId()));
+            assertEquals(java.util.Set.of(0L, 1L, 2L, 3L, 4L, 5L, 6L, 7L, 8L, 9L, 100L), ids);
+            back.close();
+            rs.close();
+        }
+    }
+
+    /**
      * Review finding: recordDecision numbered the record lastIndex()+1 outside the log's lock, and the index
      * only learns a record after its hsync; concurrent recorders (the endpoint's handler threads) took the
      * same number, and the later frame replaced the earlier one: an hsynced decision vanished on reopen.

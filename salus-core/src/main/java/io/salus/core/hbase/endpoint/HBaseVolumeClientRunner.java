@@ -158,7 +158,9 @@ public final class HBaseVolumeClientRunner implements Closeable {
             LOG.warn("undecodable reply from {}: {}", e.getFrom(), bad.toString());
             return;
         }
+        long t0 = io.salus.core.protocol.LatencyTrace.now();
         client.receive(from, m);
+        io.salus.core.protocol.LatencyTrace.took("clientLoop:receive", t0);
     }
 
     private void tick() {

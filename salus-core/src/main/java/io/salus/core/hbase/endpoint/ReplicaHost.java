@@ -56,6 +56,22 @@ public final class ReplicaHost {
     private final ScheduledExecutorService loop;
     /** Writes the replica's checkpoints (HDFS file + region flush, hundreds of ms) off the event loop, in order. */
     private final java.util.concurrent.ExecutorService checkpointWriter;
+    /**
+     * Makes the replica's log appends and commit marks durable off the event loop (task tput17): one thread that takes
+     * every record queued so far and covers them with one hsync per file (group commit), then runs their
+     * continuations on the loop, in order ({@link io.salus.core.protocol.replica.DurableWriter}).
+     */
+    private final java.util.concurrent.ExecutorService diskWriter;
+    private final ConcurrentLinkedQueue<DiskRecord> diskRecords = new ConcurrentLinkedQueue<>();
+    /** A record could not be written: no later one is written (their continuations never run). */
+    private volatile RuntimeException diskFailure;
+    private final AtomicLong diskGroups = new AtomicLong();
+    private final AtomicLong diskGroupRecords = new AtomicLong();
+
+    /** A log entry ({@code decision == null}) or a commit mark for the {@link #diskWriter}. */
+    private record DiskRecord(long generation, long index, byte[] entry, Certificate decision, Runnable then) {
+    }
+
     /** Set by {@link #close}: checkpoint writes queued behind the one in progress are not started. */
     private volatile boolean closed;
     private final ReplicaLink link;
@@ -161,6 +177,11 @@ public final class ReplicaHost {
             t.setDaemon(true);
             return t;
         });
+        this.diskWriter = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
+            Thread t = new Thread(r, "salus-log-" + me.name());
+            t.setDaemon(true);
+            return t;
+        });
         this.remoteHolders = remote == null ? null : new WitnessHolders(remote, rrs.metadataHolders(), regionServer,
                 keys, (h, ack) -> loop.execute(() -> dispatch(h, me, ack)));
         // Recovery of this replica at open (issue 14): its state must reach the latest CHECKPOINT certificate of its
@@ -174,6 +195,7 @@ public final class ReplicaHost {
             if (ReplicaCatchUp.certified(rrs, keys.verifier(), addressing.membership(), coordination) == null) {
                 ex.shutdownNow();
                 checkpointWriter.shutdownNow();
+                diskWriter.shutdownNow();
                 if (remoteHolders != null) {
                     remoteHolders.close();
                 }
@@ -188,6 +210,7 @@ public final class ReplicaHost {
             } catch (RuntimeException e) {
                 ex.shutdownNow();
                 checkpointWriter.shutdownNow();
+                diskWriter.shutdownNow();
                 built.countDown();
                 if (remoteHolders != null) {
                     remoteHolders.close();
@@ -243,6 +266,18 @@ public final class ReplicaHost {
                 });
             } catch (java.util.concurrent.RejectedExecutionException e) {
                 // closed: the checkpoint is not written, so never signed (as if the server stopped before it)
+            }
+        });
+        // log appends and commit marks are made durable off the loop too (tput17), in order, with group commit
+        r.writeDiskOn(new io.salus.core.protocol.replica.DurableWriter() {
+            @Override
+            public void append(long generation, long index, byte[] entry, Runnable then) {
+                queueDiskRecord(new DiskRecord(generation, index, entry, null, then));
+            }
+
+            @Override
+            public void recordDecision(long generation, Certificate decision, Runnable then) {
+                queueDiskRecord(new DiskRecord(generation, -1, null, decision, then));
             }
         });
         this.recoveryCheckedIndex = base.throughIndex();
@@ -301,6 +336,91 @@ public final class ReplicaHost {
         }
     }
 
+    private void queueDiskRecord(DiskRecord d) {
+        diskRecords.add(d);
+        try {
+            diskWriter.execute(this::writeDiskRecords);
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            // closed: not written, so its continuation never runs (as if the server stopped before it)
+        }
+    }
+
+    /**
+     * On the disk writer: every record queued so far, the log entries with one {@link ReplicaDisk#appendAll} and the
+     * commit marks with one {@link ReplicaDisk#recordDecisions} (one hsync each on HDFS), then their continuations on
+     * the loop in queue order. Each queued record schedules this once; a run that finds the queue empty (an earlier
+     * run took its record) does nothing.
+     */
+    private void writeDiskRecords() {
+        List<DiskRecord> group = new ArrayList<>();
+        DiskRecord d;
+        while ((d = diskRecords.poll()) != null) {
+            group.add(d);
+        }
+        if (group.isEmpty() || closed || diskFailure != null) {
+            return;
+        }
+        long t0 = io.salus.core.protocol.LatencyTrace.now();
+        try {
+            // one generation per replica; grouped per generation anyway, in order
+            Map<Long, List<Long>> indexes = new LinkedHashMap<>();
+            Map<Long, List<byte[]>> entries = new LinkedHashMap<>();
+            Map<Long, List<Certificate>> marks = new LinkedHashMap<>();
+            for (DiskRecord r : group) {
+                if (r.decision() == null) {
+                    indexes.computeIfAbsent(r.generation(), g -> new ArrayList<>()).add(r.index());
+                    entries.computeIfAbsent(r.generation(), g -> new ArrayList<>()).add(r.entry());
+                } else {
+                    marks.computeIfAbsent(r.generation(), g -> new ArrayList<>()).add(r.decision());
+                }
+            }
+            for (Map.Entry<Long, List<Long>> e : indexes.entrySet()) {
+                disk.appendAll(e.getKey(), e.getValue(), entries.get(e.getKey()));
+            }
+            for (Map.Entry<Long, List<Certificate>> e : marks.entrySet()) {
+                disk.recordDecisions(e.getKey(), e.getValue());
+            }
+        } catch (RuntimeException e) {
+            diskFailure = e;
+            LOG.warn("{}: writing {} log record(s) failed; this replica logs and commits nothing more until its region"
+                    + " reopens: {}", me, group.size(), e.toString());
+            try {
+                loop.execute(() -> {
+                    RegionReplica r = replica;
+                    if (r != null) {
+                        try {
+                            r.diskWriteFailed(e);
+                        } catch (RuntimeException thrown) {
+                            // logged above
+                        }
+                    }
+                });
+            } catch (java.util.concurrent.RejectedExecutionException closedLoop) {
+                // the host is closed
+            }
+            return;
+        }
+        io.salus.core.protocol.LatencyTrace.took("diskGroupWrite", t0);
+        io.salus.core.protocol.LatencyTrace.add("diskGroupRecords", group.size());
+        diskGroups.incrementAndGet();
+        diskGroupRecords.addAndGet(group.size());
+        try {
+            loop.execute(() -> {
+                long l0 = io.salus.core.protocol.LatencyTrace.now();
+                for (DiskRecord r : group) {
+                    try {
+                        r.then().run();
+                    } catch (RuntimeException e) {
+                        LOG.warn("{}: acting on a durable log record failed: {}", me, e.toString());
+                    }
+                }
+                io.salus.core.protocol.LatencyTrace.took("loop:durable", l0);
+            });
+        } catch (java.util.concurrent.RejectedExecutionException closedLoop) {
+            // the host is closed: nothing more is sent
+        }
+    }
+
     public NodeId replicaId() {
         return me;
     }
@@ -318,10 +438,25 @@ public final class ReplicaHost {
     /** Queues a decoded message for the event loop; returns at once. */
     public void enqueue(NodeId from, NodeId to, Message m) {
         received.incrementAndGet();
-        loop.execute(() -> dispatch(from, to, m));
+        long queued = io.salus.core.protocol.LatencyTrace.now();
+        loop.execute(() -> {
+            io.salus.core.protocol.LatencyTrace.took("loopQueueWait", queued);
+            dispatch(from, to, m);
+        });
     }
 
     private void dispatch(NodeId from, NodeId to, Message m) {
+        long t0 = io.salus.core.protocol.LatencyTrace.now();
+        try {
+            dispatchTimed(from, to, m);
+        } finally {
+            if (t0 != 0) { // LatencyTrace on: the loop's time per message type, summed over the replicas
+                io.salus.core.protocol.LatencyTrace.took("loop:" + m.getClass().getSimpleName(), t0);
+            }
+        }
+    }
+
+    private void dispatchTimed(NodeId from, NodeId to, Message m) {
         awaitBuilt();
         try {
             if (to.equals(me)) {
@@ -385,8 +520,10 @@ public final class ReplicaHost {
         if (r == null) {
             return;
         }
+        long t0 = io.salus.core.protocol.LatencyTrace.now();
         try {
             r.tick();
+            io.salus.core.protocol.LatencyTrace.took("loop:tick", t0);
         } catch (RuntimeException e) {
             LOG.warn("{} tick failed: {}", replica.id(), e.toString());
         }
@@ -485,6 +622,9 @@ public final class ReplicaHost {
         // blocks of the region's cells that held another state than the verified base (HBase flushed later entries'
         // blocks at the close) and were set back to it before the replay
         m.put("replayResetBlocks", replayResetBlocks);
+        // log appends and commit marks written off the loop: groups written (one hsync per file each) and records
+        m.put("diskGroups", diskGroups.get());
+        m.put("diskGroupRecords", diskGroupRecords.get());
         if (remoteHolders != null) {
             m.putAll(remoteHolders.counters());
         }
@@ -507,6 +647,14 @@ public final class ReplicaHost {
         // flush is a dropped memstore snapshot, for which HBase aborts the whole region server ("Replay of WAL
         // required"); it ends on its own (the closing region refuses the flush, and its checkpoint is never signed).
         checkpointWriter.shutdown();
+        // a group being written finishes (not interrupted: an interrupted hsync breaks the HDFS stream); its
+        // continuations are not run (the loop is shut down), and nothing queued after it is written
+        diskWriter.shutdown();
+        try {
+            diskWriter.awaitTermination(10, TimeUnit.SECONDS); // before the endpoint closes the disk under it
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
         if (remoteHolders != null) {
             remoteHolders.close();
         }

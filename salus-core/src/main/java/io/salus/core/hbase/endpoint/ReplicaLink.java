@@ -169,6 +169,7 @@ public final class ReplicaLink implements Closeable {
         calls.incrementAndGet();
         io.salus.core.protocol.LatencyTrace.count("rpc:deliver");
         io.salus.core.protocol.LatencyTrace.add("rpc:deliverEnvelopes", built.getEnvelopesCount());
+        long t0 = io.salus.core.protocol.LatencyTrace.now();
         CompletableFuture<DeliverResponse> f;
         try {
             f = conn.thenCompose(c -> table(c, d.address.table())
@@ -178,6 +179,7 @@ public final class ReplicaLink implements Closeable {
             f = CompletableFuture.failedFuture(ex);
         }
         f.whenComplete((resp, err) -> {
+            io.salus.core.protocol.LatencyTrace.took("rpc:deliverRoundTrip", t0);
             if (err != null) {
                 failed(d.address, built.getEnvelopesCount(), err);
             } else {
@@ -233,10 +235,12 @@ public final class ReplicaLink implements Closeable {
             b.setAuth(auth.sign(CallAuth.POLL, a, replyTo, java.util.List.of()));
         }
         PollRequest req = b.build();
+        long t0 = io.salus.core.protocol.LatencyTrace.now();
         return conn.thenCompose(c -> table(c, a.table())
                 .<SalusReplicaService.Stub, DeliverResponse>coprocessorService(SalusReplicaService::newStub,
                         (stub, ctl, done) -> stub.poll(ctl, req, done), a.row()))
                 .thenApply(resp -> {
+                    io.salus.core.protocol.LatencyTrace.took("rpc:pollRoundTrip", t0);
                     handle(a, resp);
                     return resp.getRepliesCount();
                 });

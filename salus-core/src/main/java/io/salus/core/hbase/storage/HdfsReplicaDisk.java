@@ -156,6 +156,12 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
         log(generation).append(index, entry);
     }
 
+    /** Group commit: every frame is written, then one hsync (per segment written to) covers them all. */
+    @Override
+    public void appendAll(long generation, List<Long> indexes, List<byte[]> entries) {
+        log(generation).appendAll(indexes, entries);
+    }
+
     @Override
     public byte[] read(long generation, long index) {
         return log(generation).read(index);
@@ -186,6 +192,16 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
         // numbered under the log's lock: lastIndex() only learns a record after its hsync, so numbering
         // from it let concurrent recorders share a number and the later frame replace the earlier one
         decisions(generation, true).appendNext(decision.encode());
+    }
+
+    /** Group commit: each decision numbered under the log's lock as in {@link #recordDecision}, one hsync for all. */
+    @Override
+    public void recordDecisions(long generation, List<Certificate> decisions) {
+        List<byte[]> encoded = new ArrayList<>(decisions.size());
+        for (Certificate d : decisions) {
+            encoded.add(d.encode());
+        }
+        decisions(generation, true).appendAll(null, encoded);
     }
 
     /** Decodes what was stored; a record that verifies (CRC) but does not decode is skipped, not trusted. */
@@ -578,6 +594,51 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
                 }
             }
             appends.incrementAndGet();
+        }
+
+        /**
+         * Writes every entry's frame (at {@code indexes.get(i)}, or numbered after the highest written if
+         * {@code indexes} is null), then makes them all durable with one hsync per segment they went to (a roll in
+         * between hsyncs the segment it closes), then indexes them. Returns once all are durable.
+         */
+        void appendAll(List<Long> indexes, List<byte[]> entries) {
+            if (entries.isEmpty()) {
+                return;
+            }
+            long[] idx = new long[entries.size()];
+            Segment[] seg = new Segment[entries.size()];
+            long[] off = new long[entries.size()];
+            Map<Segment, Long> ends = new java.util.LinkedHashMap<>();
+            try {
+                synchronized (this) {
+                    for (int i = 0; i < entries.size(); i++) {
+                        idx[i] = indexes == null ? highestWritten + 1 : indexes.get(i);
+                        highestWritten = Math.max(highestWritten, idx[i]);
+                        byte[] frame = LogFrame.encode(idx[i], entries.get(i));
+                        Segment s = activeForAppend();
+                        seg[i] = s;
+                        off[i] = s.written;
+                        s.out.write(frame);
+                        s.written += frame.length;
+                        ends.put(s, s.written);
+                        s.maxIndex = Math.max(s.maxIndex, idx[i]);
+                        segmentMax.put(s.path, s.maxIndex);
+                    }
+                }
+                for (Map.Entry<Segment, Long> e : ends.entrySet()) {
+                    syncTo(e.getKey(), e.getValue());
+                }
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot append " + entries.size() + " entries to " + ldir, e);
+            }
+            synchronized (this) {
+                for (int i = 0; i < entries.size(); i++) {
+                    if (idx[i] > prefixThrough) { // a concurrent truncateLogPrefix may have passed it already
+                        index.put(idx[i], new Loc(seg[i].path, off[i], entries.get(i).length));
+                    }
+                }
+            }
+            appends.addAndGet(entries.size());
         }
 
         /** Group commit: one hsync makes every frame written before it durable. */

@@ -7,20 +7,23 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
-/** A {@link ReplicaDisk} in memory (simulator, unit tests). Everything written is "synced". */
+/**
+ * A {@link ReplicaDisk} in memory (simulator, unit tests). Everything written is "synced". Thread-safe: the endpoint
+ * writes log appends, commit marks and checkpoints from other threads than the replica's loop.
+ */
 public class InMemoryReplicaDisk implements ReplicaDisk {
     protected final Map<Long, TreeMap<Long, byte[]>> logs = new HashMap<>();
     protected final Map<String, RegionSnapshot> snapshots = new HashMap<>();
     protected final Map<Long, List<byte[]>> decisionRecords = new HashMap<>();
 
     @Override
-    public void recordDecision(long generation, Certificate decision) {
+    public synchronized void recordDecision(long generation, Certificate decision) {
         decisionRecords.computeIfAbsent(generation, g -> new ArrayList<>()).add(decision.encode());
     }
 
     /** Decodes what was stored; an unreadable record (corrupted file) is skipped, not trusted. */
     @Override
-    public List<Certificate> decisions(long generation) {
+    public synchronized List<Certificate> decisions(long generation) {
         List<Certificate> out = new ArrayList<>();
         for (byte[] b : decisionRecords.getOrDefault(generation, List.of())) {
             try {
@@ -33,25 +36,25 @@ public class InMemoryReplicaDisk implements ReplicaDisk {
     }
 
     @Override
-    public void append(long generation, long index, byte[] entry) {
+    public synchronized void append(long generation, long index, byte[] entry) {
         logs.computeIfAbsent(generation, g -> new TreeMap<>()).put(index, entry.clone());
     }
 
     @Override
-    public byte[] read(long generation, long index) {
+    public synchronized byte[] read(long generation, long index) {
         TreeMap<Long, byte[]> l = logs.get(generation);
         byte[] b = l == null ? null : l.get(index);
         return b == null ? null : b.clone();
     }
 
     @Override
-    public long lastIndex(long generation) {
+    public synchronized long lastIndex(long generation) {
         TreeMap<Long, byte[]> l = logs.get(generation);
         return l == null || l.isEmpty() ? -1 : l.lastKey();
     }
 
     @Override
-    public void writeSnapshot(RegionSnapshot s) {
+    public synchronized void writeSnapshot(RegionSnapshot s) {
         snapshots.put(s.generation() + ":" + s.throughIndex(), s);
     }
 
@@ -59,8 +62,9 @@ public class InMemoryReplicaDisk implements ReplicaDisk {
     protected final Map<Long, TreeMap<Long, RegionSnapshot>> deltas = new HashMap<>();
 
     @Override
-    public void writeCheckpoint(long generation, long throughIndex, long lastSeq, Map<Long, byte[]> changed,
-                                io.salus.core.merkle.VolumeRootRecord rootRecord) {
+    public synchronized void writeCheckpoint(long generation, long throughIndex, long lastSeq,
+                                             Map<Long, byte[]> changed,
+                                             io.salus.core.merkle.VolumeRootRecord rootRecord) {
         Map<Long, byte[]> copy = new HashMap<>();
         changed.forEach((k, v) -> copy.put(k, v.clone()));
         deltas.computeIfAbsent(generation, g -> new TreeMap<>()).put(throughIndex,
@@ -68,7 +72,7 @@ public class InMemoryReplicaDisk implements ReplicaDisk {
     }
 
     @Override
-    public RegionSnapshot readSnapshot(long generation, long throughIndex) {
+    public synchronized RegionSnapshot readSnapshot(long generation, long throughIndex) {
         RegionSnapshot whole = snapshots.get(generation + ":" + throughIndex);
         if (whole != null) {
             return whole;
@@ -97,7 +101,7 @@ public class InMemoryReplicaDisk implements ReplicaDisk {
     }
 
     @Override
-    public void truncateLogPrefix(long generation, long throughIndex) {
+    public synchronized void truncateLogPrefix(long generation, long throughIndex) {
         TreeMap<Long, byte[]> l = logs.get(generation);
         if (l != null) {
             l.headMap(throughIndex, true).clear();
@@ -105,7 +109,7 @@ public class InMemoryReplicaDisk implements ReplicaDisk {
     }
 
     /** Fault injection: flips a byte of a stored entry (silent disk corruption). */
-    public boolean corruptEntry(long generation, long index, int byteOffset) {
+    public synchronized boolean corruptEntry(long generation, long index, int byteOffset) {
         TreeMap<Long, byte[]> l = logs.get(generation);
         byte[] b = l == null ? null : l.get(index);
         if (b == null || b.length == 0) {
@@ -119,7 +123,7 @@ public class InMemoryReplicaDisk implements ReplicaDisk {
      * Fault injection: flips a byte of one block stored in the checkpoint (or whole snapshot) through
      * {@code throughIndex} (silent corruption of a flushed file). False if it holds no block.
      */
-    public boolean corruptCheckpoint(long generation, long throughIndex) {
+    public synchronized boolean corruptCheckpoint(long generation, long throughIndex) {
         RegionSnapshot s = snapshots.get(generation + ":" + throughIndex);
         if (s == null) {
             TreeMap<Long, RegionSnapshot> d = deltas.get(generation);
@@ -134,7 +138,7 @@ public class InMemoryReplicaDisk implements ReplicaDisk {
     }
 
     /** Fault injection: deletes all files (a faulty region server asking the NameNode to delete them). */
-    public void deleteAll() {
+    public synchronized void deleteAll() {
         logs.clear();
         snapshots.clear();
         deltas.clear();

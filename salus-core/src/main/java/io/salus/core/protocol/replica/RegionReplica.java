@@ -146,6 +146,8 @@ public final class RegionReplica {
      * stop the event loop; the replica signs its TENTATIVE_CHECKPOINT only once the write completed.
      */
     private Executor checkpointWriter = Runnable::run;
+    /** {@link #writeCheckpointsOn} was called: a CHECKPOINT certificate is also stored and the log GCed there. */
+    private boolean checkpointsOffLoop;
     /** Flushes written (durable) and not yet taken by the event loop; filled by {@link #checkpointWriter}. */
     private final ConcurrentLinkedQueue<WrittenCheckpoint> checkpointsWritten = new ConcurrentLinkedQueue<>();
     /**
@@ -170,6 +172,17 @@ public final class RegionReplica {
             super(message, cause);
         }
     }
+
+    /**
+     * Where log appends and commit marks are made durable: null, on the event loop ({@link ReplicaDisk#append},
+     * {@link ReplicaDisk#recordDecision}, as the simulator and unit tests run); else off the loop
+     * ({@link #writeDiskOn}).
+     */
+    private DurableWriter diskWriter;
+    /** Records handed to {@link #diskWriter} whose {@code then} has not run yet. */
+    private int diskWritesPending;
+    /** A {@link #diskWriter} write failed: nothing more is logged or committed here (the region must reopen). */
+    private boolean diskBroken;
 
     public RegionReplica(ProtocolConfig cfg, RrsConfig rrs, NodeId me, NodeId clientId, Signer signer,
                          Verifier verifier, Membership membership, Transport net, ReplicaDisk disk,
@@ -359,8 +372,9 @@ public final class RegionReplica {
         return rootRecord;
     }
 
+    /** The last log index committed (or aborted) and acted on here: its mark durable, a COMMIT applied. */
     public long committedIndex() {
-        return log.committedIndex;
+        return log.resolvedIndex;
     }
 
     /** The highest writer epoch this replica has recorded (0: never fenced). */
@@ -409,6 +423,31 @@ public final class RegionReplica {
      */
     public void writeCheckpointsOn(Executor writer) {
         this.checkpointWriter = writer;
+        this.checkpointsOffLoop = true;
+    }
+
+    /**
+     * Makes log appends and commit marks durable through {@code writer} instead of on the event loop (task tput17):
+     * the loop goes on with other messages while HDFS syncs, and the writer may share one hsync among the records
+     * queued meanwhile. Call before the replica receives or ticks.
+     */
+    public void writeDiskOn(DurableWriter writer) {
+        this.diskWriter = writer;
+    }
+
+    /**
+     * On the loop: the {@link #writeDiskOn writer} could not make a record durable. Nothing more is logged or
+     * committed by this replica (its later records were not written either); thrown once for the adapter to log. The
+     * region must be reopened (recovery at open) for this replica to take part again.
+     */
+    public void diskWriteFailed(RuntimeException e) {
+        diskBroken = true;
+        throw e;
+    }
+
+    /** Whether the next log append or commit mark goes through the writer (once one is pending, always: order). */
+    private boolean writeOffLoop() {
+        return diskWriter != null && (diskWritesPending > 0 || !LatencyTrace.legacy() && !LatencyTrace.inlineDisk());
     }
 
     public void receive(NodeId from, Message m) {
@@ -486,7 +525,7 @@ public final class RegionReplica {
             fenceBelow = Math.max(fenceBelow, q.fenceBelow());
         }
         Message.MountState honest = new Message.MountState(q.nonce(), cfg.volume(), regionId.index(), rrs.generation(),
-                fenceBelow, lastBatchId, log.lastAcceptedSeq, log.nextIndex - 1, log.committedIndex, appliedSeq, store.root(),
+                fenceBelow, lastBatchId, log.lastAcceptedSeq, log.nextIndex - 1, log.resolvedIndex, appliedSeq, store.root(),
                 rootRecord.root(), rootRecord.seq(), new TreeMap<>(store.leafHashes()), null);
         Message.MountState s = hooks.mountReport(honest);
         net.send(clientId, s.withSignature(signer.sign(s.signedBytes())));
@@ -511,8 +550,8 @@ public final class RegionReplica {
         }
         boolean legacy = LatencyTrace.legacy();
         for (ReplicaLog.Entry e : log.entries()) {
-            if (e.resolved) {
-                continue;
+            if (e.resolved || e.committing || !e.logged) {
+                continue; // resolved, or its own record is being written (it is sent once that is durable)
             }
             if (!legacy) {
                 if (e.retransmitEvery == 0) {
@@ -787,6 +826,9 @@ public final class RegionReplica {
     }
 
     private void accept(SubBatch sb) {
+        if (diskBroken) {
+            return; // an earlier record could not be written: nothing more is logged here
+        }
         long idx = log.nextIndex;
         byte[] bytes = sb.encode();
         Hash digest = cfg.hash().hash(bytes);
@@ -799,14 +841,37 @@ public final class RegionReplica {
         if (!legacy && next != null && hooks.forward(sb)) {
             net.send(next, new Message.SubBatchMsg(sb));
         }
+        if (writeOffLoop()) {
+            // the entry takes its index now (later sub-batches follow it); nothing of it is sent before it is durable
+            ReplicaLog.Entry e = log.add(idx, sb, digest);
+            e.logged = false;
+            diskWritesPending++;
+            long t0 = LatencyTrace.now();
+            diskWriter.append(rrs.generation(), idx, hooks.onDiskWrite(bytes), () -> {
+                diskWritesPending--;
+                LatencyTrace.took("diskAppendOffLoop", t0);
+                e.logged = true;
+                if (log.entry(e.index) == e) {
+                    logged(e);
+                    tryCommit(); // (an entry decided before it was durable here: only with mutated consent rules)
+                }
+            });
+            return;
+        }
         long t0 = LatencyTrace.now();
         disk.append(rrs.generation(), idx, hooks.onDiskWrite(bytes));
         LatencyTrace.took("diskAppend", t0);
-        LatencyTrace.stage(sb.batchId(), "logged@" + pos);
         ReplicaLog.Entry e = log.add(idx, sb, digest);
         if (legacy && next != null && hooks.forward(sb)) {
             net.send(next, new Message.SubBatchMsg(sb));
         }
+        logged(e);
+    }
+
+    /** The entry is durable in this replica's log: what that allows (its tentative to the stores, or a vote). */
+    private void logged(ReplicaLog.Entry e) {
+        SubBatch sb = e.sb;
+        LatencyTrace.stage(sb.batchId(), "logged@" + pos);
         if (hooks.earlyPutSuccess()) {
             sendPutOutcome(e, true);
         }
@@ -817,6 +882,7 @@ public final class RegionReplica {
         if (!cfg.mutated(Mutation.SKIP_WITNESS_STORES)) {
             sendTentative(e);
         }
+        voteIfStored(e); // acks that came before the entry was durable here (only a faulty holder sends them)
     }
 
     private Certificate tentativeLogEntry(ReplicaLog.Entry e) {
@@ -852,7 +918,12 @@ public final class RegionReplica {
             return;
         }
         e.acks.add(from);
-        if (e.acks.size() >= (cfg.mutated(Mutation.VOTE_AFTER_FOUR_STORE_ACKS) ? 4 : 5) && !e.voted) {
+        voteIfStored(e);
+    }
+
+    /** Votes once the entry is durable here and its five metadata holders acknowledged it. */
+    private void voteIfStored(ReplicaLog.Entry e) {
+        if (e.logged && e.acks.size() >= (cfg.mutated(Mutation.VOTE_AFTER_FOUR_STORE_ACKS) ? 4 : 5) && !e.voted) {
             LatencyTrace.stage(e.sb.batchId(), "acks@" + pos);
             e.voted = true;
             sendVote(e, hooks.voteYes(e.sb));
@@ -1150,8 +1221,8 @@ public final class RegionReplica {
     private void tryCommit() {
         while (true) {
             ReplicaLog.Entry e = log.nextToCommit();
-            if (e == null) {
-                return;
+            if (e == null || !e.logged || diskBroken) {
+                return; // (not durable here yet: committed once it is)
             }
             Certificate d = log.decision(e.sb.batchId());
             if (d == null) {
@@ -1164,18 +1235,38 @@ public final class RegionReplica {
             }
             // the entry's commit/abort mark is durable before the replica acts on it: recovery uses the
             // ABORT marks to keep logged-then-aborted entries out of the prepared prefix
+            if (writeOffLoop()) {
+                // decided: the next entry may follow (its mark is written after this one, and acted on after it)
+                log.committedIndex++;
+                e.committing = true;
+                diskWritesPending++;
+                long t0 = LatencyTrace.now();
+                diskWriter.recordDecision(rrs.generation(), d, () -> {
+                    diskWritesPending--;
+                    LatencyTrace.took("diskCommitMarkOffLoop", t0);
+                    resolve(e, d);
+                });
+                continue;
+            }
             long t0 = LatencyTrace.now();
             disk.recordDecision(rrs.generation(), d);
             LatencyTrace.took("diskCommitMark", t0);
             log.committedIndex++;
-            e.resolved = true;
-            if (d.type() == CertType.COMMIT) {
-                apply(e);
-                sendPutOutcome(e, true);
-                LatencyTrace.stage(e.sb.batchId(), "applied@" + pos);
-            } else {
-                sendPutOutcome(e, false);
-            }
+            resolve(e, d);
+        }
+    }
+
+    /** The entry's commit/abort mark is durable: apply it (COMMIT) and tell the client. In log order. */
+    private void resolve(ReplicaLog.Entry e, Certificate d) {
+        e.committing = false;
+        e.resolved = true;
+        log.resolvedIndex = e.index;
+        if (d.type() == CertType.COMMIT) {
+            apply(e);
+            sendPutOutcome(e, true);
+            LatencyTrace.stage(e.sb.batchId(), "applied@" + pos);
+        } else {
+            sendPutOutcome(e, false);
         }
     }
 
@@ -1340,11 +1431,36 @@ public final class RegionReplica {
         }
         Certificate cp = checkpoints.offerVote(st.throughIndex(), t);
         if (cp != null) {
-            coordination.putCheckpoint(cp);
-            // the store keeps the latest valid checkpoint (and anything newer), not the region's history
-            coordination.pruneCheckpoints(regionId, Coordination.signedByItsGeneration(verifier, membership));
-            long[] previous = checkpoints.certified(st.throughIndex(), st.lastSeq());
-            disk.truncateLogPrefix(rrs.generation(), st.throughIndex()); // GC only after the certificate
+            long through = st.throughIndex();
+            long gen = rrs.generation();
+            Runnable persist = () -> {
+                long t0 = LatencyTrace.now();
+                coordination.putCheckpoint(cp);
+                // the store keeps the latest valid checkpoint (and anything newer), not the region's history
+                coordination.pruneCheckpoints(regionId, Coordination.signedByItsGeneration(verifier, membership));
+                disk.truncateLogPrefix(gen, through); // GC only after the certificate is stored
+                LatencyTrace.took("checkpointCertified", t0);
+            };
+            if (!checkpointsOffLoop || LatencyTrace.legacy() || LatencyTrace.inlineDisk()) {
+                persist.run();
+            } else {
+                // on the checkpoint writer (tput17): a ZooKeeper write and prune, then an HDFS marker file, a segment
+                // roll and deletes took ~90 ms of the loop per batch, every message behind them waiting. In order
+                // with the checkpoint writes; the log is still truncated only after the certificate is stored (each
+                // of the three replicas stores it; until one has, the previous certificate and the log still hold)
+                checkpointWriter.execute(() -> {
+                    try {
+                        persist.run();
+                    } catch (RuntimeException ex) {
+                        // reported once on the loop like a failed checkpoint write; the log keeps its prefix
+                        // (truncated only after a stored certificate) until the next certificate is stored
+                        checkpointFailures.add(new CheckpointWriteFailed(me + ": the CHECKPOINT certificate through"
+                                + " index " + through + " was not stored (" + ex + "); the log is collected after"
+                                + " the next one", ex));
+                    }
+                });
+            }
+            long[] previous = checkpoints.certified(through, st.lastSeq());
             // memory lags one certificate: the entries this certificate covers stay until the next one,
             // so a client whose reply was lost still gets its outcome resent for its retransmission (a
             // client with at most CHECKPOINT_EVERY batches outstanding cannot be two checkpoints ahead)

@@ -13,6 +13,16 @@ import java.util.Map;
 public interface ReplicaDisk {
     void append(long generation, long index, byte[] entry);
 
+    /**
+     * Appends {@code entries.get(i)} at {@code indexes.get(i)}, in list order, and returns once all of them are
+     * durable. A disk may share one hsync among them (group commit); by default, one {@link #append} each.
+     */
+    default void appendAll(long generation, List<Long> indexes, List<byte[]> entries) {
+        for (int i = 0; i < entries.size(); i++) {
+            append(generation, indexes.get(i), entries.get(i));
+        }
+    }
+
     /** The entry bytes, or null if this disk has none at that position. */
     byte[] read(long generation, long index);
 
@@ -42,6 +52,13 @@ public interface ReplicaDisk {
      * decision and recovery can prove which logged entries were aborted.
      */
     void recordDecision(long generation, Certificate decision);
+
+    /** {@link #recordDecision} of each, in list order; returns once all are durable (one hsync may cover them). */
+    default void recordDecisions(long generation, List<Certificate> decisions) {
+        for (Certificate d : decisions) {
+            recordDecision(generation, d);
+        }
+    }
 
     /** The decisions recorded for the generation, in recording order (empty if none). */
     List<Certificate> decisions(long generation);

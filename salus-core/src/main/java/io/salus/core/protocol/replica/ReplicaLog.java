@@ -27,6 +27,13 @@ final class ReplicaLog {
         final Set<NodeId> acks = new HashSet<>();
         boolean voted;
         boolean resolved;
+        /**
+         * The entry is durable in the replica's log. False only while a {@link DurableWriter} writes it: until then
+         * nothing of it is sent (tentative, vote) and it is not committed.
+         */
+        boolean logged = true;
+        /** Its commit/abort mark is being written by the {@link DurableWriter}: decided, not yet acted on. */
+        boolean committing;
         /** Retransmission back-off (ticks): when the tick next resends this entry's messages, and the wait after. */
         long retransmitAt;
         int retransmitEvery;
@@ -42,7 +49,13 @@ final class ReplicaLog {
 
     long lastAcceptedSeq;
     long nextIndex;
+    /** The last entry whose decision this replica took up (in log order; its mark may still be being written). */
     long committedIndex;
+    /**
+     * The last entry resolved here: its commit/abort mark durable and, for a COMMIT, applied. Equal to
+     * {@link #committedIndex} except while a {@link DurableWriter} writes marks; what the replica reports (mount).
+     */
+    long resolvedIndex;
     /** Batch ids below this are finished here: their entries are checkpointed and no open batch needs them. */
     long batchFloor;
 
@@ -55,6 +68,7 @@ final class ReplicaLog {
     ReplicaLog(long throughIndex, long lastSeq) {
         this.lastAcceptedSeq = lastSeq;
         this.committedIndex = throughIndex;
+        this.resolvedIndex = throughIndex;
         this.nextIndex = throughIndex + 1;
     }
 

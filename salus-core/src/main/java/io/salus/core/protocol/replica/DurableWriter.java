@@ -1,0 +1,24 @@
+package io.salus.core.protocol.replica;
+
+import io.salus.core.cert.Certificate;
+
+/**
+ * Makes a replica's log appends and commit marks durable off its event loop (task tput17). The event loop blocked on
+ * every hsync: a sub-batch's append, then its commit mark, one batch after the other, so with several batches in
+ * flight each replica's loop spent its time waiting for HDFS and every message behind it waited too. With a writer,
+ * {@link RegionReplica} hands it the record and goes on; the writer makes it durable (an adapter shares one hsync
+ * among the records queued meanwhile: group commit) and then runs {@code then} <b>on the replica's event loop</b>.
+ * What the record makes possible (the entry's tentative to the witness stores, its vote; applying a committed entry and
+ * its PutReply) happens only in {@code then}, so nothing is acknowledged before it is on the disk.
+ *
+ * <p>Contract: records become durable and their {@code then} run in submission order. A record that cannot be written
+ * is never followed by a {@code then} of it or of a later record; the adapter calls
+ * {@link RegionReplica#diskWriteFailed} on the loop instead.
+ */
+public interface DurableWriter {
+    /** {@link ReplicaDisk#append}, then {@code then} on the loop. */
+    void append(long generation, long index, byte[] entry, Runnable then);
+
+    /** {@link ReplicaDisk#recordDecision} (an entry's commit/abort mark), then {@code then} on the loop. */
+    void recordDecision(long generation, Certificate decision, Runnable then);
+}
