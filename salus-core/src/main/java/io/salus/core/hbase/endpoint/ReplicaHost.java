@@ -73,6 +73,8 @@ public final class ReplicaHost {
     private final AtomicLong received = new AtomicLong();
     private final AtomicLong outboxDropped = new AtomicLong();
     private final AtomicLong toClient = new AtomicLong();
+    /** CHECKPOINT certificates the interim holders hosted here verified and truncated their stores with. */
+    private final AtomicLong witnessTruncations = new AtomicLong();
     private final CallAuth.Checker auth;
     private volatile long replayedFrom;
     private volatile long replayedLogEnd;
@@ -324,6 +326,11 @@ public final class ReplicaHost {
                 r.receive(from, m);
             } else if (m instanceof Message.LogCertMsg l) {
                 onLogCert(to, l.tentative());
+            } else if (m instanceof Message.CheckpointCert c) {
+                WitnessLog w = witnesses.get(to);
+                if (w != null && w.truncate(c.checkpoint())) { // verified first: a forged one drops nothing
+                    witnessTruncations.incrementAndGet();
+                }
             }
         } catch (RuntimeException e) {
             // one bad message (e.g. a malformed certificate) must not stop the loop: log and drop it
@@ -397,6 +404,8 @@ public final class ReplicaHost {
         } else if (remoteHolders != null && remoteHolders.holds(to)) {
             if (m instanceof Message.LogCertMsg l) {
                 remoteHolders.offer(to, l.tentative());
+            } else if (m instanceof Message.CheckpointCert c) {
+                remoteHolders.truncate(to, c.checkpoint()); // the witness verifies it before it drops anything
             }
         } else if (hosts(to)) {
             loop.execute(() -> dispatch(from, to, m));
@@ -463,6 +472,7 @@ public final class ReplicaHost {
         // blocks of the region's cells that held another state than the verified base (HBase flushed later entries'
         // blocks at the close) and were set back to it before the replay
         m.put("replayResetBlocks", replayResetBlocks);
+        m.put("witnessTruncations", witnessTruncations.get());
         if (remoteHolders != null) {
             m.putAll(remoteHolders.counters());
         }

@@ -129,6 +129,31 @@ public final class WitnessLog {
         return store.get(region, generation, index).orElse(none);
     }
 
+    /**
+     * Garbage collection (issue 14 item 1): drops the LOG_ENTRY certificates of the checkpoint's log at or below its
+     * index, and the tentatives pending there, <b>only</b> for a CHECKPOINT certificate that verifies here: type
+     * CHECKPOINT, signed by every replica of the region's RRS in the generation it names (the same membership the
+     * LOG_ENTRY certificates of that log were checked against). Its three replicas signed only once each one's
+     * checkpoint through the index was durable, so no replica needs an entry at or below it from a witness any more.
+     * Anything else (a forged or partly signed certificate, another type, a generation this witness does not know,
+     * signers of another generation) drops nothing. Seals ({@code NO_NEXT_ENTRY}) above the index stay.
+     *
+     * @return true if the certificate verified (and what it covers was dropped)
+     */
+    public boolean truncate(Certificate checkpoint) {
+        if (checkpoint.type() != CertType.CHECKPOINT) {
+            return false;
+        }
+        Statement.Checkpoint st = checkpoint.statement(Statement.Checkpoint.class);
+        Set<NodeId> rrs = members.apply(st.region(), st.generation());
+        if (rrs == null || !checkpoint.verify(verifier, rrs)) {
+            return false;
+        }
+        store.truncatePrefix(st.region(), st.generation(), st.throughIndex());
+        dropPendingThrough(st.region(), st.generation(), st.throughIndex());
+        return true;
+    }
+
     /** Slots whose tentatives still wait for the other replicas. */
     public int pendingCount() {
         return pending.size();
