@@ -174,11 +174,7 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
     public List<Certificate> decisions(long generation) {
         FramedLog d = decisions(generation, true);
         List<Certificate> out = new ArrayList<>();
-        for (long i = 0; i <= d.lastIndex(); i++) {
-            byte[] b = d.read(i);
-            if (b == null) {
-                continue;
-            }
+        for (byte[] b : d.readAll()) { // (after a compaction the numbers start far above 0: never loop over them)
             try {
                 out.add(Certificate.decode(b));
             } catch (RuntimeException e) {
@@ -693,16 +689,47 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
 
         private byte[] readAt(long idx, Loc l) {
             try (FSDataInputStream in = fs.open(l.path())) {
-                in.seek(l.offset());
-                LogFrame.Frame f = LogFrame.read(in, l.offset(), l.offset() + LogFrame.HEADER + l.length(),
-                        l.path().toString());
-                if (f == null || f.index() != idx) {
-                    throw new CorruptReplicaLogException(l.path() + ": the frame at byte " + l.offset()
-                            + " is not index " + idx + " any more; the file changed under the replica.");
-                }
-                return f.payload();
+                return readFrom(in, idx, l);
             } catch (IOException e) {
                 throw new UncheckedIOException("cannot read index " + idx + " from " + l.path(), e);
+            }
+        }
+
+        private byte[] readFrom(FSDataInputStream in, long idx, Loc l) throws IOException {
+            in.seek(l.offset());
+            LogFrame.Frame f = LogFrame.read(in, l.offset(), l.offset() + LogFrame.HEADER + l.length(),
+                    l.path().toString());
+            if (f == null || f.index() != idx) {
+                throw new CorruptReplicaLogException(l.path() + ": the frame at byte " + l.offset()
+                        + " is not index " + idx + " any more; the file changed under the replica.");
+            }
+            return f.payload();
+        }
+
+        /** Every record, in index order, each segment opened once (not once per record, as {@link #read}). */
+        synchronized List<byte[]> readAll() {
+            List<byte[]> out = new ArrayList<>(index.size());
+            Map<Path, FSDataInputStream> open = new HashMap<>();
+            try {
+                for (Map.Entry<Long, Loc> e : index.entrySet()) {
+                    FSDataInputStream in = open.get(e.getValue().path());
+                    if (in == null) {
+                        in = fs.open(e.getValue().path());
+                        open.put(e.getValue().path(), in);
+                    }
+                    out.add(readFrom(in, e.getKey(), e.getValue()));
+                }
+                return out;
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot read " + ldir, e);
+            } finally {
+                for (FSDataInputStream in : open.values()) {
+                    try {
+                        in.close();
+                    } catch (IOException ignored) {
+                        // read-only stream
+                    }
+                }
             }
         }
 
@@ -764,14 +791,13 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
                     if (inFlight > 0) {
                         return; // a frame written but not indexed yet would be lost with its segment: next time
                     }
-                    List<Map.Entry<Long, Loc>> all = new ArrayList<>(index.entrySet());
+                    List<byte[]> all = readAll();
                     List<Path> old = new ArrayList<>(segments.values());
                     if (old.isEmpty()) {
                         return;
                     }
                     List<byte[]> kept = new ArrayList<>();
-                    for (Map.Entry<Long, Loc> e : all) {
-                        byte[] b = readAt(e.getKey(), e.getValue());
+                    for (byte[] b : all) {
                         if (keep.test(b)) {
                             kept.add(b);
                         }

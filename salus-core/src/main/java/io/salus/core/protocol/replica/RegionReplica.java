@@ -385,6 +385,8 @@ public final class RegionReplica {
         checkpoints.sizes(m);
         m.put("rootHistory", rootHistory.size());
         m.put("pendingGets", pendingGets.size());
+        // bounded like the leader decisions on the disk (LEADER_DECISIONS_KEPT batch ids), not by the checkpoint interval
+        m.put("ledParticipants", ledParticipants.size());
         return m;
     }
 
