@@ -237,7 +237,11 @@ public final class WitnessHolders implements AutoCloseable {
 
         void truncate(Certificate checkpoint) {
             if (truncation.getAndSet(checkpoint) == null) {
-                exec.execute(this::sendTruncation);
+                try {
+                    exec.execute(this::sendTruncation);
+                } catch (java.util.concurrent.RejectedExecutionException e) {
+                    // closed: nothing is truncated (the next open's first certificate covers this one)
+                }
             }
         }
 
