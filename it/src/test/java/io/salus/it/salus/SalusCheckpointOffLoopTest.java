@@ -137,6 +137,17 @@ class SalusCheckpointOffLoopTest {
         public void truncateLogPrefix(long generation, long throughIndex) {
           d.truncateLogPrefix(generation, throughIndex);
         }
+
+        @Override
+        public void collectCheckpoints(long generation, long throughIndex) {
+          d.collectCheckpoints(generation, throughIndex);
+        }
+
+        @Override
+        public void compactDecisions(long generation,
+            java.util.function.Predicate<io.salus.core.cert.Certificate> keep) {
+          d.compactDecisions(generation, keep);
+        }
       };
     }
 

@@ -103,6 +103,8 @@ public class MessageCodecBenchmark {
             case CHECKPOINT_PROPOSE -> new Message.CheckpointPropose(17, 3, 123_456);
             case CHECKPOINT_VOTE -> new Message.CheckpointVote(Certificate.sign(CertType.TENTATIVE_CHECKPOINT,
                     new Statement.Checkpoint(region, 3, 123_456, 1249, h, h), s));
+            case CHECKPOINT_CERT -> new Message.CheckpointCert(Certificate.sign(CertType.TENTATIVE_CHECKPOINT,
+                    new Statement.Checkpoint(region, 3, 123_456, 1249, h, h), s));
             case WRITER_FENCE -> new Message.WriterFence(Certificate.sign(CertType.WRITER_EPOCH,
                     new Statement.WriterEpoch("volume-0001", 4_294_967_301L), s));
             case WRITER_EPOCH_REPLY -> new Message.WriterEpochReply("volume-0001", 17, 99, 4_294_967_301L,

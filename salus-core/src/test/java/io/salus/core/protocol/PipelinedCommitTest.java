@@ -160,6 +160,8 @@ class PipelinedCommitTest {
                 net.add(new Envelope(e.to(), r, new Message.StoreAck(st.region().index(), st.generation(),
                         st.index(), digest, sig)));
             }
+        } else if (e.m() instanceof Message.CheckpointCert c && stores.containsKey(e.to())) {
+            stores.get(e.to()).truncate(c.checkpoint()); // verified by the holder before it drops anything
         }
     }
 
@@ -767,7 +769,11 @@ class PipelinedCommitTest {
         for (RegionReplica r : replicas.values()) {
             Map<String, Integer> sizes = r.retainedSizes();
             for (Map.Entry<String, Integer> e : sizes.entrySet()) {
-                assertTrue(e.getValue() <= 2 * RegionReplica.CHECKPOINT_EVERY + 2, r.id() + " keeps " + e.getValue()
+                // the participants of the batches led here stay as long as their decision stays on the disk (GC)
+                int b = e.getKey().equals("ledParticipants") ? (int) RegionReplica.LEADER_DECISIONS_KEPT
+                        + 4 * RegionReplica.DECISION_GC_EVERY * RegionReplica.CHECKPOINT_EVERY
+                        : 2 * RegionReplica.CHECKPOINT_EVERY + 2;
+                assertTrue(e.getValue() <= b, r.id() + " keeps " + e.getValue()
                         + " " + e.getKey() + " after 160 batches (grows with the run): " + sizes);
             }
         }
@@ -797,23 +803,36 @@ class PipelinedCommitTest {
             Map<String, Integer> sizes = r.retainedSizes();
             assertEquals(java.util.Set.of("entries", "indexByBatch", "waiting", "decisionCerts", "decisionTentatives",
                     "leading", "myDecisions", "decisionWaiters", "diskRequests", "snapshotRoots", "snapshotRecords",
-                    "checkpointProposals", "checkpointVotes", "rootHistory", "pendingGets"), sizes.keySet(),
-                    "every collection of the replica is accounted for");
+                    "checkpointProposals", "checkpointVotes", "rootHistory", "pendingGets", "ledParticipants"),
+                    sizes.keySet(), "every collection of the replica is accounted for");
             for (Map.Entry<String, Integer> e : sizes.entrySet()) {
-                assertTrue(e.getValue() <= bound, r.id() + " keeps " + e.getValue() + " " + e.getKey() + " after "
+                // the participants of the batches led here stay as long as their decision stays on the disk (GC)
+                int b = e.getKey().equals("ledParticipants") ? (int) RegionReplica.LEADER_DECISIONS_KEPT
+                        + 4 * RegionReplica.DECISION_GC_EVERY * RegionReplica.CHECKPOINT_EVERY : bound;
+                assertTrue(e.getValue() <= b, r.id() + " keeps " + e.getValue() + " " + e.getKey() + " after "
                         + batches + " batches (grows with the run): " + sizes);
             }
         }
-        // a decision freed from memory is still answered (from the disk), never re-decided
+        // a decision freed from memory is still answered (from the disk), never re-decided; (issue 14 GC) one old
+        // enough that nobody can still ask for it has left the disk too: not answered, and still never re-decided
         NodeId leader = configs.get(1).replicas().get(0);
         NodeId asker = configs.get(0).replicas().get(0);
-        replicas.get(leader).receive(asker, new Message.DecisionRequest(1, 1));
+        long recent = batches - 41; // odd: led by region 1; below the batch floor, within LEADER_DECISIONS_KEPT
+        replicas.get(leader).receive(asker, new Message.DecisionRequest(1, recent));
         replicas.get(leader).tick(); // answered from the disk at the next tick
         Envelope answer = net.poll();
-        assertNotNull(answer, "a late request for an old decision got no answer");
+        assertNotNull(answer, "a late request for a decision freed from memory got no answer");
         Certificate d = ((Message.DecisionMsg) answer.m()).tentative();
         assertEquals(CertType.TENTATIVE_COMMIT, d.type());
-        assertEquals(1, d.statement(Statement.Decision.class).batchId());
+        assertEquals(recent, d.statement(Statement.Decision.class).batchId());
+        replicas.get(leader).receive(asker, new Message.DecisionRequest(1, 1));
+        replicas.get(leader).tick();
+        for (Envelope e = net.poll(); e != null; e = net.poll()) {
+            if (e.m() instanceof Message.DecisionMsg dm && dm.tentative().statement(Statement.Decision.class)
+                    .batchId() == 1) {
+                assertEquals(CertType.TENTATIVE_COMMIT, dm.tentative().type(), "batch 1 decided again, differently");
+            }
+        }
     }
 
     /**
@@ -1479,5 +1498,192 @@ class PipelinedCommitTest {
         assertEquals(2, acked.size());
         assertArrayEquals(data(2), got.get(2L));
         assertTrue(recoveryReasons.isEmpty(), recoveryReasons.toString());
+    }
+
+    // ------------------------------------------------------------------ issue 14 item 1: GC after CHECKPOINT certificates
+
+    /** Two-region batches, both regions leading in turn (as {@link #aLongStreamKeepsEveryRetainedCollectionUnderAFixedBound}). */
+    void stream(int from, int to) {
+        for (int b = from; b <= to; b++) {
+            BlockWrite w0 = new BlockWrite(b % 8, data(b));
+            BlockWrite w1 = new BlockWrite(8 + (b + 3) % 8, data(b + 1));
+            assertTrue(client.submit(b % 2 == 0 ? List.of(w0, w1) : List.of(w1, w0)) > 0, "batch " + b);
+            drain();
+            sent.clear();
+        }
+    }
+
+    /** The most any replica (log entries, checkpoint files, decision records) or holder (certificates) keeps. */
+    Map<String, Integer> storage() {
+        Map<String, Integer> m = new java.util.TreeMap<>();
+        for (InMemoryReplicaDisk d : disks.values()) {
+            m.merge("logEntries", d.logEntries(0), Math::max);
+            m.merge("checkpointFiles", d.checkpointFiles(0), Math::max);
+            m.merge("decisionRecords", d.decisionRecords(0), Math::max);
+        }
+        for (WitnessLog w : stores.values()) {
+            m.merge("witnessCertificates", ((InMemoryCertificateStore) w.store()).size(), Math::max);
+        }
+        return m;
+    }
+
+    /**
+     * Issue 14 item 1 and Done-when "log and witness storage stay bounded under a long write": after N batches past
+     * many checkpoints, and again after 2N, every replica's log entries, checkpoint files (whole snapshots and deltas)
+     * and decision records, and every metadata holder's LOG_ENTRY certificates, stay under a bound that does not
+     * depend on N. Before, checkpoint files, decision records and the holders' certificates grew with every batch
+     * (only the log prefix was collected). Then the GC'd disks still serve: a replica restarts from its own disk
+     * (latest whole snapshot + the deltas after it + its log), a replica whose disk is lost catches up from a peer,
+     * and writes commit with both.
+     */
+    @Test
+    void replicaAndWitnessStorageStayBoundedOverALongStreamAndRecoveryStillWorks() throws Exception {
+        int n = 400;
+        stream(1, n);
+        Map<String, Integer> afterN = storage();
+        stream(n + 1, 2 * n);
+        Map<String, Integer> after2N = storage();
+        assertEquals(2 * n, acked.size());
+        System.out.println("storage after " + n + " batches: " + afterN + "; after " + 2 * n + ": " + after2N);
+        Map<String, Integer> bound = Map.of(
+                "logEntries", 2 * RegionReplica.CHECKPOINT_EVERY,
+                "checkpointFiles", InMemoryReplicaDisk.DELTAS_PER_WHOLE + 3,
+                // leader decisions kept for LEADER_DECISIONS_KEPT batch ids (half of them led here) + the marks and
+                // decisions of the entries since the last compaction
+                "decisionRecords", (int) RegionReplica.LEADER_DECISIONS_KEPT
+                        + 4 * RegionReplica.DECISION_GC_EVERY * RegionReplica.CHECKPOINT_EVERY,
+                "witnessCertificates", 2 * RegionReplica.CHECKPOINT_EVERY);
+        for (Map.Entry<String, Integer> b : bound.entrySet()) {
+            assertTrue(after2N.get(b.getKey()) <= b.getValue(), b.getKey() + ": " + after2N.get(b.getKey())
+                    + " after " + 2 * n + " batches, bound " + b.getValue() + " (" + afterN.get(b.getKey()) + " after "
+                    + n + "): storage grows with the run");
+        }
+
+        // restart from a GC'd disk: verifiedBase composes the latest whole snapshot and the deltas after it
+        RrsConfig c0 = configs.get(0);
+        NodeId restartedId = c0.replicas().get(2);
+        RegionSnapshot base = RegionReplica.verifiedBase(cfg, c0, dir, membership, disks.get(restartedId), coord);
+        RegionReplica restarted = new RegionReplica(cfg, c0, restartedId, clientId, signers.get(restartedId), dir,
+                membership, (to, m) -> send(new Envelope(restartedId, to, m)), disks.get(restartedId), coord,
+                ReplicaHooks.NONE, base);
+        replicas.put(restartedId, restarted);
+        assertEquals(replicas.get(c0.primary()).regionRoot(), restarted.regionRoot());
+
+        // catch-up from a peer whose disk was collected
+        RrsConfig c1 = configs.get(1);
+        NodeId lost = c1.replicas().get(1);
+        NodeId peer = c1.replicas().get(0);
+        disks.get(lost).deleteAll();
+        long certified = ReplicaCatchUp.certified(c1, dir, membership, coord).throughIndex();
+        replicas.get(peer).receive(lost, new Message.StateRequest(1, 0, certified));
+        Message.StateTransfer x = null;
+        for (Envelope e : sent) {
+            if (e.m() instanceof Message.StateTransfer t && e.to().equals(lost)) {
+                x = t;
+            }
+        }
+        assertNotNull(x, "the peer answered from its collected disk");
+        sent.clear();
+        net.clear();
+        ReplicaCatchUp.install(cfg, c1, clientId, dir, dir, membership, coord, disks.get(lost), null, x);
+        RegionReplica caughtUp = new RegionReplica(cfg, c1, lost, clientId, signers.get(lost), dir, membership,
+                (to, m) -> send(new Envelope(lost, to, m)), disks.get(lost), coord, ReplicaHooks.NONE,
+                RegionReplica.verifiedBase(cfg, c1, dir, membership, disks.get(lost), coord));
+        replicas.put(lost, caughtUp);
+        assertEquals(replicas.get(peer).regionRoot(), caughtUp.regionRoot());
+
+        stream(2 * n + 1, 2 * n + 4 * RegionReplica.CHECKPOINT_EVERY);
+        assertEquals(2 * n + 4 * RegionReplica.CHECKPOINT_EVERY, acked.size(), "writes commit after GC and recovery");
+        assertEquals(replicas.get(c0.primary()).regionRoot(), restarted.regionRoot());
+        assertEquals(replicas.get(peer).regionRoot(), caughtUp.regionRoot());
+        assertTrue(recoveryReasons.isEmpty(), recoveryReasons.toString());
+    }
+
+    /**
+     * Issue 14 item 1, hostile: a forged or foreign CHECKPOINT certificate makes neither a replica nor a metadata
+     * holder drop anything. The replicas' real votes at the flush index are held back, then: a CHECKPOINT whose third
+     * signature is garbage or an outsider's, a TENTATIVE_CHECKPOINT in a replica's name with a bad signature, and the
+     * genuine CHECKPOINT certificate of the other region, are sent to the replicas (as votes) and to the holders (as
+     * CheckpointCert). Nothing is truncated. Then the held votes are released: the real certificate forms, and the
+     * replicas' logs and the holders' stores are collected through it (the test sees a truncation when one happens).
+     */
+    @Test
+    void aForgedOrForeignCheckpointCertificateMakesNoReplicaOrHolderDropEntries() {
+        RrsConfig c0 = configs.get(0);
+        RrsConfig c1 = configs.get(1);
+        // region 1 gets a real certificate first (to replay it at region 0)
+        for (int b = 1; b <= RegionReplica.CHECKPOINT_EVERY; b++) {
+            assertTrue(client.submit(List.of(new BlockWrite(8 + b % 8, data(b)))) > 0);
+            drain();
+        }
+        Certificate foreign = coord.latestCheckpoint(c1.region(), c -> true).orElseThrow();
+        hold = e -> e.m() instanceof Message.CheckpointVote && c0.replicas().contains(e.to());
+        for (int b = 1; b <= RegionReplica.CHECKPOINT_EVERY; b++) {
+            assertTrue(client.submit(List.of(new BlockWrite(b % 8, data(b)))) > 0);
+            drain();
+        }
+        assertEquals(2 * RegionReplica.CHECKPOINT_EVERY, acked.size());
+        long k = RegionReplica.CHECKPOINT_EVERY - 1;
+        List<Certificate> real = new ArrayList<>();
+        for (Envelope e : held) {
+            Certificate t = ((Message.CheckpointVote) e.m()).tentative();
+            if (real.stream().noneMatch(r -> r.signers().equals(t.signers()))) {
+                real.add(t);
+            }
+        }
+        assertEquals(3, real.size(), "the three replicas' votes at the flush index");
+        Statement.Checkpoint st = real.get(0).statement(Statement.Checkpoint.class);
+        assertEquals(k, st.throughIndex());
+        NodeId third = c0.replicas().get(2);
+        List<Certificate.Sig> two = new ArrayList<>();
+        for (Certificate t : real) {
+            if (!t.signers().contains(third)) {
+                two.addAll(t.signatures());
+            }
+        }
+        List<Certificate.Sig> garbage = new ArrayList<>(two);
+        garbage.add(new Certificate.Sig(third, new byte[two.get(0).bytes().length]));
+        List<Certificate.Sig> outsider = new ArrayList<>(two);
+        NodeId holder = c0.metadataHolders().get(0);
+        outsider.addAll(Certificate.sign(CertType.TENTATIVE_CHECKPOINT, st, signers.get(holder)).signatures());
+        List<Certificate> forged = List.of(
+                Certificate.of(CertType.CHECKPOINT, real.get(0).scheme(), st, garbage),
+                Certificate.of(CertType.CHECKPOINT, real.get(0).scheme(), st, outsider),
+                Certificate.of(CertType.TENTATIVE_CHECKPOINT, real.get(0).scheme(), st,
+                        List.of(new Certificate.Sig(third, new byte[two.get(0).bytes().length]))),
+                foreign);
+        int before = RegionReplica.CHECKPOINT_EVERY;
+        for (Certificate f : forged) {
+            for (NodeId r : c0.replicas()) {
+                replicas.get(r).receive(third, new Message.CheckpointVote(f));
+                replicas.get(r).receive(third, new Message.CheckpointCert(f));
+            }
+            for (NodeId h : c0.metadataHolders()) {
+                deliver(new Envelope(c0.primary(), h, new Message.CheckpointCert(f)));
+            }
+            drain();
+            for (NodeId r : c0.replicas()) {
+                assertEquals(before, disks.get(r).logEntries(0), r + " dropped log entries for " + f);
+            }
+            for (NodeId h : c0.metadataHolders()) {
+                assertEquals(before, ((InMemoryCertificateStore) stores.get(h).store()).size(),
+                        h + " dropped LOG_ENTRY certificates for " + f);
+            }
+        }
+        assertTrue(coord.latestCheckpoint(c0.region(), c -> true).isEmpty(), "no certificate formed from forgeries");
+
+        // the real votes: the certificate forms, the logs and the holders' stores are collected through it
+        hold = e -> false;
+        held.forEach(this::deliver);
+        held.clear();
+        drain();
+        assertEquals(k, coord.latestCheckpoint(c0.region(), c -> true).orElseThrow()
+                .statement(Statement.Checkpoint.class).throughIndex());
+        for (NodeId r : c0.replicas()) {
+            assertEquals(0, disks.get(r).logEntries(0), r + " keeps its log through the certified index");
+        }
+        for (NodeId h : c0.metadataHolders()) {
+            assertEquals(0, ((InMemoryCertificateStore) stores.get(h).store()).size(), h + " was not collected");
+        }
     }
 }

@@ -95,4 +95,68 @@ class WitnessLogTest {
         combined = Certificate.combine(t);
         assertEquals(WitnessLog.Offer.REJECTED, restarted.offer(combined));
     }
+
+    /**
+     * Issue 14 item 1, witness GC: LOG_ENTRY certificates are dropped only through a CHECKPOINT certificate that
+     * verifies here, signed by the three replicas of the generation it names. Forged (an outsider's or a garbage third
+     * signature), partly signed (one TENTATIVE_CHECKPOINT), tampered (a real certificate's signatures over a higher
+     * index), another type (a LOG_ENTRY), stale (generation 5's log named, signed by generation 4's replicas, one of
+     * which generation 5 replaced) and unknown-generation certificates drop nothing; the real one drops its own log's
+     * entries through its index and nothing of the other generation.
+     */
+    @Test
+    void onlyAVerifiedCheckpointCertificateDropsLogEntries() {
+        NodeKeys replacement = key("rs3");
+        InMemoryCertificateStore st = new InMemoryCertificateStore();
+        WitnessLog wl = new WitnessLog(w.signer(), dir, st, (r, g) -> g == 4
+                ? Set.of(rs.get(0).id(), rs.get(1).id(), rs.get(2).id())
+                : g == 5 ? Set.of(rs.get(0).id(), rs.get(1).id(), replacement.id()) : null);
+        for (long gen : new long[] {4, 5}) {
+            List<NodeKeys> members = gen == 4 ? rs : List.of(rs.get(0), rs.get(1), replacement);
+            for (long i = 0; i < 6; i++) {
+                for (NodeKeys k : members) {
+                    wl.offer(Certificate.sign(CertType.TENTATIVE_LOG_ENTRY, new Statement.LogEntry(region, gen, i,
+                            HashAlgorithm.SHA256.hash(new byte[] {(byte) i}), 10), k.signer()));
+                }
+            }
+        }
+        assertEquals(12, st.size());
+        var root = HashAlgorithm.SHA256.hash(new byte[] {1});
+        Statement.Checkpoint through3 = new Statement.Checkpoint(region, 4, 3, 40, root, root);
+        Certificate real = Certificate.combine(List.of(
+                Certificate.sign(CertType.TENTATIVE_CHECKPOINT, through3, rs.get(0).signer()),
+                Certificate.sign(CertType.TENTATIVE_CHECKPOINT, through3, rs.get(1).signer()),
+                Certificate.sign(CertType.TENTATIVE_CHECKPOINT, through3, rs.get(2).signer())));
+        List<Certificate.Sig> two = real.signatures().subList(0, 2);
+        List<Certificate.Sig> withOutsider = new java.util.ArrayList<>(two);
+        withOutsider.addAll(Certificate.sign(CertType.TENTATIVE_CHECKPOINT, through3, outsider.signer()).signatures());
+        List<Certificate.Sig> withGarbage = new java.util.ArrayList<>(two);
+        withGarbage.add(new Certificate.Sig(rs.get(2).id(), new byte[real.signatures().get(2).bytes().length]));
+        Statement.Checkpoint gen5 = new Statement.Checkpoint(region, 5, 5, 60, root, root);
+        Statement.Checkpoint gen6 = new Statement.Checkpoint(region, 6, 5, 60, root, root);
+        List<Certificate> bad = List.of(
+                Certificate.of(CertType.CHECKPOINT, real.scheme(), through3, withOutsider),
+                Certificate.of(CertType.CHECKPOINT, real.scheme(), through3, withGarbage),
+                Certificate.sign(CertType.TENTATIVE_CHECKPOINT, through3, rs.get(0).signer()),
+                Certificate.of(CertType.CHECKPOINT, real.scheme(), new Statement.Checkpoint(region, 4, 5, 40, root,
+                        root), real.signatures()),
+                wl.query(region, 4, 2),
+                Certificate.combine(List.of(
+                        Certificate.sign(CertType.TENTATIVE_CHECKPOINT, gen5, rs.get(0).signer()),
+                        Certificate.sign(CertType.TENTATIVE_CHECKPOINT, gen5, rs.get(1).signer()),
+                        Certificate.sign(CertType.TENTATIVE_CHECKPOINT, gen5, rs.get(2).signer()))),
+                Certificate.combine(List.of(
+                        Certificate.sign(CertType.TENTATIVE_CHECKPOINT, gen6, rs.get(0).signer()),
+                        Certificate.sign(CertType.TENTATIVE_CHECKPOINT, gen6, rs.get(1).signer()),
+                        Certificate.sign(CertType.TENTATIVE_CHECKPOINT, gen6, rs.get(2).signer()))));
+        for (Certificate c : bad) {
+            assertFalse(wl.truncate(c), "accepted " + c);
+            assertEquals(12, st.size(), "dropped entries for " + c);
+        }
+        assertTrue(wl.truncate(real));
+        for (long i = 0; i < 6; i++) {
+            assertEquals(i > 3, st.get(region, 4, i).isPresent(), "generation 4 index " + i);
+            assertTrue(st.get(region, 5, i).isPresent(), "generation 5 index " + i + " (another log)");
+        }
+    }
 }

@@ -96,6 +96,9 @@ final class MessageRouter {
         } else if (m instanceof Message.CheckpointVote v) {
             Certificate c = corruptCert(v.tentative());
             return c == null ? null : new Message.CheckpointVote(c);
+        } else if (m instanceof Message.CheckpointCert v) {
+            Certificate c = corruptCert(v.checkpoint());
+            return c == null ? null : new Message.CheckpointCert(c);
         } else if (m instanceof Message.StoreAck a) {
             return new Message.StoreAck(a.region(), a.generation(), a.index() + 1, a.digest(), a.signature());
         } else if (m instanceof Message.Vote v) {

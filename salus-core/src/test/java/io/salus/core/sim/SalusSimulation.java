@@ -574,6 +574,8 @@ final class SalusSimulation {
         if (to.equals(mach.storeId)) {
             if (m instanceof Message.LogCertMsg l) {
                 onStore(mach, l.tentative());
+            } else if (m instanceof Message.CheckpointCert c) {
+                mach.witness.truncate(c.checkpoint()); // GC: only a CHECKPOINT certificate that verifies drops
             }
         } else if (mach.replica != null) {
             mach.replica.receive(from, m);

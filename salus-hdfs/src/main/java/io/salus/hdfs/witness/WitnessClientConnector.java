@@ -21,6 +21,16 @@ public final class WitnessClientConnector implements RemoteWitness.Connector {
       }
 
       @Override
+      public boolean truncate(byte[] checkpoint) throws IOException {
+        try {
+          c.truncate(io.salus.core.cert.Certificate.decode(checkpoint));
+          return true;
+        } catch (WitnessClient.WitnessException e) {
+          return false; // refused (the certificate did not verify there); the connection is fine
+        }
+      }
+
+      @Override
       public Identity identity() throws IOException {
         WitnessClient.Identity id = c.identity();
         return new Identity(id.id().name(), id.scheme().name(), id.verificationKey());

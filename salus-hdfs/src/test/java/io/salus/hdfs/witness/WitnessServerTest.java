@@ -318,6 +318,45 @@ class WitnessServerTest {
     }
   }
 
+  /**
+   * Issue 14 item 1, hostile: over the wire, a CHECKPOINT certificate whose third signature is an outsider's or
+   * garbage, or whose statement was raised to a higher index under the real signatures, is refused and truncates
+   * nothing (every entry still answers its LOG_ENTRY); the real certificate then truncates.
+   */
+  @Test
+  void aForgedCheckpointCertificateTruncatesNothing() throws Exception {
+    try (WitnessClient c = WitnessClient.connect(node.address())) {
+      for (long i = 0; i < 10; i++) {
+        c.offer(certs.logEntry(Certs.entry(R, 0, i)));
+      }
+      Certificate real = certs.checkpoint(R, 0, 6);
+      Statement.Checkpoint st = real.statement(Statement.Checkpoint.class);
+      java.util.List<Certificate.Sig> two = real.signatures().subList(0, 2);
+      java.util.List<Certificate.Sig> outsider = new java.util.ArrayList<>(two);
+      outsider.addAll(Certificate.sign(CertType.TENTATIVE_CHECKPOINT, st,
+          io.salus.core.crypto.NodeKeys.deterministic(SignatureScheme.ED25519,
+              io.salus.core.crypto.NodeId.of("rs9"), 42).signer()).signatures());
+      java.util.List<Certificate.Sig> garbage = new java.util.ArrayList<>(two);
+      garbage.add(new Certificate.Sig(real.signatures().get(2).signer(),
+          new byte[real.signatures().get(2).bytes().length]));
+      Statement.Checkpoint raised = new Statement.Checkpoint(R, 0, 9, st.lastSeq(), st.regionRoot(),
+          st.volumeRoot());
+      for (Certificate forged : java.util.List.of(
+          Certificate.of(CertType.CHECKPOINT, real.scheme(), st, outsider),
+          Certificate.of(CertType.CHECKPOINT, real.scheme(), st, garbage),
+          Certificate.of(CertType.CHECKPOINT, real.scheme(), raised, real.signatures()))) {
+        assertThrows(WitnessClient.WitnessException.class, () -> c.truncate(forged), "accepted " + forged);
+        for (long i = 0; i < 10; i++) {
+          assertEquals(CertType.LOG_ENTRY, c.query(R, 0, i).type(), "index " + i + " dropped by " + forged);
+        }
+      }
+      c.truncate(real);
+      assertTrue(assertThrows(WitnessClient.WitnessException.class, () -> certs.seal(c, R, 0, 6)).getMessage()
+          .contains("truncated through 6"));
+      assertEquals(CertType.LOG_ENTRY, c.query(R, 0, 7).type());
+    }
+  }
+
   @Test
   void manyLogsInParallelWithBoundedConnections() throws Exception {
     ExecutorService pool = Executors.newFixedThreadPool(4);

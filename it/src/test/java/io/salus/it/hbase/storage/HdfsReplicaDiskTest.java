@@ -82,6 +82,52 @@ class HdfsReplicaDiskTest extends ReplicaDiskContract {
         return disk(fs, h.directory(), null);
     }
 
+    @Override
+    int checkpointFiles(ReplicaDisk d, long generation) throws IOException {
+        Path sd = new Path(((HdfsReplicaDisk) d).directory(), "state/g" + generation);
+        int n = 0;
+        if (fs.exists(sd)) {
+            for (var st : fs.listStatus(sd)) {
+                if (!st.getPath().getName().startsWith(".")) {
+                    n++;
+                }
+            }
+        }
+        return n;
+    }
+
+    /**
+     * Issue 14 item 1: a decision compaction deletes the old segment files (the kept records are in a new one, hsynced
+     * before the deletes), and the bytes on HDFS shrink.
+     */
+    @Test
+    void decisionCompactionDeletesTheOldSegments() throws Exception {
+        HdfsReplicaDisk d = disk(fs, new Path(ROOT, "decision-gc"), null);
+        for (long b = 0; b < 60; b++) {
+            d.recordDecision(1, decision(b, true));
+        }
+        List<Path> before = d.decisionSegments(1);
+        long bytesBefore = 0;
+        for (Path p : before) {
+            bytesBefore += fs.getFileStatus(p).getLen();
+        }
+        d.compactDecisions(1, c -> c.statement(io.salus.core.cert.Statement.Decision.class).batchId() >= 55);
+        for (Path p : before) {
+            assertFalse(fs.exists(p), p + " still on HDFS after the compaction");
+        }
+        long bytesAfter = 0;
+        for (Path p : d.decisionSegments(1)) {
+            bytesAfter += fs.getFileStatus(p).getLen();
+        }
+        assertTrue(bytesAfter * 5 < bytesBefore, bytesAfter + " bytes of decision records after keeping 5 of 60 ("
+                + bytesBefore + " before)");
+        d.recordDecision(1, decision(60, true));
+        d.close();
+        HdfsReplicaDisk back = disk(fs, d.directory(), null);
+        assertEquals(List.of(55L, 56L, 57L, 58L, 59L, 60L), ids(back.decisions(1)));
+        back.close();
+    }
+
     /** A DFS client of its own (a region server process), so its crash is not the test's client's. */
     private static DistributedFileSystem newClient() throws IOException {
         return (DistributedFileSystem) FileSystem.newInstance(cluster.getConfiguration(0));

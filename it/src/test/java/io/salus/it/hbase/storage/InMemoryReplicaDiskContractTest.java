@@ -14,4 +14,9 @@ class InMemoryReplicaDiskContractTest extends ReplicaDiskContract {
     ReplicaDisk reopen(ReplicaDisk d) {
         return d;
     }
+
+    @Override
+    int checkpointFiles(ReplicaDisk d, long generation) {
+        return ((InMemoryReplicaDisk) d).checkpointFiles(generation);
+    }
 }

@@ -29,6 +29,9 @@ abstract class ReplicaDiskContract {
 
     abstract ReplicaDisk reopen(ReplicaDisk d) throws Exception;
 
+    /** Checkpoint files (whole snapshots and deltas) the disk holds for the generation. */
+    abstract int checkpointFiles(ReplicaDisk d, long generation) throws Exception;
+
     static byte[] entry(long i, int len) {
         byte[] b = new byte[len];
         for (int k = 0; k < len; k++) {
@@ -145,5 +148,77 @@ abstract class ReplicaDiskContract {
         // a whole snapshot at an index answers directly
         d.writeSnapshot(new RegionSnapshot(1, 9, 20, Map.of(4L, entry(4, 16)), record(20)));
         assertEquals(Map.of(4L, 0).keySet(), reopen(d).readSnapshot(1, 9).blocks().keySet());
+    }
+
+    /**
+     * Issue 14 item 1: checkpoint GC keeps the latest whole snapshot at or below the certified index and the deltas
+     * after it (a new whole snapshot every DELTAS_PER_WHOLE deltas), so the files stay bounded however many
+     * checkpoints pass, and the state through every certified index (and the next, uncertified ones) still composes,
+     * also after reopen. A collect for an index this disk has no checkpoint of (it is not its own) does nothing.
+     */
+    @Test
+    void checkpointGcKeepsALatestWholeSnapshotAndTheDeltasAfterIt() throws Exception {
+        ReplicaDisk d = fresh();
+        d.writeSnapshot(new RegionSnapshot(1, -1, 0, Map.of(0L, entry(0, 16)), record(0)));
+        Map<Long, byte[]> want = new TreeMap<>(Map.of(0L, entry(0, 16)));
+        int most = 0;
+        long last = -1;
+        for (int c = 0; c < 30; c++) {
+            long k = 4L * c + 3;
+            d.collectCheckpoints(1, k); // not written yet: nothing is collected
+            Map<Long, byte[]> changed = Map.of((long) (c % 5), entry(100 + c, 16), 7L, entry(200 + c, 16));
+            d.writeCheckpoint(1, k, 10 + c, changed, record(10 + c));
+            want.putAll(changed);
+            if (c > 0) {
+                d.collectCheckpoints(1, last); // the certificate lags the latest checkpoint by one
+            }
+            most = Math.max(most, checkpointFiles(d, 1));
+            RegionSnapshot s = d.readSnapshot(1, k);
+            assertNotNull(s, "state through " + k + " after GC through " + last);
+            assertEquals(10 + c, s.lastSeq());
+            assertEquals(want.keySet(), s.blocks().keySet());
+            want.forEach((b, v) -> assertArrayEquals(v, s.blocks().get(b), "block " + b + " through " + k));
+            last = k;
+        }
+        assertTrue(most <= ReplicaDisk.DELTAS_PER_WHOLE + 3, most + " checkpoint files for 30 checkpoints: they"
+                + " accumulate");
+        d = reopen(d);
+        RegionSnapshot s = d.readSnapshot(1, last);
+        assertEquals(want.keySet(), s.blocks().keySet());
+        want.forEach((b, v) -> assertArrayEquals(v, s.blocks().get(b), "block " + b + " after reopen"));
+        d.collectCheckpoints(1, last);
+        assertNotNull(d.readSnapshot(1, last));
+    }
+
+    /**
+     * Issue 14 item 1: decision compaction keeps, in recording order, exactly what it is told to, across reopen;
+     * records made after it come after the kept ones.
+     */
+    @Test
+    void compactDecisionsKeepsWhatItIsToldInOrder() throws Exception {
+        ReplicaDisk d = fresh();
+        for (long b = 0; b < 40; b++) {
+            d.recordDecision(1, decision(b, b % 3 != 0));
+        }
+        d.recordDecision(2, decision(7, true));
+        d.compactDecisions(1, c -> {
+            long b = c.statement(Statement.Decision.class).batchId();
+            return b >= 30 || b % 10 == 0;
+        });
+        List<Long> want = new java.util.ArrayList<>(List.of(0L, 10L, 20L, 30L, 31L, 32L, 33L, 34L, 35L, 36L, 37L, 38L,
+                39L));
+        assertEquals(want, ids(d.decisions(1)));
+        d.recordDecision(1, decision(40, true));
+        want.add(40L);
+        d = reopen(d);
+        assertEquals(want, ids(d.decisions(1)));
+        assertEquals(CertType.TENTATIVE_ABORT, d.decisions(1).get(0).type());
+        assertEquals(List.of(7L), ids(d.decisions(2)), "another generation is not touched");
+        d.compactDecisions(1, c -> true);
+        assertEquals(want, ids(reopen(d).decisions(1)));
+    }
+
+    static List<Long> ids(List<Certificate> l) {
+        return l.stream().map(c -> c.statement(Statement.Decision.class).batchId()).toList();
     }
 }

@@ -27,6 +27,15 @@ public interface RemoteWitness extends Closeable {
 
     Identity identity() throws IOException;
 
+    /**
+     * Asks the witness to drop its LOG_ENTRY certificates covered by an encoded CHECKPOINT certificate; the witness
+     * verifies it first (three signatures of the region's replicas in its generation) and drops nothing otherwise.
+     *
+     * @return true if the witness verified it and truncated, false if it refused it (the connection stays usable)
+     * @throws IOException unreachable or a protocol error
+     */
+    boolean truncate(byte[] checkpoint) throws IOException;
+
     /** Opens connections; needs a public no-argument constructor. */
     interface Connector {
         RemoteWitness connect(InetSocketAddress address, int timeoutMillis) throws IOException;

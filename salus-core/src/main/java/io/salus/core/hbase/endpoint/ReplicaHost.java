@@ -89,6 +89,8 @@ public final class ReplicaHost {
     private final AtomicLong received = new AtomicLong();
     private final AtomicLong outboxDropped = new AtomicLong();
     private final AtomicLong toClient = new AtomicLong();
+    /** CHECKPOINT certificates the interim holders hosted here verified and truncated their stores with. */
+    private final AtomicLong witnessTruncations = new AtomicLong();
     private final CallAuth.Checker auth;
     private volatile long replayedFrom;
     private volatile long replayedLogEnd;
@@ -472,6 +474,11 @@ public final class ReplicaHost {
                 r.receive(from, m);
             } else if (m instanceof Message.LogCertMsg l) {
                 onLogCert(to, l.tentative());
+            } else if (m instanceof Message.CheckpointCert c) {
+                WitnessLog w = witnesses.get(to);
+                if (w != null && w.truncate(c.checkpoint())) { // verified first: a forged one drops nothing
+                    witnessTruncations.incrementAndGet();
+                }
             }
         } catch (RegionReplica.CheckpointWriteFailed e) {
             LOG.warn("{}", e.getMessage(), e.getCause()); // the message itself was handled
@@ -549,6 +556,8 @@ public final class ReplicaHost {
         } else if (remoteHolders != null && remoteHolders.holds(to)) {
             if (m instanceof Message.LogCertMsg l) {
                 remoteHolders.offer(to, l.tentative());
+            } else if (m instanceof Message.CheckpointCert c) {
+                remoteHolders.truncate(to, c.checkpoint()); // the witness verifies it before it drops anything
             }
         } else if (hosts(to)) {
             loop.execute(() -> dispatch(from, to, m));
@@ -625,6 +634,7 @@ public final class ReplicaHost {
         // log appends and commit marks written off the loop: groups written (one hsync per file each) and records
         m.put("diskGroups", diskGroups.get());
         m.put("diskGroupRecords", diskGroupRecords.get());
+        m.put("witnessTruncations", witnessTruncations.get());
         if (remoteHolders != null) {
             m.putAll(remoteHolders.counters());
         }

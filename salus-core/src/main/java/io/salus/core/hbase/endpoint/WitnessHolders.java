@@ -128,6 +128,8 @@ public final class WitnessHolders implements AutoCloseable {
     private final AtomicLong pending = new AtomicLong();
     private final AtomicLong failures = new AtomicLong();
     private final AtomicLong dropped = new AtomicLong();
+    private final AtomicLong truncations = new AtomicLong();
+    private final AtomicLong truncationFailures = new AtomicLong();
 
     /**
      * @param holders     the five holders of the RRS (s0, s1, s2, w0, w1), in that order
@@ -167,10 +169,22 @@ public final class WitnessHolders implements AutoCloseable {
         proxies.get(holder).offer(tentative);
     }
 
-    /** Acks received, PENDING replies, offers failed (witness unreachable or refusing), offers dropped. */
+    /**
+     * Queues a CHECKPOINT certificate for {@code holder} to truncate its store with (the witness verifies it); returns
+     * at once. Only the newest one waiting is sent: a later certificate covers an earlier one.
+     */
+    public void truncate(NodeId holder, Certificate checkpoint) {
+        proxies.get(holder).truncate(checkpoint);
+    }
+
+    /**
+     * Acks received, PENDING replies, offers failed (witness unreachable or refusing), offers dropped; truncations
+     * the witnesses accepted and those that failed (witness unreachable or refusing the certificate).
+     */
     public Map<String, Long> counters() {
         return Map.of("witnessAcks", acks.get(), "witnessPending", pending.get(), "witnessFailures", failures.get(),
-                "witnessDropped", dropped.get());
+                "witnessDropped", dropped.get(), "witnessTruncations", truncations.get(),
+                "witnessTruncationFailures", truncationFailures.get());
     }
 
     @Override
@@ -215,6 +229,37 @@ public final class WitnessHolders implements AutoCloseable {
                 return;
             }
             exec.execute(() -> attempt(t, st, 0));
+        }
+
+        /** The newest CHECKPOINT certificate waiting to be sent (null: none). */
+        private final java.util.concurrent.atomic.AtomicReference<Certificate> truncation =
+                new java.util.concurrent.atomic.AtomicReference<>();
+
+        void truncate(Certificate checkpoint) {
+            if (truncation.getAndSet(checkpoint) == null) {
+                try {
+                    exec.execute(this::sendTruncation);
+                } catch (java.util.concurrent.RejectedExecutionException e) {
+                    // closed: nothing is truncated (the next open's first certificate covers this one)
+                }
+            }
+        }
+
+        private void sendTruncation() {
+            Certificate c = truncation.getAndSet(null);
+            if (c == null) {
+                return;
+            }
+            try {
+                if (connection().truncate(c.encode())) {
+                    truncations.incrementAndGet();
+                } else {
+                    truncationFailures.incrementAndGet();
+                }
+            } catch (Exception e) {
+                truncationFailures.incrementAndGet();
+                failed(e); // the next certificate truncates through a later index, covering this one
+            }
         }
 
         private void attempt(Certificate t, Statement.LogEntry st, int retry) {

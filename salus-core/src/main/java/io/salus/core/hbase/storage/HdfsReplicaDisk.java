@@ -94,6 +94,8 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
     private final String incarnation = java.util.UUID.randomUUID().toString().substring(0, 8);
     /** Tests: runs with the temporary file of a state write after its hsync, before its rename. */
     private volatile java.util.function.Consumer<Path> beforeStateRename;
+    /** Serialises checkpoint-file GC with the reads that compose a state from those files. */
+    private final Object stateLock = new Object();
 
     /**
      * The disk of one replica region: {@code <root>/<table>/<encodedRegion>}. {@code table} is the replica
@@ -209,11 +211,7 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
     public List<Certificate> decisions(long generation) {
         FramedLog d = decisions(generation, true);
         List<Certificate> out = new ArrayList<>();
-        for (long i = 0; i <= d.lastIndex(); i++) {
-            byte[] b = d.read(i);
-            if (b == null) {
-                continue;
-            }
+        for (byte[] b : d.readAll()) { // (after a compaction the numbers start far above 0: never loop over them)
             try {
                 out.add(Certificate.decode(b));
             } catch (RuntimeException e) {
@@ -221,6 +219,28 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
             }
         }
         return out;
+    }
+
+    /**
+     * Decision GC ({@link ReplicaDisk#compactDecisions}): under the decision log's lock, the active segment is
+     * rolled, the records {@code keep} accepts are written (in recording order, numbered after every record
+     * written so far) to a new segment that is hsynced and closed, and only then are the older segments deleted.
+     * A crash before the deletes leaves the kept records twice (reloading a decision twice is harmless).
+     */
+    @Override
+    public void compactDecisions(long generation, java.util.function.Predicate<Certificate> keep) {
+        decisions(generation, true).compact(b -> {
+            try {
+                return keep.test(Certificate.decode(b));
+            } catch (RuntimeException e) {
+                return false; // proves nothing (decisions() skips it too)
+            }
+        });
+    }
+
+    /** The files of the generation's decision records, oldest first (tests and GC accounting). */
+    public List<Path> decisionSegments(long generation) {
+        return decisions(generation, true).segmentPaths();
     }
 
     // ------------------------------------------------------------------ snapshots and checkpoints
@@ -239,6 +259,62 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
 
     @Override
     public RegionSnapshot readSnapshot(long generation, long throughIndex) {
+        synchronized (stateLock) {
+            return composeSnapshot(generation, throughIndex);
+        }
+    }
+
+    /**
+     * Checkpoint GC ({@link ReplicaDisk#collectCheckpoints}): only if this disk holds its own checkpoint through
+     * {@code throughIndex}. Once {@link ReplicaDisk#DELTAS_PER_WHOLE} deltas follow the latest whole snapshot at or
+     * below the index, the state through it is composed and written as {@code whole.<throughIndex>} (temporary name,
+     * hsync, rename) before anything is deleted; then every whole snapshot below the latest one at or below the
+     * index, and every delta below it, is deleted. A crash between the two steps only leaves files to delete.
+     */
+    @Override
+    public void collectCheckpoints(long generation, long throughIndex) {
+        synchronized (stateLock) {
+            Path sd = stateDir(generation);
+            TreeMap<Long, Path> wholes = new TreeMap<>();
+            TreeMap<Long, Path> deltas = new TreeMap<>();
+            for (FileStatus st : list(sd)) {
+                Matcher m = STATE.matcher(st.getPath().getName());
+                if (m.matches()) {
+                    (m.group(1).equals("whole") ? wholes : deltas).put(Long.parseLong(m.group(2)), st.getPath());
+                }
+            }
+            if (!wholes.containsKey(throughIndex) && !deltas.containsKey(throughIndex)) {
+                return; // not this disk's own checkpoint through the index: nothing is collected
+            }
+            Long whole = wholes.floorKey(throughIndex);
+            int since = (whole == null ? deltas.headMap(throughIndex, true)
+                    : deltas.subMap(whole, false, throughIndex, true)).size();
+            if ((whole == null || whole < throughIndex) && since >= DELTAS_PER_WHOLE) {
+                RegionSnapshot s = composeSnapshot(generation, throughIndex);
+                if (s == null) {
+                    return;
+                }
+                writeState(generation, "whole." + throughIndex, s);
+                wholes.put(throughIndex, new Path(sd, "whole." + throughIndex));
+                whole = throughIndex;
+            }
+            if (whole == null) {
+                return; // the deltas compose from the generation's empty start: all are needed
+            }
+            try {
+                for (Path p : wholes.headMap(whole, false).values()) {
+                    fs.delete(p, false);
+                }
+                for (Path p : deltas.headMap(whole, false).values()) {
+                    fs.delete(p, false);
+                }
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot garbage-collect the checkpoints of " + sd + " below " + whole, e);
+            }
+        }
+    }
+
+    private RegionSnapshot composeSnapshot(long generation, long throughIndex) {
         Path sd = stateDir(generation);
         RegionSnapshot whole = readState(new Path(sd, "whole." + throughIndex));
         if (whole != null) {
@@ -284,6 +360,12 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
     }
 
     private void writeState(long generation, String name, RegionSnapshot s) {
+        synchronized (stateLock) {
+            writeStateLocked(generation, name, s);
+        }
+    }
+
+    private void writeStateLocked(long generation, String name, RegionSnapshot s) {
         Path sd = stateDir(generation);
         Path tmp = new Path(sd, "." + name + "." + incarnation + ".tmp");
         Path dst = new Path(sd, name);
@@ -457,6 +539,8 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
         long prefixThrough = -1;
         /** Highest index of any frame written or scanned (including frames whose hsync is still under way). */
         long highestWritten = -1;
+        /** Frames written and not yet in the index (their hsync is under way). */
+        int inFlight;
         Segment active;
 
         FramedLog(Path ldir, boolean gcable) {
@@ -569,8 +653,11 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
             Segment s;
             long off;
             long end;
+            boolean counted = false;
             try {
                 synchronized (this) {
+                    inFlight++;
+                    counted = true;
                     if (next) {
                         idx = highestWritten + 1;
                     }
@@ -585,10 +672,19 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
                     segmentMax.put(s.path, s.maxIndex);
                 }
                 syncTo(s, end);
-            } catch (IOException e) {
-                throw new UncheckedIOException("cannot append index " + idx + " to " + ldir, e);
+            } catch (IOException | RuntimeException e) {
+                if (counted) {
+                    synchronized (this) {
+                        inFlight--;
+                    }
+                }
+                if (e instanceof RuntimeException r) {
+                    throw r;
+                }
+                throw new UncheckedIOException("cannot append index " + idx + " to " + ldir, (IOException) e);
             }
             synchronized (this) {
+                inFlight--;
                 if (idx > prefixThrough) { // a concurrent truncateLogPrefix may have passed it already
                     index.put(idx, new Loc(s.path, off, entry.length));
                 }
@@ -674,17 +770,52 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
             if (l == null) {
                 return null;
             }
+            return readAt(idx, l);
+        }
+
+        private byte[] readAt(long idx, Loc l) {
             try (FSDataInputStream in = fs.open(l.path())) {
-                in.seek(l.offset());
-                LogFrame.Frame f = LogFrame.read(in, l.offset(), l.offset() + LogFrame.HEADER + l.length(),
-                        l.path().toString());
-                if (f == null || f.index() != idx) {
-                    throw new CorruptReplicaLogException(l.path() + ": the frame at byte " + l.offset()
-                            + " is not index " + idx + " any more; the file changed under the replica.");
-                }
-                return f.payload();
+                return readFrom(in, idx, l);
             } catch (IOException e) {
                 throw new UncheckedIOException("cannot read index " + idx + " from " + l.path(), e);
+            }
+        }
+
+        private byte[] readFrom(FSDataInputStream in, long idx, Loc l) throws IOException {
+            in.seek(l.offset());
+            LogFrame.Frame f = LogFrame.read(in, l.offset(), l.offset() + LogFrame.HEADER + l.length(),
+                    l.path().toString());
+            if (f == null || f.index() != idx) {
+                throw new CorruptReplicaLogException(l.path() + ": the frame at byte " + l.offset()
+                        + " is not index " + idx + " any more; the file changed under the replica.");
+            }
+            return f.payload();
+        }
+
+        /** Every record, in index order, each segment opened once (not once per record, as {@link #read}). */
+        synchronized List<byte[]> readAll() {
+            List<byte[]> out = new ArrayList<>(index.size());
+            Map<Path, FSDataInputStream> open = new HashMap<>();
+            try {
+                for (Map.Entry<Long, Loc> e : index.entrySet()) {
+                    FSDataInputStream in = open.get(e.getValue().path());
+                    if (in == null) {
+                        in = fs.open(e.getValue().path());
+                        open.put(e.getValue().path(), in);
+                    }
+                    out.add(readFrom(in, e.getKey(), e.getValue()));
+                }
+                return out;
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot read " + ldir, e);
+            } finally {
+                for (FSDataInputStream in : open.values()) {
+                    try {
+                        in.close();
+                    } catch (IOException ignored) {
+                        // read-only stream
+                    }
+                }
             }
         }
 
@@ -736,6 +867,64 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
                 }
             } catch (IOException e) {
                 throw new UncheckedIOException("cannot garbage-collect " + ldir + " through " + through, e);
+            }
+        }
+
+        /** Keeps only the records {@code keep} accepts: written to a new segment first, then the old ones deleted. */
+        void compact(java.util.function.Predicate<byte[]> keep) {
+            try {
+                synchronized (this) {
+                    if (inFlight > 0) {
+                        return; // a frame written but not indexed yet would be lost with its segment: next time
+                    }
+                    List<byte[]> all = readAll();
+                    List<Path> old = new ArrayList<>(segments.values());
+                    if (old.isEmpty()) {
+                        return;
+                    }
+                    List<byte[]> kept = new ArrayList<>();
+                    for (byte[] b : all) {
+                        if (keep.test(b)) {
+                            kept.add(b);
+                        }
+                    }
+                    if (kept.size() == all.size()) {
+                        return; // nothing to collect
+                    }
+                    roll();
+                    TreeMap<Long, Loc> fresh = new TreeMap<>();
+                    if (!kept.isEmpty()) {
+                        Path p = new Path(ldir, String.format("seg-%020d.log", nextSegment));
+                        segments.put(nextSegment++, p);
+                        long off = 0;
+                        long max = -1;
+                        try (FSDataOutputStream out = create(p, false)) {
+                            for (byte[] b : kept) {
+                                long idx = ++highestWritten;
+                                byte[] frame = LogFrame.encode(idx, b);
+                                out.write(frame);
+                                fresh.put(idx, new Loc(p, off, b.length));
+                                off += frame.length;
+                                max = idx;
+                            }
+                            hsync(out);
+                        }
+                        segmentMax.put(p, max);
+                    }
+                    index.clear();
+                    index.putAll(fresh);
+                    var it = segments.entrySet().iterator();
+                    while (it.hasNext()) {
+                        Path p = it.next().getValue();
+                        if (old.contains(p)) {
+                            fs.delete(p, false);
+                            segmentMax.remove(p);
+                            it.remove();
+                        }
+                    }
+                }
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot compact " + ldir, e);
             }
         }
 

@@ -73,6 +73,14 @@ public sealed interface Message {
     }
 
     /**
+     * Replica → its RRS's metadata holders: the CHECKPOINT certificate through index k that just formed. A holder
+     * that verifies it (three signatures of the replicas of the generation it names) drops its LOG_ENTRY
+     * certificates of that log at or below k ({@code WitnessLog#truncate}); any other certificate drops nothing.
+     */
+    record CheckpointCert(Certificate checkpoint) implements Message {
+    }
+
+    /**
      * Client → every replica of every region, first thing after it takes the writer lease: its WRITER_EPOCH
      * certificate (signed by the client). A replica records it durably, then refuses sub-batches and BatchInfos of
      * any other epoch, so a writer whose lease was taken over cannot get a write accepted even before the new

@@ -57,7 +57,8 @@ public final class MessageCodec {
         MOUNT_QUERY(15, Message.MountQuery.class),
         MOUNT_STATE(16, Message.MountState.class),
         STATE_REQUEST(17, Message.StateRequest.class),
-        STATE_TRANSFER(18, Message.StateTransfer.class);
+        STATE_TRANSFER(18, Message.StateTransfer.class),
+        CHECKPOINT_CERT(19, Message.CheckpointCert.class);
 
         private final int code;
         private final Class<? extends Message> cls;
@@ -166,6 +167,7 @@ public final class MessageCodec {
                 o.i32(c.region()).i64(c.generation()).i64(c.throughIndex());
             }
             case CHECKPOINT_VOTE -> o.blob(cert(((Message.CheckpointVote) m).tentative(), t));
+            case CHECKPOINT_CERT -> o.blob(cert(((Message.CheckpointCert) m).checkpoint(), t));
             case WRITER_FENCE -> o.blob(cert(((Message.WriterFence) m).writerEpoch(), t));
             case WRITER_EPOCH_REPLY -> {
                 Message.WriterEpochReply r = (Message.WriterEpochReply) m;
@@ -341,6 +343,7 @@ public final class MessageCodec {
             case CHECKPOINT_PROPOSE -> new Message.CheckpointPropose(in.i32("region"), in.i64("generation"),
                     in.i64("through index"));
             case CHECKPOINT_VOTE -> new Message.CheckpointVote(cert(in, t));
+            case CHECKPOINT_CERT -> new Message.CheckpointCert(cert(in, t));
             case WRITER_FENCE -> new Message.WriterFence(cert(in, t));
             case WRITER_EPOCH_REPLY -> new Message.WriterEpochReply(in.str8("volume"), in.i32("region"),
                     in.i64("batch id"), in.i64("client epoch"), in.i64("replica epoch"), in.blob("replica signature"));
@@ -428,7 +431,7 @@ public final class MessageCodec {
             case LOG_CERT -> EnumSet.of(StatementKind.LOG_ENTRY);
             case DECISION -> EnumSet.of(StatementKind.COMMIT, StatementKind.ABORT);
             case PUT_REPLY -> EnumSet.of(StatementKind.PUT_SUCCESS, StatementKind.PUT_FAILED);
-            case CHECKPOINT_VOTE -> EnumSet.of(StatementKind.CHECKPOINT);
+            case CHECKPOINT_VOTE, CHECKPOINT_CERT -> EnumSet.of(StatementKind.CHECKPOINT);
             case WRITER_FENCE -> EnumSet.of(StatementKind.WRITER_EPOCH);
             case STATE_TRANSFER -> EnumSet.of(StatementKind.COMMIT, StatementKind.ABORT, StatementKind.WRITER_EPOCH);
             default -> EnumSet.noneOf(StatementKind.class);

@@ -108,6 +108,70 @@ public class InMemoryReplicaDisk implements ReplicaDisk {
         }
     }
 
+    @Override
+    public void collectCheckpoints(long generation, long throughIndex) {
+        TreeMap<Long, RegionSnapshot> d = deltas.computeIfAbsent(generation, g -> new TreeMap<>());
+        if (!snapshots.containsKey(generation + ":" + throughIndex) && !d.containsKey(throughIndex)) {
+            return; // not this disk's own checkpoint through the index: nothing is collected
+        }
+        Long whole = null; // the latest whole snapshot at or below the index
+        for (String k : snapshots.keySet()) {
+            String[] gi = k.split(":");
+            long i = Long.parseLong(gi[1]);
+            if (Long.parseLong(gi[0]) == generation && i <= throughIndex && (whole == null || i > whole)) {
+                whole = i;
+            }
+        }
+        int since = (whole == null ? d.headMap(throughIndex, true) : d.subMap(whole, false, throughIndex, true)).size();
+        if ((whole == null || whole < throughIndex) && since >= DELTAS_PER_WHOLE) {
+            writeSnapshot(readSnapshot(generation, throughIndex));
+            whole = throughIndex;
+        }
+        if (whole == null) {
+            return; // the deltas compose from the empty start: all are needed
+        }
+        long w = whole;
+        snapshots.keySet().removeIf(k -> k.startsWith(generation + ":") && Long.parseLong(k.split(":")[1]) < w);
+        d.headMap(w, false).clear();
+    }
+
+    @Override
+    public void compactDecisions(long generation, java.util.function.Predicate<Certificate> keep) {
+        List<byte[]> l = decisionRecords.get(generation);
+        if (l == null) {
+            return;
+        }
+        l.removeIf(b -> {
+            try {
+                return !keep.test(Certificate.decode(b));
+            } catch (RuntimeException e) {
+                return true; // proves nothing (decisions() skips it too)
+            }
+        });
+    }
+
+    /** Checkpoint files (whole snapshots and deltas) held for the generation (tests: GC keeps them bounded). */
+    public int checkpointFiles(long generation) {
+        int n = deltas.getOrDefault(generation, new TreeMap<>()).size();
+        for (String k : snapshots.keySet()) {
+            if (k.startsWith(generation + ":")) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    /** Decision records held for the generation. */
+    public int decisionRecords(long generation) {
+        return decisionRecords.getOrDefault(generation, List.of()).size();
+    }
+
+    /** Log entries held for the generation. */
+    public int logEntries(long generation) {
+        TreeMap<Long, byte[]> l = logs.get(generation);
+        return l == null ? 0 : l.size();
+    }
+
     /** Fault injection: flips a byte of a stored entry (silent disk corruption). */
     public synchronized boolean corruptEntry(long generation, long index, int byteOffset) {
         TreeMap<Long, byte[]> l = logs.get(generation);

@@ -58,6 +58,15 @@ public final class RegionReplica {
      * batches that never come cannot make the replica's memory grow.
      */
     public static final int MAX_UNKNOWN_BATCHES = 64;
+    /** The decision records are compacted at every this many CHECKPOINT certificates (GC, {@link #collectGarbage}). */
+    public static final int DECISION_GC_EVERY = 4;
+    /**
+     * A TENTATIVE_COMMIT/ABORT this replica signed as a batch-leader replica stays on its disk until batches this
+     * many ids later exist (besides the other conditions of {@link #leaderDecisionCollectable}): the next batch's
+     * leader may ask for it as its previous batch's decision while that batch is open, and a client keeps fewer
+     * batches outstanding than this (SalusVolume: {@code PIPELINE} = 32), so the batch after it is decided by then.
+     */
+    public static final long LEADER_DECISIONS_KEPT = 128;
     /** Retransmit unresolved work every this many ticks (an entry's first retransmission). */
     public static final int RETRANSMIT_TICKS = 4;
     /**
@@ -124,6 +133,20 @@ public final class RegionReplica {
     private long lastBatchId;
     /** A mount fenced the previous writer: no sub-batch from the client below this batch id is logged any more. */
     private long fenceBelow;
+
+    // garbage collection after CHECKPOINT certificates (issue 14 item 1, collectGarbage)
+    /** Certificates formed since the decision records were last compacted. */
+    private int certsSinceDecisionGc;
+    /** Highest batch id of an entry at or below the latest CHECKPOINT certificate's index (-1: none yet). */
+    private long batchThroughCertified = -1;
+    /** Highest batch id this replica decided as a batch-leader replica. */
+    private long maxLedBatch = -1;
+    /** The participants of the batches this replica decided as a leader replica, while that decision is on disk. */
+    private final Map<Long, List<Integer>> ledParticipants = new java.util.HashMap<>();
+    /** GC steps that failed (the files stay; the next certificate tries again). */
+    private final java.util.concurrent.atomic.AtomicLong gcFailures = new java.util.concurrent.atomic.AtomicLong();
+    /** Decision records dropped by compaction since this replica started. */
+    private long decisionsCollected;
 
     // writer fencing: the highest writer epoch this replica has recorded (a client-signed WRITER_EPOCH certificate,
     // recorded on the disk before it is acknowledged, reloaded on restart); sub-batches and BatchInfos of any other
@@ -411,6 +434,8 @@ public final class RegionReplica {
         checkpoints.sizes(m);
         m.put("rootHistory", rootHistory.size());
         m.put("pendingGets", pendingGets.size());
+        // bounded like the leader decisions on the disk (LEADER_DECISIONS_KEPT batch ids), not by the checkpoint interval
+        m.put("ledParticipants", ledParticipants.size());
         return m;
     }
 
@@ -1113,6 +1138,8 @@ public final class RegionReplica {
         LatencyTrace.took("diskLeaderDecision", t0);
         LatencyTrace.stage(info.batchId(), "decided@" + pos);
         batchLeader.decide(info.batchId(), t); // decided: votes and BatchInfo are no longer needed
+        ledParticipants.put(info.batchId(), info.participants()); // until its decision is collected from the disk
+        maxLedBatch = Math.max(maxLedBatch, info.batchId());
         Set<NodeId> to = new HashSet<>();
         for (int p : info.participants()) {
             if (p >= 0 && p < cfg.regionCount()) {
@@ -1467,6 +1494,164 @@ public final class RegionReplica {
             if (previous != null) {
                 freeCoveredState(previous[0], previous[1]);
             }
+            collectGarbage(cp, st.throughIndex());
         }
+    }
+
+    // ------------------------------------------------------------------ garbage collection (issue 14 item 1)
+
+    /**
+     * What a CHECKPOINT certificate through {@code k} (formed here from the three replicas' verified votes, each
+     * signed only once that replica's own checkpoint through k was durable) lets go, besides the log prefix
+     * ({@link ReplicaDisk#truncateLogPrefix}, above):
+     * <ul>
+     * <li>the metadata holders' LOG_ENTRY certificates through k: the primary sends them the certificate, and each
+     * holder verifies it before it drops anything ({@code WitnessLog#truncate});</li>
+     * <li>checkpoint files ({@link ReplicaDisk#collectCheckpoints}), on the checkpoint writer, so after this replica's
+     * own checkpoint write through k;</li>
+     * <li>decision records, every {@link #DECISION_GC_EVERY} certificates ({@link #compactDecisions}).</li>
+     * </ul>
+     * A GC step that fails leaves its files (counted in {@link #gcFailures()}); the next certificate tries again.
+     */
+    private void collectGarbage(Certificate cp, long k) {
+        if (me.equals(rrs.primary()) && !cfg.mutated(Mutation.SKIP_WITNESS_STORES)) {
+            for (NodeId h : rrs.metadataHolders()) {
+                net.send(h, new Message.CheckpointCert(cp));
+            }
+        }
+        long gen = rrs.generation();
+        Executor writer = LatencyTrace.legacy() ? Runnable::run : checkpointWriter;
+        writer.execute(() -> {
+            // the certificate through k carries this replica's signature, given only once its own checkpoint
+            // through k was written: a checkpoint write that failed before k is covered by a later one (rv17)
+            try {
+                disk.collectCheckpoints(gen, k);
+            } catch (RuntimeException ex) {
+                gcFailures.incrementAndGet();
+            }
+        });
+        for (ReplicaLog.Entry e : log.entries()) {
+            if (e.index <= k) {
+                batchThroughCertified = Math.max(batchThroughCertified, e.sb.batchId());
+            }
+        }
+        if (++certsSinceDecisionGc >= DECISION_GC_EVERY) {
+            certsSinceDecisionGc = 0;
+            try {
+                compactDecisions(k);
+            } catch (RuntimeException ex) {
+                gcFailures.incrementAndGet();
+            }
+        }
+    }
+
+    /**
+     * Keeps the decision records a restart, a peer's catch-up, volume recovery or another replica may still need:
+     * <ul>
+     * <li>WRITER_EPOCH: the recorded epoch (the fence must survive a restart); lower ones are dropped;</li>
+     * <li>COMMIT/ABORT marks of this replica's entries: those of batches after the certified index (the restart
+     * replay, {@link ReplicaCatchUp#answer} and recovery's ABORT marks read them), and the one of the highest batch
+     * (a restart reports it as its last batch id at mount); marks of batches whose entries are all at or below
+     * the index are dropped (those entries are gone from the log);</li>
+     * <li>TENTATIVE_COMMIT/ABORT this replica signed as a batch-leader replica: until
+     * {@link #leaderDecisionCollectable};</li>
+     * <li>anything else: kept.</li>
+     * </ul>
+     */
+    private void compactDecisions(long k) {
+        long minAfter = Long.MAX_VALUE;
+        for (ReplicaLog.Entry e : log.entries()) {
+            if (e.index > k) {
+                minAfter = Math.min(minAfter, e.sb.batchId());
+            }
+        }
+        long markFloor = Math.min(batchThroughCertified, minAfter == Long.MAX_VALUE ? Long.MAX_VALUE : minAfter - 1);
+        long maxMark = -1;
+        for (Certificate d : disk.decisions(rrs.generation())) {
+            if ((d.type() == CertType.COMMIT || d.type() == CertType.ABORT)
+                    && d.statement(Statement.Decision.class).volume().equals(cfg.volume())) {
+                maxMark = Math.max(maxMark, d.statement(Statement.Decision.class).batchId());
+            }
+        }
+        long highestMark = maxMark;
+        Map<Integer, Long> certifiedSeq = new java.util.HashMap<>();
+        Set<Long> collectedLeader = new HashSet<>();
+        long[] dropped = {0};
+        disk.compactDecisions(rrs.generation(), d -> {
+            boolean keep = keepDecision(d, markFloor, highestMark, certifiedSeq, collectedLeader);
+            if (!keep) {
+                dropped[0]++;
+            }
+            return keep;
+        });
+        decisionsCollected += dropped[0];
+        ledParticipants.keySet().removeAll(collectedLeader);
+    }
+
+    private boolean keepDecision(Certificate d, long markFloor, long highestMark, Map<Integer, Long> certifiedSeq,
+                                 Set<Long> collectedLeader) {
+        if (d.type() == CertType.WRITER_EPOCH) {
+            Statement.WriterEpoch we = d.statement(Statement.WriterEpoch.class);
+            return !we.volume().equals(cfg.volume()) || we.epoch() >= writerEpoch;
+        }
+        if (!(d.statement() instanceof Statement.Decision st) || !st.volume().equals(cfg.volume())) {
+            return true;
+        }
+        if (d.type() == CertType.COMMIT || d.type() == CertType.ABORT) {
+            return st.batchId() > markFloor || st.batchId() == highestMark;
+        }
+        if ((d.type() == CertType.TENTATIVE_COMMIT || d.type() == CertType.TENTATIVE_ABORT)
+                && d.signers().equals(Set.of(me)) && leaderDecisionCollectable(st, certifiedSeq)) {
+            collectedLeader.add(st.batchId());
+            return false;
+        }
+        return true;
+    }
+
+    /**
+     * A decision this replica signed as a batch-leader replica may leave its disk only when nobody can still ask
+     * for it: (1) it is below the batch floor, forgotten from memory (this replica never decides that batch again
+     * while it runs); (2) every participant region of the batch (every region, if this replica restarted since and
+     * no longer knows them) has a CHECKPOINT certificate in coordination, signed by its generation's replicas, whose
+     * last seq reaches the batch's last seq: a region applies its puts in seq order, so that region's sub-batch of
+     * the batch is at or below its certified index, resolved by all three of its replicas, and none of them asks
+     * again; (3) batches {@link #LEADER_DECISIONS_KEPT} ids later exist here: the next batch's leader asks for this
+     * decision (its previous batch's) only while that next batch is open.
+     */
+    private boolean leaderDecisionCollectable(Statement.Decision st, Map<Integer, Long> certifiedSeq) {
+        long b = st.batchId();
+        if (!batchLeader.forgotten(b) || Math.max(lastBatchId, maxLedBatch) - b < LEADER_DECISIONS_KEPT) {
+            return false;
+        }
+        List<Integer> parts = ledParticipants.get(b);
+        if (parts == null) {
+            List<Integer> all = new ArrayList<>();
+            for (int p = 0; p < cfg.regionCount(); p++) {
+                all.add(p);
+            }
+            parts = all;
+        }
+        for (int p : parts) {
+            if (p < 0 || p >= cfg.regionCount()) {
+                return false;
+            }
+            long seq = certifiedSeq.computeIfAbsent(p, r -> coordination.latestCheckpoint(membership.current(r).region(),
+                            Coordination.signedByItsGeneration(verifier, membership))
+                    .map(c -> c.statement(Statement.Checkpoint.class).lastSeq()).orElse(-1L));
+            if (seq < st.lastSeq()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** GC steps that failed since this replica started (their files stay until the next certificate). */
+    public long gcFailures() {
+        return gcFailures.get();
+    }
+
+    /** Decision records dropped by compaction since this replica started. */
+    public long decisionsCollected() {
+        return decisionsCollected;
     }
 }

@@ -4,6 +4,7 @@ import io.salus.core.cert.Certificate;
 import io.salus.core.merkle.VolumeRootRecord;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Predicate;
 
 /**
  * A replica's files on its colocated DataNode: the region log (one file per generation in HDFS,
@@ -11,6 +12,15 @@ import java.util.Map;
  * checkpoint (flush) files. {@link #append} returns only once the entry is durable (hsync).
  */
 public interface ReplicaDisk {
+    /**
+     * Checkpoint GC policy ({@link #collectCheckpoints}): once this many deltas have accumulated after the latest
+     * whole snapshot at or below a certified index, they are composed into a new whole snapshot at that index and
+     * the files before it are deleted. A checkpoint keeps costing what changed (a whole snapshot, the region's
+     * written blocks, is written once per this many checkpoints, not at each), and a restart or a peer's catch-up
+     * reads at most one whole snapshot and this many deltas.
+     */
+    int DELTAS_PER_WHOLE = 8;
+
     void append(long generation, long index, byte[] entry);
 
     /**
@@ -65,4 +75,24 @@ public interface ReplicaDisk {
 
     /** Garbage-collects log entries with index &lt;= throughIndex (only after a CHECKPOINT certificate). */
     void truncateLogPrefix(long generation, long throughIndex);
+
+    /**
+     * Garbage-collects the checkpoint files no state at or after {@code throughIndex} needs. Called only after a
+     * CHECKPOINT certificate through {@code throughIndex} formed (three replicas signed it, each only once its own
+     * checkpoint through it was durable). An implementation does nothing unless this disk holds its own checkpoint
+     * through {@code throughIndex} (whole or delta), and always keeps what {@link #readSnapshot} needs to compose the
+     * state through {@code throughIndex} and every later checkpoint: the latest whole snapshot at or below it and the
+     * deltas after that snapshot. The default keeps everything.
+     */
+    default void collectCheckpoints(long generation, long throughIndex) {
+    }
+
+    /**
+     * Rewrites the generation's decision records keeping, in recording order, only those {@code keep} accepts
+     * (garbage collection after a CHECKPOINT certificate; the caller decides what is still needed). A crash midway
+     * may leave a record both in its old place and in the rewritten one: reloading a decision twice is harmless.
+     * The default keeps everything.
+     */
+    default void compactDecisions(long generation, Predicate<Certificate> keep) {
+    }
 }

@@ -42,6 +42,8 @@ public final class WitnessLog {
     private final int need;
     /** Per (region, generation): the lowest index answered NO_NEXT_ENTRY here; nothing is stored at or after it. */
     private final Map<Log, Long> sealedFrom = new HashMap<>();
+    /** Per (region, generation): the index a verified CHECKPOINT certificate truncated through ({@link #truncate}). */
+    private final Map<Log, Long> truncatedThrough = new HashMap<>();
 
     private record Log(RegionId region, long generation) {
     }
@@ -90,6 +92,10 @@ public final class WitnessLog {
             // a stored NO_NEXT_ENTRY (the slot's seal) never equals a log entry's statement
             return existing.get().statement().equals(st) ? Offer.STORED : Offer.REJECTED;
         }
+        Long truncated = truncatedThrough.get(new Log(slot.region, slot.generation));
+        if (truncated != null && slot.index <= truncated) {
+            return Offer.REJECTED; // covered by a CHECKPOINT: no replica needs it stored again
+        }
         Long sealed = sealedFrom.get(new Log(slot.region, slot.generation));
         if (sealed != null && slot.index >= sealed) {
             return Offer.REJECTED; // signed "no entry at the sealed index nor after it" for this generation
@@ -117,6 +123,13 @@ public final class WitnessLog {
      * running can then never collect the 5 acknowledgements for an entry the recovered log lacks.
      */
     public Certificate query(RegionId region, long generation, long index) {
+        Long truncated = truncatedThrough.get(new Log(region, generation));
+        if (truncated != null && index <= truncated) {
+            // a NO_NEXT_ENTRY here would be false (later entries are stored) and would seal the live generation
+            throw new IllegalArgumentException("index " + index + " of " + region + " generation " + generation
+                    + " is covered by a CHECKPOINT (truncated through " + truncated + "): query after the region's"
+                    + " latest checkpoint certificate");
+        }
         Optional<Certificate> c = store.get(region, generation, index);
         if (c.isPresent()) {
             return c.get();
@@ -127,6 +140,32 @@ public final class WitnessLog {
         sealedFrom.merge(new Log(region, generation), index, Math::min);
         pending.forgetIf(s -> s.region.equals(region) && s.generation == generation && s.index >= index);
         return store.get(region, generation, index).orElse(none);
+    }
+
+    /**
+     * Garbage collection (issue 14 item 1): drops the LOG_ENTRY certificates of the checkpoint's log at or below its
+     * index, and the tentatives pending there, <b>only</b> for a CHECKPOINT certificate that verifies here: type
+     * CHECKPOINT, signed by every replica of the region's RRS in the generation it names (the same membership the
+     * LOG_ENTRY certificates of that log were checked against). Its three replicas signed only once each one's
+     * checkpoint through the index was durable, so no replica needs an entry at or below it from a witness any more.
+     * Anything else (a forged or partly signed certificate, another type, a generation this witness does not know,
+     * signers of another generation) drops nothing. Seals ({@code NO_NEXT_ENTRY}) above the index stay.
+     *
+     * @return true if the certificate verified (and what it covers was dropped)
+     */
+    public boolean truncate(Certificate checkpoint) {
+        if (checkpoint.type() != CertType.CHECKPOINT) {
+            return false;
+        }
+        Statement.Checkpoint st = checkpoint.statement(Statement.Checkpoint.class);
+        Set<NodeId> rrs = members.apply(st.region(), st.generation());
+        if (rrs == null || !checkpoint.verify(verifier, rrs)) {
+            return false;
+        }
+        store.truncatePrefix(st.region(), st.generation(), st.throughIndex());
+        dropPendingThrough(st.region(), st.generation(), st.throughIndex());
+        truncatedThrough.merge(new Log(st.region(), st.generation()), st.throughIndex(), Math::max);
+        return true;
     }
 
     /** Slots whose tentatives still wait for the other replicas. */

@@ -152,6 +152,7 @@ class MessageCodecTest {
                 }
                 case CHECKPOINT_PROPOSE -> new Message.CheckpointPropose(rnd.nextInt(64), rnd.nextInt(9), anyLong());
                 case CHECKPOINT_VOTE -> new Message.CheckpointVote(checkpoint());
+                case CHECKPOINT_CERT -> new Message.CheckpointCert(checkpoint());
                 case WRITER_FENCE -> new Message.WriterFence(cert(CertType.WRITER_EPOCH,
                         new Statement.WriterEpoch(volume(), rnd.nextLong() & Long.MAX_VALUE)));
                 case WRITER_EPOCH_REPLY -> new Message.WriterEpochReply(volume(), rnd.nextInt(64), anyLong(),
