@@ -117,6 +117,29 @@ public final class HdfsReplicaStorage implements ReplicaStorageFactory {
         return new CuratorCoordination(zk, CuratorCoordination.volumePath(conf.get(ZK_ROOT_KEY, DEFAULT_ZK_ROOT), volume));
     }
 
+    /**
+     * If {@code error} proves the disk damaged ({@link io.salus.core.hbase.SalusStoreQuarantine#damaged}), moves the
+     * replica's Salus log directory aside to {@code <}{@value io.salus.core.hbase.SalusStoreQuarantine#ROOT_KEY}
+     * {@code >/logs/<table>/<encoded region>/<time>} (never deleted); the disk starts over empty.
+     */
+    @Override
+    public synchronized String quarantineDisk(RegionCoprocessorEnvironment env, RuntimeException error) {
+        if (disk == null || !io.salus.core.hbase.SalusStoreQuarantine.damaged(fs, error)) {
+            return null;
+        }
+        String why = io.salus.core.hbase.SalusStoreQuarantine.oneLine(error);
+        Configuration conf = env.getConfiguration();
+        Path dest = new Path(new Path(new Path(new Path(conf.get(io.salus.core.hbase.SalusStoreQuarantine.ROOT_KEY,
+                io.salus.core.hbase.SalusStoreQuarantine.DEFAULT_ROOT), "logs"),
+                env.getRegionInfo().getTable().getNameAsString().replace(':', '=')),
+                env.getRegionInfo().getEncodedName()), io.salus.core.hbase.SalusStoreQuarantine.timestamp());
+        boolean moved = disk.quarantine(dest);
+        LOG.warn("Salus log of region {} at {} cannot be read ({}): {} (not deleted); the replica catches up from a"
+                + " peer", env.getRegionInfo().getEncodedName(), disk.directory(), why,
+                moved ? "moved aside to " + dest : "nothing to move");
+        return moved ? dest.toString() : disk.directory() + " (absent)";
+    }
+
     /** The log of this region (tests and metrics); null before {@link #disk}. */
     public synchronized HdfsReplicaDisk replicaDisk() {
         return disk;
