@@ -311,6 +311,9 @@ class SalusFaultTableTest {
           notes.append("while injecting: ").append(oneLine(e)).append(". ");
         }
         boolean done = w.await(SalusMiniCluster.DEADLINE_MS);
+        if (!done && kind == SALUS) {
+          SalusRegionRecoveryTest.dump(cluster, g); // which replicas hold what, for the stalled region(s)
+        }
         acked = w.ackedFlags();
         int failed = w.failed();
         String writes = count(acked) + " / " + w.issued() + " acknowledged (fault after " + ackedAtFault + ")"
@@ -365,6 +368,7 @@ class SalusFaultTableTest {
       }
       return result;
     } catch (Exception e) {
+      System.out.println("remount of " + g.volume() + " failed: " + e); // the whole message (the row keeps 160 chars)
       return new String[] {(writeAfter ? "**not mountable or not writable**: " : "**not mountable**: ") + oneLine(e),
           "unknown"};
     } finally {
