@@ -311,6 +311,9 @@ class SalusFaultTableTest {
           notes.append("while injecting: ").append(oneLine(e)).append(". ");
         }
         boolean done = w.await(SalusMiniCluster.DEADLINE_MS);
+        if (!done && kind == SALUS) {
+          SalusRegionRecoveryTest.dump(cluster, g); // which replicas hold what, for the stalled region(s)
+        }
         acked = w.ackedFlags();
         int failed = w.failed();
         String writes = count(acked) + " / " + w.issued() + " acknowledged (fault after " + ackedAtFault + ")"
@@ -365,6 +368,7 @@ class SalusFaultTableTest {
       }
       return result;
     } catch (Exception e) {
+      System.out.println("remount of " + g.volume() + " failed: " + e); // the whole message (the row keeps 160 chars)
       return new String[] {(writeAfter ? "**not mountable or not writable**: " : "**not mountable**: ") + oneLine(e),
           "unknown"};
     } finally {
@@ -583,14 +587,7 @@ class SalusFaultTableTest {
 
   /** The DataNode paired with region server {@code s} (its favored node), as an index into the mini DFS. */
   static int dataNodeOf(ServerName s) {
-    for (var rst : cluster.util.getMiniHBaseCluster().getLiveRegionServerThreads()) {
-      if (rst.getRegionServer().getServerName().equals(s)) {
-        String dn = rst.getRegionServer().getConfiguration()
-            .get(io.salus.core.hbase.storage.SalusFavoredNodes.DATANODE_KEY);
-        return cluster.dataNodes.indexOf(dn);
-      }
-    }
-    return -1;
+    return cluster.dataNodeOf(s);
   }
 
   /**
@@ -662,6 +659,7 @@ class SalusFaultTableTest {
           }
         }
         int n = corruptReplicas(dn, dirs, notes);
+        var before = io.salus.core.hbase.SalusStoreQuarantine.counters();
         for (RegionInfo ri : there) {
           reopen(admin, ri);
         }
@@ -679,10 +677,31 @@ class SalusFaultTableTest {
           }
           Thread.sleep(200);
         }
+        var after = io.salus.core.hbase.SalusStoreQuarantine.counters();
+        int logsAside = 0;
+        int fromPeer = 0;
+        for (RegionInfo ri : there) {
+          for (int r = 0; r < g.numRegions(); r++) {
+            for (int k = 0; k < 3; k++) {
+              var ep = cluster.endpoint(g, r, k);
+              HRegion region = cluster.region(g, r, k);
+              if (ep != null && ep.host() != null && region != null
+                  && region.getRegionInfo().getEncodedName().equals(ri.getEncodedName())) {
+                logsAside += ep.host().counters().get("recoveryDiskQuarantined").intValue();
+                fromPeer += ep.host().counters().get("recoveryFromPeer").intValue();
+              }
+            }
+          }
+        }
+        // what the reopen found (SalusStoreQuarantine at preOpen, ReplicaHost at the endpoint's start)
+        notes.append("At the reopen: ").append(after.get("quarantinedRegions") - before.get("quarantinedRegions"))
+            .append(" regions had a store file fail its HDFS checksum check, their ")
+            .append(after.get("quarantinedFiles") - before.get("quarantinedFiles"))
+            .append(" store files moved aside (SalusStoreQuarantine); ").append(logsAside)
+            .append(" replicas' Salus logs could not be read and were moved aside; ").append(fromPeer)
+            .append(" replicas caught up from a peer, the others started from their own checkpoint and log. ");
         if (!back) {
-          notes.append("**Not every replica region serves again within 120 s** (HBase cannot open a region whose ")
-              .append("HFile replica, the only one at HDFS replication 1, fails its checksum: the region stays in ")
-              .append("transition before the Salus endpoint runs, so no catch-up from a peer). ");
+          notes.append("**Not every replica region serves again within 120 s** (see the region servers' log). ");
         }
       } else {
         TableName t = VolumeCatalog.dataTable(g.volume());

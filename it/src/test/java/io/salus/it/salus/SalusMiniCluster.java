@@ -111,6 +111,18 @@ final class SalusMiniCluster implements AutoCloseable {
     return cluster.startRegionServer().getRegionServer().getServerName();
   }
 
+  /** The DataNode paired with region server {@code s} (its favored node), as an index into the mini DFS; -1 if none. */
+  int dataNodeOf(ServerName s) {
+    for (var rst : util.getMiniHBaseCluster().getLiveRegionServerThreads()) {
+      if (rst.getRegionServer().getServerName().equals(s)) {
+        String dn = rst.getRegionServer().getConfiguration()
+            .get(io.salus.core.hbase.storage.SalusFavoredNodes.DATANODE_KEY);
+        return dataNodes.indexOf(dn);
+      }
+    }
+    return -1;
+  }
+
   /** An hbase-site.xml for the CLI: the cluster's ZooKeeper and the endpoint's (test) keyring seed. */
   java.io.File writeSiteXml(java.io.File dir) throws java.io.IOException {
     dir.mkdirs();

@@ -317,6 +317,11 @@ class SalusRegionRecoveryTest {
 
   /** Every replica's protocol state (printed when writes do not complete: where a region stopped). */
   static void dump(VolumeGeometry g) {
+    dump(cluster, g);
+  }
+
+  /** Each replica's state and counters on {@code cluster} (stdout and target/SalusRegionRecoveryTest-dump.txt). */
+  static void dump(SalusMiniCluster cluster, VolumeGeometry g) {
     for (int r = 0; r < g.numRegions(); r++) {
       for (int k = 0; k < 3; k++) {
         SalusReplicaEndpoint ep = cluster.endpoint(g, r, k);

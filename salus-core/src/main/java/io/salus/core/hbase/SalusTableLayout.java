@@ -47,13 +47,15 @@ public final class SalusTableLayout {
 
     /**
      * The descriptor of replica table {@code replica} of a volume (what {@link #create} creates), with the replica
-     * endpoint ({@link SalusReplicaEndpoint}) and the favored-node observer ({@link SalusFavoredNodes}: the region's
-     * HFiles on its colocated DataNode) as table coprocessors: nothing cluster-wide for them.
+     * endpoint ({@link SalusReplicaEndpoint}), the favored-node observer ({@link SalusFavoredNodes}: the region's
+     * HFiles on its colocated DataNode) and the store file check ({@link SalusStoreQuarantine}: a region whose store
+     * file fails its HDFS checksum still opens) as table coprocessors: nothing cluster-wide for them.
      */
     public static TableDescriptor descriptor(VolumeGeometry g, int replica) {
         TableDescriptorBuilder b = TableDescriptorBuilder.newBuilder(tableName(g.volume(), replica));
         try {
             b.setCoprocessor(SalusFavoredNodes.class.getName());
+            b.setCoprocessor(SalusStoreQuarantine.class.getName());
             b.setCoprocessor(SalusReplicaEndpoint.class.getName());
         } catch (IOException e) {
             throw new java.io.UncheckedIOException(e); // only for a malformed class name: a constant here

@@ -1462,9 +1462,10 @@ class PipelinedCommitTest {
         flushes.forEach(Runnable::run);
         replicas.values().forEach(RegionReplica::tick); // the loop takes the written checkpoints and signs them
         drain();
-        // tput17: the certificate formed; each replica stores it (and GCs its log) on its checkpoint writer too
-        assertEquals(6, writes.size(), "each replica of region 0 queued the storage of both certificates");
-        assertTrue(coord.latestCheckpoint(region0, c -> true).isEmpty(), "stored on the loop");
+        // tput17: the certificate formed; each replica stores it (and GCs its log) on its checkpoint writer too, and
+        // (gc17) collects its checkpoint files through it there: two tasks per certificate and replica
+        assertEquals(12, writes.size(), "each replica of region 0 queued the storage and the file GC of both certificates");
+        assertTrue(coord.latestCheckpoint(region0, c -> true).isEmpty(), "not stored on the loop");
         new ArrayList<>(writes).forEach(Runnable::run);
         Certificate cp = coord.latestCheckpoint(region0, c -> true).orElseThrow();
         assertEquals(2L * RegionReplica.CHECKPOINT_EVERY - 1, cp.statement(Statement.Checkpoint.class).throughIndex());
@@ -1685,5 +1686,76 @@ class PipelinedCommitTest {
         for (NodeId h : c0.metadataHolders()) {
             assertEquals(0, ((InMemoryCertificateStore) stores.get(h).store()).size(), h + " was not collected");
         }
+    }
+
+    /**
+     * Issue 14: a replica whose region store cannot read a block (the HBase adapter's GET of a store file block that
+     * fails its checksum) answers no bytes for it; the client's retry at another replica reads the block, and the
+     * replica's commits go on. Before, the store's exception escaped the GET service that runs after every apply:
+     * the primary's commit of the write the GET waited for threw out of the replica.
+     */
+    @Test
+    void aBlockTheStoreCannotReadIsNotAnsweredAndTheCommitGoesOn() {
+        RrsConfig c0 = configs.get(0);
+        NodeId primary = c0.primary();
+        java.util.Set<Long> damaged = new java.util.HashSet<>();
+        io.salus.core.protocol.replica.InMemoryRegionStore cells =
+                new io.salus.core.protocol.replica.InMemoryRegionStore(cfg, Map.of());
+        io.salus.core.protocol.replica.RegionStore failing = new io.salus.core.protocol.replica.RegionStore() {
+            public void apply(long k, byte[] d) {
+                cells.apply(k, d);
+            }
+
+            public byte[] read(long k) {
+                if (damaged.contains(k)) {
+                    throw new java.io.UncheckedIOException(new java.io.IOException("checksum error reading block " + k));
+                }
+                return cells.read(k);
+            }
+
+            public io.salus.core.merkle.MerkleProof proof(long k) {
+                return cells.proof(k);
+            }
+
+            public io.salus.core.merkle.Hash root() {
+                return cells.root();
+            }
+
+            public Map<Long, io.salus.core.merkle.Hash> leafHashes() {
+                return cells.leafHashes();
+            }
+
+            public Map<Long, byte[]> dirty() {
+                return cells.dirty();
+            }
+
+            public void markDurable() {
+                cells.markDurable();
+            }
+        };
+        RegionReplica r = new RegionReplica(cfg, c0, primary, clientId, signers.get(primary), dir, membership,
+                (to, m) -> send(new Envelope(primary, to, m)), disks.get(primary), coord, ReplicaHooks.NONE,
+                RegionSnapshot.empty(0, RegionLogRecovery.emptyVolumeRoot(cfg)), failing);
+        replicas.put(primary, r);
+        assertTrue(client.submit(List.of(new BlockWrite(1, data(1)))) > 0);
+        drain();
+        damaged.add(1L);
+        // the GET waits at the primary (its first try) for the write it follows, and is served after that apply
+        assertTrue(client.submit(List.of(new BlockWrite(1, data(2)))) > 0);
+        client.get(1);
+        drain();
+        assertEquals(2, acked.size(), "the write the GET waited for commits");
+        assertEquals(2, r.appliedSeq());
+        assertFalse(got.containsKey(1L), "no answer from the replica that cannot read the block");
+        assertEquals(1, r.unreadableGets());
+        assertFalse(sent.stream().anyMatch(e -> e.from().equals(primary) && e.m() instanceof Message.GetReply),
+                "the primary sent no GET reply");
+        client.tick(1000); // the GET's timeout: retried at the next replica
+        drain();
+        assertArrayEquals(data(2), got.get(1L));
+        assertTrue(client.submit(List.of(new BlockWrite(2, data(3)))) > 0);
+        drain();
+        assertEquals(3, acked.size(), "and later writes commit");
+        assertTrue(recoveryReasons.isEmpty(), recoveryReasons.toString());
     }
 }

@@ -112,6 +112,8 @@ public final class ReplicaHost {
     private final AtomicLong recoveryRefused = new AtomicLong();
     private final AtomicLong droppedWhileRecovering = new AtomicLong();
     private volatile long recoveryMillis;
+    /** Where this open moved the replica's unreadable disk (null: it did not). */
+    private volatile String diskQuarantined;
     private final long openedAt = System.currentTimeMillis();
     /** How often a catching-up replica asks its peers for their state again. */
     public static final long CATCH_UP_RETRY_MILLIS = 1_000;
@@ -149,6 +151,22 @@ public final class ReplicaHost {
                        ReplicaLink link, ReplicaDisk disk, Function<NodeId, CertificateStore> stores,
                        Coordination coordination, ReplicaFaultInjector faults, RegionStore store,
                        WitnessHolders.Settings remote, Function<Integer, CompletableFuture<String>> regionServer) {
+        this(addressing, region, replicaIndex, keys, link, disk, stores, coordination, faults, store, remote,
+                regionServer, null);
+    }
+
+    /**
+     * @param quarantineDisk given the error reading {@code disk}: if it proves the disk damaged (an HDFS checksum
+     *                       error, a corrupt block, a damaged frame), moves the disk aside and returns where it went,
+     *                       the disk starting over empty, and the replica catches up from a peer (if a certificate
+     *                       of its generation exists). Null, or a null answer: the error makes the replica refuse to
+     *                       start, as before
+     */
+    public ReplicaHost(VolumeAddressing addressing, int region, int replicaIndex, EndpointKeyring keys,
+                       ReplicaLink link, ReplicaDisk disk, Function<NodeId, CertificateStore> stores,
+                       Coordination coordination, ReplicaFaultInjector faults, RegionStore store,
+                       WitnessHolders.Settings remote, Function<Integer, CompletableFuture<String>> regionServer,
+                       Function<RuntimeException, String> quarantineDisk) {
         this.addressing = addressing;
         this.client = addressing.client();
         this.region = region;
@@ -192,33 +210,35 @@ public final class ReplicaHost {
         // from a peer replica (ReplicaCatchUp), serving nothing until then. Anything else: refuse to start.
         RegionSnapshot base = null;
         try {
-            base = RegionReplica.verifiedBase(cfg, rrs, keys.verifier(), addressing.membership(), disk, coordination);
-        } catch (RecoveryException e) {
-            if (ReplicaCatchUp.certified(rrs, keys.verifier(), addressing.membership(), coordination) == null) {
-                ex.shutdownNow();
-                checkpointWriter.shutdownNow();
-                diskWriter.shutdownNow();
-                if (remoteHolders != null) {
-                    remoteHolders.close();
-                }
-                throw new IllegalStateException(e.getMessage(), e);
-            }
-            LOG.warn("{} cannot start from its own disk ({}): catching up from a peer replica; it serves nothing until"
-                    + " then", me, e.getMessage());
-        }
-        if (base != null) {
             try {
-                build(base);
-            } catch (RuntimeException e) {
-                ex.shutdownNow();
-                checkpointWriter.shutdownNow();
-                diskWriter.shutdownNow();
-                built.countDown();
-                if (remoteHolders != null) {
-                    remoteHolders.close();
+                base = RegionReplica.verifiedBase(cfg, rrs, keys.verifier(), addressing.membership(), disk,
+                        coordination);
+            } catch (RecoveryException e) {
+                if (ReplicaCatchUp.certified(rrs, keys.verifier(), addressing.membership(), coordination) == null) {
+                    throw new IllegalStateException(e.getMessage(), e);
                 }
-                throw e;
+                LOG.warn("{} cannot start from its own disk ({}): catching up from a peer replica; it serves nothing"
+                        + " until then", me, e.getMessage());
+            } catch (RuntimeException e) {
+                quarantineOrThrow(e, quarantineDisk);
             }
+            if (base != null) {
+                try {
+                    build(base); // reads the log and decisions after the base: a damaged disk fails here too
+                } catch (RuntimeException e) {
+                    quarantineOrThrow(e, quarantineDisk);
+                    base = null;
+                }
+            }
+        } catch (RuntimeException e) {
+            ex.shutdownNow();
+            checkpointWriter.shutdownNow();
+            diskWriter.shutdownNow();
+            built.countDown();
+            if (remoteHolders != null) {
+                remoteHolders.close();
+            }
+            throw e;
         }
         for (NodeId h : addressing.hostedBy(region, replicaIndex)) {
             if (!h.equals(me) && remoteHolders == null) {
@@ -248,6 +268,27 @@ public final class ReplicaHost {
                 }
             });
         }
+    }
+
+    /**
+     * A disk that the storage finds damaged ({@code quarantineDisk} moves it aside and says where) makes the replica
+     * catch up from a peer, if a CHECKPOINT certificate of its generation exists to catch up to; anything else is
+     * rethrown.
+     */
+    private void quarantineOrThrow(RuntimeException e, Function<RuntimeException, String> quarantineDisk) {
+        if (quarantineDisk == null) {
+            throw e;
+        }
+        if (ReplicaCatchUp.certified(rrs, keys.verifier(), addressing.membership(), coordination) == null) {
+            throw e; // nothing to catch up to: the replica refuses to start, the disk stays in place
+        }
+        String where = quarantineDisk.apply(e);
+        if (where == null) {
+            throw e;
+        }
+        diskQuarantined = where;
+        LOG.warn("{}: its Salus disk cannot be read ({}); moved aside to {}: catching up from a peer replica, serving"
+                + " nothing until then", me, e.getMessage(), where);
     }
 
     /** Builds the replica from a verified base: the restart replay of the certified entries runs here. */
@@ -628,6 +669,11 @@ public final class ReplicaHost {
         m.put("peerLogTransfers", r == null ? 0L : r.peerLogTransfers());
         m.put("peerLogRequests", r == null ? 0L : r.peerLogRequests());
         m.put("checkpointWriteFailures", r == null ? 0L : r.checkpointWriteFailures());
+        // 1: its own disk could not be read at this open and was moved aside (diskQuarantined() says where)
+        m.put("recoveryDiskQuarantined", diskQuarantined == null ? 0L : 1L);
+        // GETs not answered because the region's cells could not be read (a damaged store file block)
+        RegionReplica rr = replica;
+        m.put("unreadableGets", rr == null ? 0L : rr.unreadableGets());
         // blocks of the region's cells that held another state than the verified base (HBase flushed later entries'
         // blocks at the close) and were set back to it before the replay
         m.put("replayResetBlocks", replayResetBlocks);
@@ -639,6 +685,11 @@ public final class ReplicaHost {
             m.putAll(remoteHolders.counters());
         }
         return m;
+    }
+
+    /** Where this open moved the replica's unreadable Salus disk, or null. */
+    public String diskQuarantined() {
+        return diskQuarantined;
     }
 
     public int region() {

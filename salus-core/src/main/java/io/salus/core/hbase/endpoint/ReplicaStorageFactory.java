@@ -40,6 +40,16 @@ public interface ReplicaStorageFactory {
         return new InMemoryCoordination();
     }
 
+    /**
+     * If {@code error}, thrown while the replica read its disk ({@link #disk}) at open, proves the disk damaged, moves
+     * the disk aside (never deleting it), so the same disk object starts over empty and the replica catches up from
+     * a peer (issue 14), and returns where it went. Null: not damage, or this storage cannot (the replica then
+     * refuses to start, as before).
+     */
+    default String quarantineDisk(RegionCoprocessorEnvironment env, RuntimeException error) {
+        return null;
+    }
+
     /** Releases what this factory opened (log files, ZooKeeper session). */
     default void close() {
     }

@@ -163,7 +163,8 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
                     new CallAuth.Signing(addressing.geometry().volume(), keys.signer(me), 0));
             try {
                 host = new ReplicaHost(addressing, region, replicaIndex, keys, link, disk,
-                        h -> storage.certificateStore(renv, h), coordination, faults, store, witnesses, regionServer);
+                        h -> storage.certificateStore(renv, h), coordination, faults, store, witnesses, regionServer,
+                        error -> storage.quarantineDisk(renv, error));
             } catch (RuntimeException e) {
                 link.close();
                 releaseConnection();

@@ -71,6 +71,8 @@ public final class HRegionStore implements RegionStore {
     private final LinkedHashMap<Long, byte[]> dirty = new LinkedHashMap<>();
     private final AtomicLong blockReads = new AtomicLong();
     private final AtomicLong nodeReads = new AtomicLong();
+    /** Told of every failed read of the region's cells (the storage reopens a region whose store file is damaged). */
+    private volatile java.util.function.Consumer<IOException> readFailed = e -> { };
     /** Timestamp of the last apply's cells; every apply's cells get a higher one (see {@link #nextTimestamp}). */
     private long lastTimestamp;
 
@@ -259,6 +261,14 @@ public final class HRegionStore implements RegionStore {
         }
     }
 
+    /**
+     * Calls {@code hook} with the error of every read of the region's cells that fails (before it is rethrown as an
+     * {@link UncheckedIOException}), e.g. an HFile block that fails its checksum.
+     */
+    public void onReadFailure(java.util.function.Consumer<IOException> hook) {
+        this.readFailed = hook;
+    }
+
     /** Block cells read from the region since this store was opened (tree nodes excluded). */
     public long blockReads() {
         return blockReads.get();
@@ -274,6 +284,7 @@ public final class HRegionStore implements RegionStore {
             Result r = region.get(new Get(row).addColumn(SalusTableLayout.FAMILY, qualifier));
             return r.getValue(SalusTableLayout.FAMILY, qualifier);
         } catch (IOException e) {
+            readFailed.accept(e);
             throw new UncheckedIOException("cannot read " + Bytes.toStringBinary(row) + " from "
                     + region.getRegionInfo().getEncodedName(), e);
         }

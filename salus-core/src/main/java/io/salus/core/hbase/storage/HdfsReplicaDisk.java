@@ -498,6 +498,28 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
         }
     }
 
+    /**
+     * Moves this disk's whole directory aside to {@code dest} (never deletes it) and starts over empty: what the
+     * replica writes from now on goes to a new directory at the same path. For a disk that cannot be read (an HDFS
+     * checksum error, a block with no readable replica, a damaged frame): the replica then catches up from a peer
+     * (issue 14). Returns false if the directory did not exist.
+     */
+    public synchronized boolean quarantine(Path dest) {
+        for (FramedLog l : logs.values()) {
+            l.abandonActive();
+        }
+        for (FramedLog l : decisionLogs.values()) {
+            l.abandonActive();
+        }
+        logs.clear();
+        decisionLogs.clear();
+        try {
+            return io.salus.core.hbase.SalusStoreQuarantine.moveAside(fs, dir, dest);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot move the replica's disk " + dir + " aside to " + dest, e);
+        }
+    }
+
     @Override
     public synchronized void close() {
         for (FramedLog l : logs.values()) {
@@ -925,6 +947,15 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
                 }
             } catch (IOException e) {
                 throw new UncheckedIOException("cannot compact " + ldir, e);
+            }
+        }
+
+        /** Closes the active segment, if any, ignoring errors (the directory is being moved aside). */
+        synchronized void abandonActive() {
+            try {
+                roll();
+            } catch (IOException | RuntimeException e) {
+                active = null;
             }
         }
 

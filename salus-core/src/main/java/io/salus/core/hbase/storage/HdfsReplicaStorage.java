@@ -94,9 +94,42 @@ public final class HdfsReplicaStorage implements ReplicaStorageFactory {
         return new InMemoryCertificateStore();
     }
 
+    /**
+     * The region's cells ({@link HRegionStore}). A read of them that is proven damaged
+     * ({@link io.salus.core.hbase.SalusStoreQuarantine#damaged}: a store file block that fails its checksum) asks the
+     * master, once, to move the region ({@code Admin.move}, to another server): the reopen moves the damaged store
+     * files aside ({@link io.salus.core.hbase.SalusStoreQuarantine}) and the replica restores its cells from its
+     * certified state. Until then the replica answers no GET of what it cannot read and its applies over it fail.
+     */
     @Override
     public RegionStore regionStore(RegionCoprocessorEnvironment env, ProtocolConfig cfg, int regionIndex) {
-        return HRegionStore.open(env.getRegion(), cfg, regionIndex);
+        HRegionStore store = HRegionStore.open(env.getRegion(), cfg, regionIndex);
+        java.util.concurrent.atomic.AtomicBoolean asked = new java.util.concurrent.atomic.AtomicBoolean();
+        String encoded = env.getRegionInfo().getEncodedName();
+        store.onReadFailure(e -> {
+            DistributedFileSystem f;
+            synchronized (this) {
+                f = fs;
+            }
+            if (f == null || !io.salus.core.hbase.SalusStoreQuarantine.damaged(f, e) || !asked.compareAndSet(false, true)) {
+                return;
+            }
+            LOG.warn("Salus region {}: a read of its cells failed on a damaged store file ({}); asking the master to"
+                    + " move it, so its reopen moves the damaged files aside and the replica restores its cells",
+                    encoded, io.salus.core.hbase.SalusStoreQuarantine.oneLine(e));
+            Thread t = new Thread(() -> {
+                try (org.apache.hadoop.hbase.client.Admin admin = env.getConnection().getAdmin()) {
+                    admin.move(env.getRegionInfo().getEncodedNameAsBytes());
+                } catch (IOException | RuntimeException moveFailed) {
+                    asked.set(false); // the next damaged read asks again
+                    LOG.warn("Salus region {}: the move after a damaged read failed: {}", encoded,
+                            moveFailed.toString());
+                }
+            }, "salus-reopen-" + encoded);
+            t.setDaemon(true);
+            t.start();
+        });
+        return store;
     }
 
     @Override
@@ -115,6 +148,29 @@ public final class HdfsReplicaStorage implements ReplicaStorageFactory {
             throw new IllegalStateException("interrupted while connecting to ZooKeeper " + quorum, e);
         }
         return new CuratorCoordination(zk, CuratorCoordination.volumePath(conf.get(ZK_ROOT_KEY, DEFAULT_ZK_ROOT), volume));
+    }
+
+    /**
+     * If {@code error} proves the disk damaged ({@link io.salus.core.hbase.SalusStoreQuarantine#damaged}), moves the
+     * replica's Salus log directory aside to {@code <}{@value io.salus.core.hbase.SalusStoreQuarantine#ROOT_KEY}
+     * {@code >/logs/<table>/<encoded region>/<time>} (never deleted); the disk starts over empty.
+     */
+    @Override
+    public synchronized String quarantineDisk(RegionCoprocessorEnvironment env, RuntimeException error) {
+        if (disk == null || !io.salus.core.hbase.SalusStoreQuarantine.damaged(fs, error)) {
+            return null;
+        }
+        String why = io.salus.core.hbase.SalusStoreQuarantine.oneLine(error);
+        Configuration conf = env.getConfiguration();
+        Path dest = new Path(new Path(new Path(new Path(conf.get(io.salus.core.hbase.SalusStoreQuarantine.ROOT_KEY,
+                io.salus.core.hbase.SalusStoreQuarantine.DEFAULT_ROOT), "logs"),
+                env.getRegionInfo().getTable().getNameAsString().replace(':', '=')),
+                env.getRegionInfo().getEncodedName()), io.salus.core.hbase.SalusStoreQuarantine.timestamp());
+        boolean moved = disk.quarantine(dest);
+        LOG.warn("Salus log of region {} at {} cannot be read ({}): {} (not deleted); the replica catches up from a"
+                + " peer", env.getRegionInfo().getEncodedName(), disk.directory(), why,
+                moved ? "moved aside to " + dest : "nothing to move");
+        return moved ? dest.toString() : disk.directory() + " (absent)";
     }
 
     /** The log of this region (tests and metrics); null before {@link #disk}. */

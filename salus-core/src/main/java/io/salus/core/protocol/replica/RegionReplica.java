@@ -9,6 +9,7 @@ import io.salus.core.crypto.NodeId;
 import io.salus.core.crypto.Signer;
 import io.salus.core.crypto.Verifier;
 import io.salus.core.merkle.Hash;
+import io.salus.core.merkle.MerkleProof;
 import io.salus.core.merkle.VolumeRootRecord;
 import io.salus.core.protocol.LatencyTrace;
 import io.salus.core.protocol.Membership;
@@ -1338,17 +1339,46 @@ public final class RegionReplica {
         serveGets();
     }
 
+    /**
+     * Answers the waiting GETs whose prevNum has applied. A block the store cannot read (the adapter's read failed,
+     * e.g. an HBase store file block that fails its checksum) is not answered at all, never with other bytes: the GET
+     * is dropped ({@link #unreadableGets()}) and its client retries it at another replica after its timeout. The
+     * failure stays inside the GET: serveGets runs after every apply, where an exception would stop the commit.
+     */
     private void serveGets() {
         pendingGets.removeIf(p -> {
             if (appliedSeq < p.req.prevNum()) {
                 return false;
             }
             long local = cfg.layout().localIndex(p.req.block());
-            net.send(p.from, new Message.GetReply(p.req.requestId(), p.req.block(), hooks.onGetReply(block(local)),
-                    appliedSeq, store.proof(local)));
+            byte[] data;
+            MerkleProof proof;
+            try {
+                data = block(local);
+                proof = store.proof(local);
+            } catch (RuntimeException e) {
+                unreadableGets++;
+                lastUnreadableGet = "block " + p.req.block() + ": " + e;
+                return true;
+            }
+            net.send(p.from, new Message.GetReply(p.req.requestId(), p.req.block(), hooks.onGetReply(data),
+                    appliedSeq, proof));
             return true;
         });
     }
+
+    /** GETs dropped because the store could not read their block (see {@link #serveGets}). */
+    public long unreadableGets() {
+        return unreadableGets;
+    }
+
+    /** The last such failure (block and error), or null. */
+    public String lastUnreadableGet() {
+        return lastUnreadableGet;
+    }
+
+    private volatile long unreadableGets; // written on the replica's loop only; read by metrics
+    private volatile String lastUnreadableGet;
 
     // ------------------------------------------------------------------ flush / compaction consent
 

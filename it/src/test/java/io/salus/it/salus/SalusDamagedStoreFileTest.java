@@ -1,0 +1,108 @@
+package io.salus.it.salus;
+
+import static io.salus.it.salus.SalusRegionRecoveryTest.BLOCK;
+import static io.salus.it.salus.SalusRegionRecoveryTest.assertVolume;
+import static org.junit.jupiter.api.Assertions.*;
+
+import io.salus.blockdriver.salus.SalusVolume;
+import io.salus.core.hbase.SalusStoreQuarantine;
+import io.salus.core.hbase.SalusTableLayout;
+import io.salus.core.hbase.VolumeGeometry;
+import io.salus.core.hbase.endpoint.ReplicaHost;
+import java.util.concurrent.TimeUnit;
+import org.apache.hadoop.hbase.client.Admin;
+import org.apache.hadoop.hbase.regionserver.HRegion;
+import org.apache.hadoop.hbase.regionserver.HStore;
+import org.apache.hadoop.hbase.regionserver.HStoreFile;
+import org.apache.hadoop.hdfs.DistributedFileSystem;
+import org.apache.hadoop.hdfs.protocol.LocatedBlock;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Issue 14, the fault table's byte-flip row found while the region is open: bytes flipped in the HFile blocks of one
+ * open replica region on its DataNode's disk (the only copy: column family replication 1), found by a GET. The
+ * replica must answer no bytes for what it cannot read (the client's retry at another replica reads the block), and
+ * the region must come back whole: the damaged read asks the master to move it, its reopen moves the damaged store
+ * files aside ({@link SalusStoreQuarantine}) and the replica restores its cells from its certified state; writes go
+ * on and a new mount reads every acknowledged write.
+ */
+class SalusDamagedStoreFileTest {
+  static SalusMiniCluster cluster;
+
+  @BeforeAll
+  static void start() throws Exception {
+    cluster = new SalusMiniCluster();
+    org.apache.log4j.LogManager.getLogger("io.salus.core.hbase.endpoint.ReplicaHost").setLevel(org.apache.log4j.Level.INFO);
+  }
+
+  @AfterAll
+  static void stop() throws Exception {
+    if (cluster != null) {
+      cluster.close();
+    }
+  }
+
+  @Test
+  void aDamagedHFileBlockFoundByAReadIsNotServedAndTheRegionComesBackWithoutIt() throws Exception {
+    VolumeGeometry g = new VolumeGeometry("dmg", SalusRegionRecoveryTest.REGIONS * SalusRegionRecoveryTest.PER_REGION
+        * BLOCK, BLOCK, SalusRegionRecoveryTest.PER_REGION);
+    cluster.createVolume(g);
+    int n = 60;
+    try (SalusVolume v = SalusVolume.open(cluster.connection(), g.volume())) {
+      SalusRegionRecoveryTest.Workload w = new SalusRegionRecoveryTest.Workload(g, v, n, 8);
+      assertEquals("", w.finish());
+      // replica 0 of region 0 gets every first try of a GET of region 0; its cells go to HFiles, out of the cache
+      HRegion victim = cluster.region(g, 0, 0);
+      ReplicaHost hostBefore = cluster.endpoint(g, 0, 0).host();
+      var server = cluster.locate(g, 0, 0);
+      try (Admin admin = cluster.connection().getAdmin()) {
+        admin.flush(SalusTableLayout.tableName(g.volume(), 0));
+      }
+      int dn = cluster.dataNodeOf(server);
+      assertTrue(dn >= 0, "the DataNode paired with " + server);
+      DistributedFileSystem fs = cluster.util.getDFSCluster().getFileSystem();
+      int corrupted = 0;
+      for (HStore store : victim.getStores()) {
+        for (HStoreFile sf : store.getStorefiles()) {
+          store.getCacheConfig().getBlockCache().ifPresent(bc -> bc.evictBlocksByHfileName(sf.getPath().getName()));
+          for (LocatedBlock lb : fs.getClient().getLocatedBlocks(sf.getPath().toUri().getPath(), 0, Long.MAX_VALUE)
+              .getLocatedBlocks()) {
+            cluster.util.getDFSCluster().corruptReplica(dn, lb.getBlock());
+            corrupted++;
+          }
+        }
+      }
+      assertTrue(corrupted > 0, "the region's HFiles are on DataNode " + dn);
+      long quarantinedBefore = SalusStoreQuarantine.counters().get("quarantinedRegions");
+
+      // while damaged: every block reads back as written (the damaged replica answers none of what it cannot read)
+      assertVolume(w.expected(), v.read(0, (int) g.numBlocks()).get(SalusMiniCluster.DEADLINE_MS,
+          TimeUnit.MILLISECONDS), "read while replica 0/0's HFile blocks are damaged");
+      // the damaged replica's loop is held by HDFS's read retries (seconds) before its read fails and is counted
+      SalusRegionRecoveryTest.awaitTrue("replica 0/0 counted a GET it could not read: " + hostBefore.counters(),
+          () -> hostBefore.counters().get("unreadableGets") > 0);
+      System.out.println("damaged: " + corrupted + " HFile block replicas of 0/0 on DataNode " + dn + "; its counters "
+          + hostBefore.counters());
+
+      // the region comes back without the damaged files, and its replica serves again
+      SalusRegionRecoveryTest.awaitTrue("replica 0/0 reopened with its damaged store files moved aside",
+          () -> SalusStoreQuarantine.counters().get("quarantinedRegions") > quarantinedBefore);
+      cluster.awaitPlaced(g);
+      ReplicaHost after = cluster.endpoint(g, 0, 0).host();
+      assertNotSame(hostBefore, after, "replica 0/0 was reopened");
+      System.out.println("reopened: " + SalusStoreQuarantine.counters() + "; replica 0/0 " + after.counters());
+
+      // writes go on, and a new mount reads every one (also from the reopened replica)
+      for (int i = n; i < n + 10; i++) {
+        v.write(SalusRegionRecoveryTest.firstBlock(g, i), SalusRegionRecoveryTest.data(g, i), true)
+            .get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS);
+      }
+    }
+    try (SalusVolume v = SalusVolume.open(cluster.connection(), g.volume())) {
+      assertVolume(SalusRegionRecoveryTest.expected(g, n + 10), v.read(0, (int) g.numBlocks())
+          .get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS), "remounted after the reopen");
+    }
+  }
+}

@@ -1,0 +1,222 @@
+package io.salus.core.hbase;
+
+import java.io.FileNotFoundException;
+import java.io.IOException;
+import java.text.SimpleDateFormat;
+import java.util.ArrayList;
+import java.util.Date;
+import java.util.List;
+import java.util.Optional;
+import java.util.TimeZone;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.ChecksumException;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.hbase.client.ColumnFamilyDescriptor;
+import org.apache.hadoop.hbase.client.RegionInfo;
+import org.apache.hadoop.hbase.client.TableDescriptor;
+import org.apache.hadoop.hbase.coprocessor.ObserverContext;
+import org.apache.hadoop.hbase.coprocessor.RegionCoprocessor;
+import org.apache.hadoop.hbase.coprocessor.RegionCoprocessorEnvironment;
+import org.apache.hadoop.hbase.coprocessor.RegionObserver;
+import org.apache.hadoop.hbase.util.CommonFSUtils;
+import org.apache.hadoop.hdfs.BlockMissingException;
+import org.apache.hadoop.hdfs.DistributedFileSystem;
+import org.apache.hadoop.hdfs.protocol.LocatedBlock;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Opens a Salus replica region whose store files are damaged on disk (issue 14, the fault table's "bytes flipped in
+ * one DataNode's block files"). A replica region's cells are only a cache of its certified state (its Salus log and
+ * checkpoint files, or a peer replica's): the replica endpoint sets them back to that state at every open
+ * ({@code RegionReplica.resetStoreTo}, or a catch-up from a peer). With column family replication 1 a store file has
+ * one HDFS copy; when it fails its HDFS checksum, reading it fails, and no replica endpoint would ever run over the
+ * region, so the RRS stalls.
+ *
+ * <p>{@link #preOpen} (HBase 2.6.4 {@code HRegion.initializeRegionInternals} runs it before it initializes the
+ * stores) reads every store file of a Salus table's region (tables with the {@link SalusTableLayout#LAYOUT_ATTRIBUTE}
+ * attribute; any other table is left alone) through HDFS with checksums. If one is damaged ({@link #damaged}: a
+ * checksum error, a block whose only replica the NameNode now lists as corrupt), <b>all</b> the region's store
+ * files are moved aside, never deleted, to
+ * {@code <}{@value #ROOT_KEY}{@code >/hfiles/<table>/<encoded region>/<time>/<family>/} (default root
+ * {@value #DEFAULT_ROOT}), logged and counted ({@link #counters()}); the region opens empty and the endpoint's
+ * recovery restores every block. All of them, not just the bad one: the cells of the older files alone would be a
+ * mix of states (an older file's tree nodes next to newer leaves), while an empty region is exactly the case the
+ * reset from the checkpoint already handles (the fault table's "a region's files deleted" row). Any other read
+ * error (the NameNode unreachable, a DataNode down) fails the open, as before, rather than moving good files.
+ *
+ * <p>Cost: every open reads the region's store files once (local reads from the colocated DataNode; the same bytes
+ * the endpoint's reset compares next). {@value #ENABLED_KEY}{@code =false} skips the check. A table coprocessor,
+ * set by {@link SalusTableLayout#descriptor} (no cluster-wide key); a volume created before it has to get it with
+ * {@code alter}.
+ */
+public final class SalusStoreQuarantine implements RegionCoprocessor, RegionObserver {
+    private static final Logger LOG = LoggerFactory.getLogger(SalusStoreQuarantine.class);
+    /** Where damaged files are moved (a directory on the cluster's default file system). */
+    public static final String ROOT_KEY = "salus.quarantine.root";
+    public static final String DEFAULT_ROOT = "/salus/quarantine";
+    /** Whether a Salus region's store files are checked at open (default true). */
+    public static final String ENABLED_KEY = "salus.storefile.check";
+
+    private static final AtomicLong CHECKED_FILES = new AtomicLong();
+    private static final AtomicLong CHECKED_BYTES = new AtomicLong();
+    private static final AtomicLong UNREADABLE = new AtomicLong();
+    private static final AtomicLong QUARANTINED_FILES = new AtomicLong();
+    private static final AtomicLong QUARANTINED_REGIONS = new AtomicLong();
+
+    @Override
+    public Optional<RegionObserver> getRegionObserver() {
+        return Optional.of(this);
+    }
+
+    /**
+     * Counters of this JVM (every region server of a mini cluster shares them): store files and bytes checked,
+     * files found unreadable, files moved aside and region opens that moved files.
+     */
+    public static java.util.Map<String, Long> counters() {
+        return java.util.Map.of("checkedFiles", CHECKED_FILES.get(), "checkedBytes", CHECKED_BYTES.get(),
+                "unreadableFiles", UNREADABLE.get(), "quarantinedFiles", QUARANTINED_FILES.get(),
+                "quarantinedRegions", QUARANTINED_REGIONS.get());
+    }
+
+    @Override
+    public void preOpen(ObserverContext<RegionCoprocessorEnvironment> ctx) throws IOException {
+        RegionCoprocessorEnvironment env = ctx.getEnvironment();
+        TableDescriptor td = env.getRegion().getTableDescriptor();
+        Configuration conf = env.getConfiguration();
+        if (td.getValue(SalusTableLayout.LAYOUT_ATTRIBUTE) == null || !conf.getBoolean(ENABLED_KEY, true)) {
+            return;
+        }
+        RegionInfo ri = env.getRegionInfo();
+        Path rootDir = CommonFSUtils.getRootDir(conf);
+        FileSystem fs = rootDir.getFileSystem(conf);
+        Path regionDir = new Path(CommonFSUtils.getTableDir(rootDir, td.getTableName()), ri.getEncodedName());
+        List<Path> files = new ArrayList<>();
+        for (ColumnFamilyDescriptor cf : td.getColumnFamilies()) {
+            Path famDir = new Path(regionDir, cf.getNameAsString());
+            FileStatus[] st;
+            try {
+                st = fs.listStatus(famDir);
+            } catch (FileNotFoundException e) {
+                continue; // a new region
+            }
+            for (FileStatus f : st) {
+                if (f.isFile() && !f.getPath().getName().startsWith(".")) {
+                    files.add(f.getPath());
+                }
+            }
+        }
+        Path bad = null;
+        IOException why = null;
+        for (Path p : files) {
+            IOException e = readFully(fs, p);
+            if (e != null) {
+                bad = p;
+                why = e;
+                UNREADABLE.incrementAndGet();
+                break; // the rest is moved aside too, unread (each unreadable file costs HDFS's read retries)
+            }
+        }
+        if (bad == null) {
+            return;
+        }
+        Path dest = new Path(new Path(new Path(new Path(conf.get(ROOT_KEY, DEFAULT_ROOT), "hfiles"),
+                td.getTableName().getNameAsString().replace(':', '=')), ri.getEncodedName()), timestamp());
+        int moved = 0;
+        for (Path p : files) {
+            Path to = new Path(new Path(dest, p.getParent().getName()), p.getName());
+            if (moveAside(fs, p, to)) {
+                moved++;
+            }
+        }
+        QUARANTINED_FILES.addAndGet(moved);
+        QUARANTINED_REGIONS.incrementAndGet();
+        LOG.warn("Salus region {} of {}: store file {} is unreadable ({}); moved its {} store file(s) aside to {}"
+                        + " (not deleted); the region opens without them and its replica restores its cells from"
+                        + " its certified state (own checkpoint and log, or a peer replica)", ri.getEncodedName(),
+                td.getTableName(), bad, oneLine(why), moved, dest);
+    }
+
+    /** Reads {@code p} to its end with HDFS checksums; null if it reads, the error if it is damaged. */
+    private static IOException readFully(FileSystem fs, Path p) throws IOException {
+        byte[] buf = new byte[1 << 20];
+        long n = 0;
+        try (FSDataInputStream in = fs.open(p)) {
+            int r;
+            while ((r = in.read(buf)) > 0) {
+                n += r;
+            }
+        } catch (FileNotFoundException e) {
+            return null; // gone meanwhile: nothing to move
+        } catch (IOException e) {
+            if (damaged(fs, e)) {
+                return e;
+            }
+            throw new IOException("cannot check store file " + p + " of a Salus region (not proven damaged: the open"
+                    + " fails rather than moving it aside)", e);
+        } finally {
+            CHECKED_FILES.incrementAndGet();
+            CHECKED_BYTES.addAndGet(n);
+        }
+        return null;
+    }
+
+    /**
+     * Whether {@code e} proves the bytes on disk damaged: an HDFS {@code ChecksumException}, a
+     * {@code CorruptReplicaLogException} (a Salus frame that does not verify), or a {@code BlockMissingException} (no
+     * replica of a block could be read) for a block the NameNode now lists as corrupt (the reading client reported
+     * its checksum failure; with replication 1 that is the only replica). A block that is only unavailable (its
+     * DataNode down, or not reported yet after a NameNode restart) is not damage: its files are not moved.
+     */
+    public static boolean damaged(FileSystem fs, Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof ChecksumException || t instanceof io.salus.core.hbase.storage.CorruptReplicaLogException) {
+                return true;
+            }
+            if (t instanceof BlockMissingException m && fs instanceof DistributedFileSystem dfs) {
+                try {
+                    for (LocatedBlock lb : dfs.getClient().getLocatedBlocks(m.getFile(), 0, Long.MAX_VALUE)
+                            .getLocatedBlocks()) {
+                        if (lb.isCorrupt()) {
+                            return true;
+                        }
+                    }
+                } catch (IOException | RuntimeException notKnown) {
+                    return false;
+                }
+            }
+        }
+        return false;
+    }
+
+    /** Renames {@code from} to {@code to} (creating its parent); false if {@code from} is gone. */
+    public static boolean moveAside(FileSystem fs, Path from, Path to) throws IOException {
+        fs.mkdirs(to.getParent());
+        if (fs.rename(from, to)) {
+            return true;
+        }
+        if (!fs.exists(from)) {
+            return false;
+        }
+        throw new IOException("cannot move " + from + " aside to " + to + " (rename refused)");
+    }
+
+    /** A directory name for one quarantine (UTC time to the millisecond, then a counter against clashes). */
+    public static String timestamp() {
+        SimpleDateFormat f = new SimpleDateFormat("yyyyMMdd-HHmmss.SSS");
+        f.setTimeZone(TimeZone.getTimeZone("UTC"));
+        return f.format(new Date()) + "-" + SEQ.incrementAndGet();
+    }
+
+    private static final AtomicLong SEQ = new AtomicLong();
+
+    /** One line of an error, at most 300 characters (for logs). */
+    public static String oneLine(Throwable e) {
+        String m = e.toString().replace('\n', ' ');
+        return m.length() > 300 ? m.substring(0, 300) + "…" : m;
+    }
+}
