@@ -1301,6 +1301,52 @@ class PipelinedCommitTest {
                 s.recordRoot(), s.recordSeq(), s.leafHashes(), null);
     }
 
+    /**
+     * Fault table, byte-flip row (16:40 UTC run): a replica that caught up from a peer at a CHECKPOINT certificate
+     * with nothing logged after it knows no batch id (its log prefix and decisions came as a snapshot), while its
+     * peers know the last one from their own logs and decisions. The batch id only raises the new writer's fence (the
+     * mount takes the highest any replica reports), so it is not part of the region's state: before, the mount
+     * compared it too and refused the volume ("its replicas signed different states for the same log position").
+     */
+    @Test
+    void aReplicaCaughtUpAtACheckpointWithNothingAfterItDoesNotStopTheMount() throws Exception {
+        RrsConfig c0 = configs.get(0);
+        for (int b = 1; b <= 2 * RegionReplica.CHECKPOINT_EVERY; b++) {
+            assertTrue(client.submit(List.of(new BlockWrite(b % 8, data(b)))) > 0);
+            drain();
+        }
+        assertEquals(2 * RegionReplica.CHECKPOINT_EVERY, acked.size());
+        long certified = ReplicaCatchUp.certified(c0, dir, membership, coord).throughIndex();
+        assertEquals(2L * RegionReplica.CHECKPOINT_EVERY - 1, certified, "the whole log is certified");
+        NodeId lost = c0.replicas().get(1);
+        NodeId peer = c0.replicas().get(0);
+        disks.get(lost).deleteAll();
+        sent.clear();
+        replicas.get(peer).receive(lost, new Message.StateRequest(0, 0, certified));
+        Message.StateTransfer x = null;
+        for (Envelope e : sent) {
+            if (e.m() instanceof Message.StateTransfer t && e.to().equals(lost)) {
+                x = t;
+            }
+        }
+        assertNotNull(x, "the peer answered");
+        sent.clear();
+        net.clear();
+        ReplicaCatchUp.install(cfg, c0, clientId, dir, dir, membership, coord, disks.get(lost), null, x);
+        RegionReplica caughtUp = new RegionReplica(cfg, c0, lost, clientId, signers.get(lost), dir, membership,
+                (to, m) -> send(new Envelope(lost, to, m)), disks.get(lost), coord, ReplicaHooks.NONE,
+                RegionReplica.verifiedBase(cfg, c0, dir, membership, disks.get(lost), coord));
+        replicas.put(lost, caughtUp);
+        assertEquals(replicas.get(peer).regionRoot(), caughtUp.regionRoot());
+        VolumeClient w = newWriter();
+        w.beginRemount(31);
+        var o = settle(w, h -> { });
+        var m = assertInstanceOf(io.salus.core.protocol.client.ReplicaMount.Outcome.Mounted.class, o, String.valueOf(o));
+        assertEquals(2L * RegionReplica.CHECKPOINT_EVERY, m.seq());
+        assertTrue(m.nextBatchId() > 2L * RegionReplica.CHECKPOINT_EVERY, "the fence is above every batch id: "
+                + m.nextBatchId());
+    }
+
     @Test
     void aNewWriterMountsFromTheReplicasAndContinuesWhereTheOldOneStopped() {
         for (int i = 0; i < 6; i++) {

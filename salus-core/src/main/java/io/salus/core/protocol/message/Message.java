@@ -153,9 +153,19 @@ public sealed interface Message {
                     loggedIndex, committedIndex, appliedSeq, root, recordRoot, recordSeq, leafHashes, null);
         }
 
-        /** True if {@code o} reports the same signed state (leaf hashes and signature aside). */
+        /**
+         * True if {@code o} reports the same signed state (leaf hashes and signature aside), its batch id aside too:
+         * {@code lastBatchId} is what this replica happens to know (a replica caught up from a peer at a checkpoint
+         * knows none of the batches below it), it only raises the new writer's fence (the mount takes the highest any
+         * replica reports), and it is no part of the region's state.
+         */
         public boolean sameState(MountState o) {
-            return java.util.Arrays.equals(signedBytes(), o.signedBytes());
+            return java.util.Arrays.equals(withBatchIdZero().signedBytes(), o.withBatchIdZero().signedBytes());
+        }
+
+        private MountState withBatchIdZero() {
+            return new MountState(nonce, volume, region, generation, fenceBelow, 0, lastAcceptedSeq, loggedIndex,
+                    committedIndex, appliedSeq, regionRoot, recordRoot, recordSeq, leafHashes, signature);
         }
 
         /** Nothing logged here is still undecided. */
