@@ -366,11 +366,6 @@ class SalusStorageBoundedTest {
      * batch: the means of the two windows differ about 2.3 times, and the journals pass three segments each before N.
      */
     @Test
-    @org.junit.jupiter.api.Disabled("fails on main since the merge of tput17 (log appends and commit marks written off"
-            + " the event loop with group commit, certificate storage on the checkpoint writer) with gc17: in the"
-            + " clean-clone run of 2026-11-26 15:51 UTC the logs, decision records and checkpoint files all grew"
-            + " (mean HDFS bytes 2.7 MB over batches 150..300, 5.7 MB over 450..600); it passed on gc17 alone."
-            + " Cause not found yet; issue 14 item 1's bounded-storage goal is not met on main until it passes")
     void storageStaysBoundedWhileTheWritesGoOn() throws Exception {
         Random rnd = new Random(14);
         List<Long> hdfs1 = new ArrayList<>();

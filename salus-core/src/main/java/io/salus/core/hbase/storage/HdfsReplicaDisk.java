@@ -727,8 +727,13 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
             Segment[] seg = new Segment[entries.size()];
             long[] off = new long[entries.size()];
             Map<Segment, Long> ends = new java.util.LinkedHashMap<>();
+            boolean counted = false;
             try {
                 synchronized (this) {
+                    // in flight until indexed, as append's: compact() must not rewrite and delete a segment holding
+                    // frames written here but not indexed yet (they would be lost, and indexed at a deleted file)
+                    inFlight++;
+                    counted = true;
                     for (int i = 0; i < entries.size(); i++) {
                         idx[i] = indexes == null ? highestWritten + 1 : indexes.get(i);
                         highestWritten = Math.max(highestWritten, idx[i]);
@@ -746,10 +751,20 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
                 for (Map.Entry<Segment, Long> e : ends.entrySet()) {
                     syncTo(e.getKey(), e.getValue());
                 }
-            } catch (IOException e) {
-                throw new UncheckedIOException("cannot append " + entries.size() + " entries to " + ldir, e);
+            } catch (IOException | RuntimeException e) {
+                if (counted) {
+                    synchronized (this) {
+                        inFlight--;
+                    }
+                }
+                if (e instanceof RuntimeException r) {
+                    throw r;
+                }
+                throw new UncheckedIOException("cannot append " + entries.size() + " entries to " + ldir,
+                        (IOException) e);
             }
             synchronized (this) {
+                inFlight--;
                 for (int i = 0; i < entries.size(); i++) {
                     if (idx[i] > prefixThrough) { // a concurrent truncateLogPrefix may have passed it already
                         index.put(idx[i], new Loc(seg[i].path, off[i], entries.get(i).length));
