@@ -1302,7 +1302,35 @@ class PipelinedCommitTest {
     }
 
     /**
-     * Fault table, byte-flip row (16:40 UTC run): a replica that caught up from a peer at a CHECKPOINT certificate
+     * Replica {@code lost} of {@code c} loses its disk and catches up from {@code peer} at the latest CHECKPOINT
+     * certificate (request, the peer's transfer, install, a new replica from its disk), replacing the old one; its
+     * region root must then be the peer's.
+     */
+    RegionReplica loseDiskAndCatchUp(RrsConfig c, NodeId lost, NodeId peer) throws Exception {
+        disks.get(lost).deleteAll();
+        long certified = ReplicaCatchUp.certified(c, dir, membership, coord).throughIndex();
+        sent.clear();
+        replicas.get(peer).receive(lost, new Message.StateRequest(c.region().index(), c.generation(), certified));
+        Message.StateTransfer x = null;
+        for (Envelope e : sent) {
+            if (e.m() instanceof Message.StateTransfer t && e.to().equals(lost)) {
+                x = t;
+            }
+        }
+        assertNotNull(x, "the peer answered from its disk");
+        sent.clear();
+        net.clear();
+        ReplicaCatchUp.install(cfg, c, clientId, dir, dir, membership, coord, disks.get(lost), null, x);
+        RegionReplica caughtUp = new RegionReplica(cfg, c, lost, clientId, signers.get(lost), dir, membership,
+                (to, m) -> send(new Envelope(lost, to, m)), disks.get(lost), coord, ReplicaHooks.NONE,
+                RegionReplica.verifiedBase(cfg, c, dir, membership, disks.get(lost), coord));
+        replicas.put(lost, caughtUp);
+        assertEquals(replicas.get(peer).regionRoot(), caughtUp.regionRoot());
+        return caughtUp;
+    }
+
+    /**
+     * Fault table, byte-flip row (15:40 UTC run): a replica that caught up from a peer at a CHECKPOINT certificate
      * with nothing logged after it knows no batch id (its log prefix and decisions came as a snapshot), while its
      * peers know the last one from their own logs and decisions. The batch id only raises the new writer's fence (the
      * mount takes the highest any replica reports), so it is not part of the region's state: before, the mount
@@ -1320,24 +1348,7 @@ class PipelinedCommitTest {
         assertEquals(2L * RegionReplica.CHECKPOINT_EVERY - 1, certified, "the whole log is certified");
         NodeId lost = c0.replicas().get(1);
         NodeId peer = c0.replicas().get(0);
-        disks.get(lost).deleteAll();
-        sent.clear();
-        replicas.get(peer).receive(lost, new Message.StateRequest(0, 0, certified));
-        Message.StateTransfer x = null;
-        for (Envelope e : sent) {
-            if (e.m() instanceof Message.StateTransfer t && e.to().equals(lost)) {
-                x = t;
-            }
-        }
-        assertNotNull(x, "the peer answered");
-        sent.clear();
-        net.clear();
-        ReplicaCatchUp.install(cfg, c0, clientId, dir, dir, membership, coord, disks.get(lost), null, x);
-        RegionReplica caughtUp = new RegionReplica(cfg, c0, lost, clientId, signers.get(lost), dir, membership,
-                (to, m) -> send(new Envelope(lost, to, m)), disks.get(lost), coord, ReplicaHooks.NONE,
-                RegionReplica.verifiedBase(cfg, c0, dir, membership, disks.get(lost), coord));
-        replicas.put(lost, caughtUp);
-        assertEquals(replicas.get(peer).regionRoot(), caughtUp.regionRoot());
+        loseDiskAndCatchUp(c0, lost, peer);
         VolumeClient w = newWriter();
         w.beginRemount(31);
         var o = settle(w, h -> { });
@@ -1620,24 +1631,7 @@ class PipelinedCommitTest {
         RrsConfig c1 = configs.get(1);
         NodeId lost = c1.replicas().get(1);
         NodeId peer = c1.replicas().get(0);
-        disks.get(lost).deleteAll();
-        long certified = ReplicaCatchUp.certified(c1, dir, membership, coord).throughIndex();
-        replicas.get(peer).receive(lost, new Message.StateRequest(1, 0, certified));
-        Message.StateTransfer x = null;
-        for (Envelope e : sent) {
-            if (e.m() instanceof Message.StateTransfer t && e.to().equals(lost)) {
-                x = t;
-            }
-        }
-        assertNotNull(x, "the peer answered from its collected disk");
-        sent.clear();
-        net.clear();
-        ReplicaCatchUp.install(cfg, c1, clientId, dir, dir, membership, coord, disks.get(lost), null, x);
-        RegionReplica caughtUp = new RegionReplica(cfg, c1, lost, clientId, signers.get(lost), dir, membership,
-                (to, m) -> send(new Envelope(lost, to, m)), disks.get(lost), coord, ReplicaHooks.NONE,
-                RegionReplica.verifiedBase(cfg, c1, dir, membership, disks.get(lost), coord));
-        replicas.put(lost, caughtUp);
-        assertEquals(replicas.get(peer).regionRoot(), caughtUp.regionRoot());
+        RegionReplica caughtUp = loseDiskAndCatchUp(c1, lost, peer);
 
         stream(2 * n + 1, 2 * n + 4 * RegionReplica.CHECKPOINT_EVERY);
         assertEquals(2 * n + 4 * RegionReplica.CHECKPOINT_EVERY, acked.size(), "writes commit after GC and recovery");
