@@ -695,15 +695,7 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
                 }
                 syncTo(s, end);
             } catch (IOException | RuntimeException e) {
-                if (counted) {
-                    synchronized (this) {
-                        inFlight--;
-                    }
-                }
-                if (e instanceof RuntimeException r) {
-                    throw r;
-                }
-                throw new UncheckedIOException("cannot append index " + idx + " to " + ldir, (IOException) e);
+                throw appendFailed(counted, e, "cannot append index " + idx + " to " + ldir);
             }
             synchronized (this) {
                 inFlight--;
@@ -752,16 +744,7 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
                     syncTo(e.getKey(), e.getValue());
                 }
             } catch (IOException | RuntimeException e) {
-                if (counted) {
-                    synchronized (this) {
-                        inFlight--;
-                    }
-                }
-                if (e instanceof RuntimeException r) {
-                    throw r;
-                }
-                throw new UncheckedIOException("cannot append " + entries.size() + " entries to " + ldir,
-                        (IOException) e);
+                throw appendFailed(counted, e, "cannot append " + entries.size() + " entries to " + ldir);
             }
             synchronized (this) {
                 inFlight--;
@@ -772,6 +755,16 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
                 }
             }
             appends.addAndGet(entries.size());
+        }
+
+        /** A failed append: no longer in flight (if it was counted); the exception to throw. */
+        private RuntimeException appendFailed(boolean counted, Exception e, String what) {
+            if (counted) {
+                synchronized (this) {
+                    inFlight--;
+                }
+            }
+            return e instanceof RuntimeException r ? r : new UncheckedIOException(what, (IOException) e);
         }
 
         /** Group commit: one hsync makes every frame written before it durable. */
