@@ -17,6 +17,8 @@ final class ChannelIn {
   private final ByteBuffer viewBuf;
   /** Run before every read(2) that may block (flushes replies held back for batching). */
   private volatile Runnable beforeRead = () -> { };
+  /** Bytes received from the socket so far (read by a watchdog on another thread). */
+  private volatile long received;
 
   ChannelIn(SocketChannel ch, int size) {
     this.ch = ch;
@@ -31,6 +33,11 @@ final class ChannelIn {
    */
   void beforeRead(Runnable r) {
     this.beforeRead = r;
+  }
+
+  /** Bytes received from the socket so far (any thread; grows while a payload arrives). */
+  long received() {
+    return received;
   }
 
   /** Bytes already received and buffered (no system call). */
@@ -58,9 +65,11 @@ final class ChannelIn {
     buf.position(buf.limit()).limit(buf.capacity());
     try {
       while (buf.position() - start < n) {
-        if (ch.read(buf) < 0) {
+        int r = ch.read(buf);
+        if (r < 0) {
           throw new EOFException("peer closed");
         }
+        received += r;
       }
     } finally {
       buf.limit(buf.position()).position(start);
@@ -119,9 +128,11 @@ final class ChannelIn {
       beforeRead.run();
     }
     while (dst.hasRemaining()) {
-      if (ch.read(dst) < 0) {
+      int r = ch.read(dst);
+      if (r < 0) {
         throw new EOFException("peer closed");
       }
+      received += r;
     }
   }
 

@@ -39,6 +39,14 @@ final class NbdConnection implements Runnable {
   private static final int MAX_IN_FLIGHT = 128;
   private static final int MAX_IN_FLIGHT_BYTES = 128 << 20;
   private static final int HANDSHAKE_TIMEOUT_MS = 30_000;
+  /**
+   * A write whose payload goes into pooled buffer memory (shared by all connections under one
+   * cap) must keep arriving: when no byte of it comes for this long the connection is closed and
+   * the memory returned (the write was never acknowledged; nothing is lost). Without it a client
+   * that sends a large WRITE header and then nothing holds the server-wide cap for good and every
+   * other client's large requests get ENOMEM (tests lower it).
+   */
+  static volatile long payloadTimeoutMs = Long.getLong("salus.nbd.payloadTimeoutMs", 30_000);
   /** How long a closing connection waits for its requests in flight (tests lower it). */
   static volatile long drainTimeoutMs = Long.getLong("salus.nbd.drainTimeoutMs", 60_000);
   /** Aligned reads at least this large use the volume's zero-copy views when it has them. */
@@ -53,7 +61,7 @@ final class NbdConnection implements Runnable {
 
   private static final ScheduledExecutorService TIMERS =
       Executors.newSingleThreadScheduledExecutor(r -> {
-        Thread t = new Thread(r, "nbd-handshake-timer");
+        Thread t = new Thread(r, "nbd-timer");
         t.setDaemon(true);
         return t;
       });
@@ -247,6 +255,34 @@ final class NbdConnection implements Runnable {
     }
     repliesStopped = true;
     runLeftoverReplies();
+  }
+
+  /**
+   * Closes the connection if the payload being read into pooled memory makes no progress for
+   * {@link #payloadTimeoutMs} (checked every half period): the blocked read then fails, and the
+   * caller returns the buffer.
+   */
+  private ScheduledFuture<?> watchPayload(long length) {
+    long period = Math.max(1, payloadTimeoutMs / 2);
+    long[] last = {in.received(), System.nanoTime(), 0};
+    return TIMERS.scheduleAtFixedRate(() -> {
+      long now = System.nanoTime();
+      long got = in.received();
+      if (last[2] != 0) {
+        return; // closed already; the reader's failure cancels this watch
+      }
+      if (got != last[0]) {
+        last[0] = got;
+        last[1] = now;
+      } else if (now - last[1] >= TimeUnit.MILLISECONDS.toNanos(payloadTimeoutMs)) {
+        last[2] = 1;
+        metrics.payloadTimeouts.increment();
+        LOG.warn("NBD connection {} closed: no byte of a {}-byte write payload for {} ms (its pooled buffer"
+            + " returned; the write was not acknowledged). Raise -Dsalus.nbd.payloadTimeoutMs for slow"
+            + " links", remote, length, payloadTimeoutMs);
+        closeQuietly();
+      }
+    }, period, period, TimeUnit.MILLISECONDS);
   }
 
   void closeQuietly() {
@@ -501,11 +537,14 @@ final class NbdConnection implements Runnable {
             reply(handle, ENOMEM, e.getMessage());
             continue;
           }
+          ScheduledFuture<?> watch = watchPayload(length);
           try {
             in.readFully(data);
           } catch (IOException e) {
             pool.release(data);
             throw e;
+          } finally {
+            watch.cancel(false);
           }
           data.flip();
         }

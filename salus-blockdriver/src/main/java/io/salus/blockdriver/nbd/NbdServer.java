@@ -45,6 +45,8 @@ public final class NbdServer implements AutoCloseable {
   private ServerSocketChannel serverSocket;
   private Thread acceptor;
   private volatile boolean closed;
+  /** Tests: runs on the acceptor thread after each accept, before the connection is registered. */
+  static volatile Runnable afterAcceptForTest;
 
   public NbdServer(InetAddress bindAddress, int port, NbdExports exports) {
     this(bindAddress, port, exports, new BlockDriverMetrics(), DEFAULT_MAX_CONNECTIONS);
@@ -169,11 +171,21 @@ public final class NbdServer implements AutoCloseable {
         continue;
       }
       metrics.connectionsAccepted.increment();
+      Runnable hook = afterAcceptForTest;
+      if (hook != null) {
+        hook.run();
+      }
       NbdConnection[] holder = new NbdConnection[1];
       NbdConnection c = new NbdConnection(s, exports, rmwExecutor, pool, metrics,
           () -> connections.remove(holder[0]));
       holder[0] = c;
       connections.add(c);
+      if (closed) {
+        // close() set the flag before it closed the connections it found: this one was added
+        // after that, so it is closed here (its thread ends at once) instead of being served by
+        // exports that are closing
+        c.closeQuietly();
+      }
       Thread t = new Thread(c, "nbd-conn-" + connectionIds.incrementAndGet());
       t.setDaemon(true);
       t.start();
