@@ -68,145 +68,31 @@ class SalusReplicaEndpointTest {
     static final int BLOCK = 4096;
     static final long BLOCKS_PER_REGION = 16;
     static final int REGIONS = 4;
-
-    static HBaseTestingUtility util;
-    static AsyncConnection conn;
-    static VolumeAddressing addressing;
-    static EndpointKeyring keys;
-    static HBaseVolumeClientRunner runner;
-    static final Set<Long> acked = ConcurrentHashMap.newKeySet();
-    static final List<Long> failed = new java.util.concurrent.CopyOnWriteArrayList<>();
-    static final List<String> recovery = new java.util.concurrent.CopyOnWriteArrayList<>();
-    static final Map<Long, byte[]> got = new ConcurrentHashMap<>();
-    /** What the client wrote: block -> data. */
-    static final Map<Long, byte[]> reference = new HashMap<>();
+    static EndpointCluster cluster;
 
     @BeforeAll
     static void start() throws Exception {
-        LogManager.getRootLogger().setLevel(Level.WARN);
-        util = new HBaseTestingUtility();
-        Configuration conf = util.getConfiguration();
-        conf.setInt("hbase.master.info.port", -1);
-        conf.setInt("hbase.regionserver.info.port", -1);
-        conf.setBoolean("hbase.unsafe.stream.capability.enforce", false);
-        conf.set("hbase.wal.provider", "filesystem");
-        // few handlers: a handler that waited for a peer region server would deadlock the write path
-        conf.setInt("hbase.regionserver.handler.count", HANDLERS);
-        conf.setInt("hbase.client.retries.number", 10);
-        conf.set("hbase.coprocessor.master.classes", SalusPlacementObserver.class.getName());
-        conf.setLong(SalusPlacementObserver.PERIOD_KEY, 1000);
-        conf.setLong(EndpointKeyring.TEST_SEED_KEY, SEED);
-        conf.set(ReplicaFaultInjector.CLASS_KEY, GetFaults.class.getName()); // inert until a test switches a fault on
-        // this class tests the protocol path on in-memory replica storage (no mini DFS); the real storage is
-        // tested by SalusReplicaStorageTest
-        conf.set(io.salus.core.hbase.endpoint.ReplicaStorageFactory.CLASS_KEY,
-                io.salus.core.hbase.endpoint.ReplicaStorageFactory.InMemory.class.getName());
-        util.startMiniZKCluster();
-        util.startMiniHBaseCluster(StartMiniClusterOption.builder().numMasters(1).numRegionServers(3).build());
-        VolumeGeometry g = new VolumeGeometry("ev", REGIONS * BLOCKS_PER_REGION * BLOCK, BLOCK, BLOCKS_PER_REGION);
-        try (Admin admin = util.getConnection().getAdmin()) {
-            SalusTableLayout.create(admin, g);
-        }
-        addressing = new VolumeAddressing(g);
-        keys = EndpointKeyring.deterministic(SignatureScheme.ED25519, SEED, addressing);
-        awaitTrue("every replica region on three distinct servers with its endpoint running", () -> {
-            if (!util.getMiniHBaseCluster().getMaster().getAssignmentManager().getRegionsInTransition().isEmpty()) {
-                return false;
-            }
-            for (int r = 0; r < REGIONS; r++) {
-                Set<ServerName> servers = new HashSet<>();
-                for (int k = 0; k < 3; k++) {
-                    Located l = locate(r, k);
-                    if (l == null || l.endpoint.host() == null) {
-                        return false;
-                    }
-                    servers.add(l.server);
-                }
-                if (servers.size() != 3) {
-                    return false;
-                }
-            }
-            return true;
-        });
-        try (Admin admin = util.getConnection().getAdmin()) {
+        cluster = EndpointCluster.start(new EndpointCluster.Options("ev", SEED, REGIONS, BLOCKS_PER_REGION)
+                .inMemory().balancerOn().deadlineMs(DEADLINE_MS).conf(conf -> {
+                    conf.setBoolean("hbase.unsafe.stream.capability.enforce", false);
+                    conf.set("hbase.wal.provider", "filesystem");
+                    conf.setInt("hbase.regionserver.handler.count", HANDLERS);
+                    // inert until a test switches a fault on
+                    conf.set(ReplicaFaultInjector.CLASS_KEY, GetFaults.class.getName());
+                    // this class tests the protocol path on in-memory replica storage (no mini DFS); the real
+                    // storage is tested by SalusReplicaStorageTest
+                    conf.set(io.salus.core.hbase.endpoint.ReplicaStorageFactory.CLASS_KEY,
+                            io.salus.core.hbase.endpoint.ReplicaStorageFactory.InMemory.class.getName());
+                }));
+        try (Admin admin = cluster.util.getConnection().getAdmin()) {
             admin.balancerSwitch(false, true); // no moves during the test: the in-memory replica state would go
         }
-        conn = ConnectionFactory.createAsyncConnection(conf).get();
-        runner = new HBaseVolumeClientRunner(conn, addressing, keys.signer(addressing.client()), keys.verifier(),
-                new ClientListener() {
-                    @Override
-                    public void putSucceeded(long batchId, long firstSeq, long lastSeq, List<Certificate> certs) {
-                        certs.forEach(c -> assertEquals(CertType.PUT_SUCCESS, c.type()));
-                        acked.add(batchId);
-                    }
-
-                    @Override
-                    public void putFailed(long batchId) {
-                        failed.add(batchId);
-                    }
-
-                    @Override
-                    public void recoveryNeeded(String reason) {
-                        recovery.add(reason);
-                    }
-
-                    @Override
-                    public void getSucceeded(long requestId, long block, byte[] data) {
-                        got.put(requestId, data);
-                    }
-                }, 32, 5_000);
     }
 
     @AfterAll
     static void stop() throws Exception {
-        if (runner != null) {
-            runner.close();
-        }
-        if (conn != null) {
-            conn.close();
-        }
-        if (util != null) {
-            util.shutdownMiniCluster();
-        }
-    }
-
-    record Located(ServerName server, SalusReplicaEndpoint endpoint) {
-    }
-
-    /** Where region {@code r} of replica table {@code k} is open, with its endpoint; null if nowhere. */
-    static Located locate(int r, int k) {
-        TableName t = SalusTableLayout.tableName("ev", k);
-        for (JVMClusterUtil.RegionServerThread rst : util.getMiniHBaseCluster().getLiveRegionServerThreads()) {
-            HRegionServer rs = rst.getRegionServer();
-            for (HRegion region : rs.getRegions(t)) {
-                byte[] start = region.getRegionInfo().getStartKey();
-                long first = start.length == 0 ? 0 : org.apache.hadoop.hbase.util.Bytes.toLong(start);
-                if (first == r * BLOCKS_PER_REGION) {
-                    SalusReplicaEndpoint ep = region.getCoprocessorHost().findCoprocessor(SalusReplicaEndpoint.class);
-                    return ep == null ? null : new Located(rs.getServerName(), ep);
-                }
-            }
-        }
-        return null;
-    }
-
-    static ReplicaHost host(int r, int k) {
-        Located l = locate(r, k);
-        assertNotNull(l, "region " + r + " of replica table " + k + " is open with its endpoint");
-        return l.endpoint.host();
-    }
-
-    static <T> T inspect(int r, int k, java.util.function.Function<RegionReplica, T> f) throws Exception {
-        return host(r, k).inspect(f).get(60, TimeUnit.SECONDS);
-    }
-
-    static void awaitTrue(String what, BooleanSupplier cond) throws InterruptedException {
-        long end = System.currentTimeMillis() + DEADLINE_MS;
-        while (!cond.getAsBoolean()) {
-            if (System.currentTimeMillis() > end) {
-                fail("not reached within the deadline: " + what);
-            }
-            Thread.sleep(50);
+        if (cluster != null) {
+            cluster.close();
         }
     }
 
@@ -214,24 +100,6 @@ class SalusReplicaEndpointTest {
         byte[] d = new byte[BLOCK];
         rnd.nextBytes(d);
         return d;
-    }
-
-    /** Submits a batch, waiting while the pipeline is full (32 batches in flight). */
-    static long submit(List<BlockWrite> writes) throws Exception {
-        long end = System.currentTimeMillis() + DEADLINE_MS;
-        while (true) {
-            long id = runner.call(c -> c.submit(writes)).get(60, TimeUnit.SECONDS);
-            if (id > 0) {
-                synchronized (reference) {
-                    writes.forEach(w -> reference.put(w.block(), w.data()));
-                }
-                return id;
-            }
-            if (System.currentTimeMillis() > end) {
-                fail("the client's pipeline stayed full: " + runner.call(Object::toString).get());
-            }
-            Thread.sleep(2);
-        }
     }
 
     @Test
@@ -244,24 +112,24 @@ class SalusReplicaEndpointTest {
             // every batch spans two RRSs (the leader is the first block's region)
             long a = (i % REGIONS) * BLOCKS_PER_REGION + rnd.nextInt((int) BLOCKS_PER_REGION);
             long b = ((i + 1) % REGIONS) * BLOCKS_PER_REGION + rnd.nextInt((int) BLOCKS_PER_REGION);
-            ids.add(submit(List.of(new BlockWrite(a, data(rnd)), new BlockWrite(b, data(rnd)))));
+            ids.add(cluster.submit(List.of(new BlockWrite(a, data(rnd)), new BlockWrite(b, data(rnd)))));
         }
-        awaitTrue("all " + batches + " batches acknowledged (acked " + acked.size() + ")",
-                () -> acked.containsAll(ids) || !failed.isEmpty());
-        assertEquals(List.of(), failed);
-        assertEquals(List.of(), recovery);
+        cluster.awaitTrue("all " + batches + " batches acknowledged (acked " + cluster.acked.size() + ")",
+                () -> cluster.acked.containsAll(ids) || !cluster.failed.isEmpty());
+        assertEquals(List.of(), cluster.failed);
+        assertEquals(List.of(), cluster.recovery);
 
-        Hash clientRoot = runner.call(c -> c.volumeRoot()).get();
+        Hash clientRoot = cluster.runner.call(c -> c.volumeRoot()).get();
         for (int r = 0; r < REGIONS; r++) {
             Hash root0 = null;
             for (int k = 0; k < 3; k++) {
                 final int region = r;
                 for (Map.Entry<Long, byte[]> e : referenceOf(region).entrySet()) {
                     long local = e.getKey() - region * BLOCKS_PER_REGION;
-                    byte[] stored = inspect(r, k, rep -> rep.block(local));
+                    byte[] stored = cluster.inspect(r, k, rep -> rep.block(local));
                     assertArrayEquals(e.getValue(), stored, "block " + e.getKey() + " at replica " + k + " of RRS " + r);
                 }
-                Hash root = inspect(r, k, RegionReplica::regionRoot);
+                Hash root = cluster.inspect(r, k, RegionReplica::regionRoot);
                 if (root0 == null) {
                     root0 = root;
                 }
@@ -272,7 +140,7 @@ class SalusReplicaEndpointTest {
         Hash newest = null;
         long newestSeq = -1;
         for (int r = 0; r < REGIONS; r++) {
-            var rec = inspect(r, 0, RegionReplica::rootRecord);
+            var rec = cluster.inspect(r, 0, RegionReplica::rootRecord);
             if (rec.seq() > newestSeq) {
                 newestSeq = rec.seq();
                 newest = rec.root();
@@ -282,28 +150,28 @@ class SalusReplicaEndpointTest {
 
         // GETs: the client verifies each reply's Merkle proof against the region root it expects
         Map<Long, Long> reqs = new HashMap<>();
-        for (long block : List.copyOf(reference.keySet())) {
-            reqs.put(runner.call(c -> c.get(block)).get(), block);
+        for (long block : List.copyOf(cluster.reference.keySet())) {
+            reqs.put(cluster.runner.call(c -> c.get(block)).get(), block);
         }
         long unwritten = -1;
         for (long b = 0; b < REGIONS * BLOCKS_PER_REGION && unwritten < 0; b++) {
-            if (!reference.containsKey(b)) {
+            if (!cluster.reference.containsKey(b)) {
                 unwritten = b;
             }
         }
         final long zeroBlock = unwritten;
-        long zeroReq = runner.call(c -> c.get(zeroBlock)).get();
-        awaitTrue("every GET answered with a verified proof", () -> got.keySet().containsAll(reqs.keySet())
-                && got.containsKey(zeroReq));
-        reqs.forEach((req, block) -> assertArrayEquals(reference.get(block), got.get(req), "GET of block " + block));
-        assertArrayEquals(new byte[BLOCK], got.get(zeroReq), "an unwritten block reads as zeros");
-        System.out.println("client link counters: " + runner.counters());
+        long zeroReq = cluster.runner.call(c -> c.get(zeroBlock)).get();
+        cluster.awaitTrue("every GET answered with a verified proof", () -> cluster.got.keySet().containsAll(reqs.keySet())
+                && cluster.got.containsKey(zeroReq));
+        reqs.forEach((req, block) -> assertArrayEquals(cluster.reference.get(block), cluster.got.get(req), "GET of block " + block));
+        assertArrayEquals(new byte[BLOCK], cluster.got.get(zeroReq), "an unwritten block reads as zeros");
+        System.out.println("client link counters: " + cluster.runner.counters());
     }
 
     static Map<Long, byte[]> referenceOf(int region) {
         Map<Long, byte[]> m = new HashMap<>();
-        synchronized (reference) {
-            reference.forEach((b, d) -> {
+        synchronized (cluster.reference) {
+            cluster.reference.forEach((b, d) -> {
                 if (b / BLOCKS_PER_REGION == region) {
                     m.put(b, d);
                 }
@@ -316,29 +184,29 @@ class SalusReplicaEndpointTest {
     @Order(2)
     void forgedSubBatchIsRefusedAndNothingIsApplied() throws Exception {
         long block = 3; // RRS 0
-        long appliedBefore = inspect(0, 0, RegionReplica::appliedSeq);
-        byte[] before = inspect(0, 0, rep -> rep.block(block));
-        long receivedBefore = host(0, 0).counters().get("received");
+        long appliedBefore = cluster.inspect(0, 0, RegionReplica::appliedSeq);
+        byte[] before = cluster.inspect(0, 0, rep -> rep.block(block));
+        long receivedBefore = cluster.host(0, 0).counters().get("received");
         // a sub-batch that would be next in RRS 0's chain, signed with a key that is not the client's
         byte[] evil = new byte[BLOCK];
         java.util.Arrays.fill(evil, (byte) 0x66);
-        long nextSeq = runner.call(c -> c.nextSeq()).get();
-        Hash h = addressing.protocolConfig().hash().leafHash(evil);
+        long nextSeq = cluster.runner.call(c -> c.nextSeq()).get();
+        Hash h = cluster.addressing.protocolConfig().hash().leafHash(evil);
         Put p = new Put(nextSeq + 1000, appliedBefore, block, evil, h, h);
         SubBatch sb = new SubBatch("ev", 0, 10_000, 0, List.of(p), null);
-        NodeKeys forger = NodeKeys.deterministic(SignatureScheme.ED25519, addressing.client(), SEED + 1);
-        runner.sendRaw(addressing.replica(0, 0), new Message.SubBatchMsg(sb.withSignature(forger.signer().sign(sb.signedBytes()))));
-        awaitTrue("the forged sub-batch reached the primary's event loop",
-                () -> host(0, 0).counters().get("received") > receivedBefore);
+        NodeKeys forger = NodeKeys.deterministic(SignatureScheme.ED25519, cluster.addressing.client(), SEED + 1);
+        cluster.runner.sendRaw(cluster.addressing.replica(0, 0), new Message.SubBatchMsg(sb.withSignature(forger.signer().sign(sb.signedBytes()))));
+        cluster.awaitTrue("the forged sub-batch reached the primary's event loop",
+                () -> cluster.host(0, 0).counters().get("received") > receivedBefore);
         // a genuine batch to RRS 0, sent after the forgery on the same link (FIFO per region): it chains on the
         // same prevNum, so it commits only if the forgery was not accepted
         byte[] good = data(new Random(99));
-        long id = submit(List.of(new BlockWrite(block + 1, good)));
-        awaitTrue("the genuine batch after the forgery is acknowledged", () -> acked.contains(id) || !failed.isEmpty());
-        assertEquals(List.of(), failed);
+        long id = cluster.submit(List.of(new BlockWrite(block + 1, good)));
+        cluster.awaitTrue("the genuine batch after the forgery is acknowledged", () -> cluster.acked.contains(id) || !cluster.failed.isEmpty());
+        assertEquals(List.of(), cluster.failed);
         for (int k = 0; k < 3; k++) {
-            assertArrayEquals(before, inspect(0, k, rep -> rep.block(block)), "replica " + k + " applied the forgery");
-            assertArrayEquals(good, inspect(0, k, rep -> rep.block(block + 1)));
+            assertArrayEquals(before, cluster.inspect(0, k, rep -> rep.block(block)), "replica " + k + " applied the forgery");
+            assertArrayEquals(good, cluster.inspect(0, k, rep -> rep.block(block + 1)));
         }
     }
 
@@ -354,23 +222,23 @@ class SalusReplicaEndpointTest {
         long b2 = 2 * BLOCKS_PER_REGION + 6; // RRS 2
         byte[] d1 = data(new Random(11));
         byte[] d2 = data(new Random(12));
-        long id = submit(List.of(new BlockWrite(b1, d1), new BlockWrite(b2, d2)));
-        awaitTrue("the batch is acknowledged", () -> acked.contains(id) || !failed.isEmpty());
-        var liar = addressing.replica(1, 0);
-        var mute = addressing.replica(2, 0);
+        long id = cluster.submit(List.of(new BlockWrite(b1, d1), new BlockWrite(b2, d2)));
+        cluster.awaitTrue("the batch is acknowledged", () -> cluster.acked.contains(id) || !cluster.failed.isEmpty());
+        var liar = cluster.addressing.replica(1, 0);
+        var mute = cluster.addressing.replica(2, 0);
         try {
             GetFaults.corrupt.add(liar);
             GetFaults.silent.add(mute);
-            long r1 = runner.call(c -> c.get(b1)).get();
-            long r2 = runner.call(c -> c.get(b2)).get();
-            awaitTrue("both GETs answered by an honest replica", () -> got.containsKey(r1) && got.containsKey(r2));
-            assertArrayEquals(d1, got.get(r1), "the corrupted reply was not accepted");
-            assertArrayEquals(d2, got.get(r2));
+            long r1 = cluster.runner.call(c -> c.get(b1)).get();
+            long r2 = cluster.runner.call(c -> c.get(b2)).get();
+            cluster.awaitTrue("both GETs answered by an honest replica", () -> cluster.got.containsKey(r1) && cluster.got.containsKey(r2));
+            assertArrayEquals(d1, cluster.got.get(r1), "the corrupted reply was not accepted");
+            assertArrayEquals(d2, cluster.got.get(r2));
         } finally {
             GetFaults.corrupt.clear();
             GetFaults.silent.clear();
         }
-        Map<io.salus.core.crypto.NodeId, Long> bad = runner.getRetriesByReplica();
+        Map<io.salus.core.crypto.NodeId, Long> bad = cluster.runner.getRetriesByReplica();
         assertTrue(bad.getOrDefault(liar, 0L) >= 1, "the lying replica is counted: " + bad);
         assertTrue(bad.getOrDefault(mute, 0L) >= 1, "the silent replica is counted: " + bad);
         // (no assertion that honest replicas have no count: on a loaded machine an honest replica can miss the
@@ -387,12 +255,12 @@ class SalusReplicaEndpointTest {
     @Order(4)
     void sixtyFourBlockBatchesWithThirtyTwoInFlightAllCommit() throws Exception {
         VolumeGeometry g = new VolumeGeometry("evbig", 4096L * BLOCK, BLOCK, 1024);
-        try (Admin admin = util.getConnection().getAdmin()) {
+        try (Admin admin = cluster.util.getConnection().getAdmin()) {
             SalusTableLayout.create(admin, g);
         }
         VolumeAddressing big = new VolumeAddressing(g);
-        awaitTrue("every replica region of evbig on three distinct servers with its endpoint running", () -> {
-            if (!util.getMiniHBaseCluster().getMaster().getAssignmentManager().getRegionsInTransition().isEmpty()) {
+        cluster.awaitTrue("every replica region of evbig on three distinct servers with its endpoint running", () -> {
+            if (!cluster.util.getMiniHBaseCluster().getMaster().getAssignmentManager().getRegionsInTransition().isEmpty()) {
                 return false;
             }
             for (int r = 0; r < 4; r++) {
@@ -400,7 +268,7 @@ class SalusReplicaEndpointTest {
                 for (int k = 0; k < 3; k++) {
                     HRegion region = null;
                     ServerName where = null;
-                    for (JVMClusterUtil.RegionServerThread rst : util.getMiniHBaseCluster().getLiveRegionServerThreads()) {
+                    for (JVMClusterUtil.RegionServerThread rst : cluster.util.getMiniHBaseCluster().getLiveRegionServerThreads()) {
                         for (HRegion x : rst.getRegionServer().getRegions(SalusTableLayout.tableName("evbig", k))) {
                             byte[] start = x.getRegionInfo().getStartKey();
                             long first = start.length == 0 ? 0 : org.apache.hadoop.hbase.util.Bytes.toLong(start);
@@ -426,7 +294,7 @@ class SalusReplicaEndpointTest {
         EndpointKeyring bigKeys = EndpointKeyring.deterministic(SignatureScheme.ED25519, SEED, big);
         Set<Long> bigAcked = ConcurrentHashMap.newKeySet();
         List<String> bigTrouble = new java.util.concurrent.CopyOnWriteArrayList<>();
-        try (HBaseVolumeClientRunner r = new HBaseVolumeClientRunner(conn, big, bigKeys.signer(big.client()),
+        try (HBaseVolumeClientRunner r = new HBaseVolumeClientRunner(cluster.conn, big, bigKeys.signer(big.client()),
                 bigKeys.verifier(), new ClientListener() {
                     @Override
                     public void putSucceeded(long batchId, long firstSeq, long lastSeq, List<Certificate> certs) {
@@ -465,7 +333,7 @@ class SalusReplicaEndpointTest {
                 assertEquals(List.of(), bigTrouble);
                 ids.add(id);
             }
-            awaitTrue("all 64 batches of 64 blocks acknowledged", () -> bigAcked.containsAll(ids) || !bigTrouble.isEmpty());
+            cluster.awaitTrue("all 64 batches of 64 blocks acknowledged", () -> bigAcked.containsAll(ids) || !bigTrouble.isEmpty());
             assertEquals(List.of(), bigTrouble);
             System.out.println("64-block batches, client link counters: " + r.counters());
         }

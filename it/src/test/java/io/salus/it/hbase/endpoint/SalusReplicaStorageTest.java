@@ -83,168 +83,18 @@ class SalusReplicaStorageTest {
     static final int REGIONS = 3;
     static final String VOLUME = "sv";
     static final TableName CONTROL = TableName.valueOf("walcontrol");
-
-    static HBaseTestingUtility util;
-    static MiniDFSCluster dfs;
-    static AsyncConnection conn;
-    static VolumeAddressing addressing;
-    static HBaseVolumeClientRunner runner;
-    static final Set<Long> acked = ConcurrentHashMap.newKeySet();
-    static final List<Long> failed = new CopyOnWriteArrayList<>();
-    static final List<String> recovery = new CopyOnWriteArrayList<>();
-    static final Map<Long, byte[]> reference = new HashMap<>();
-    /** DataNode transfer address ("127.0.0.1:port") each region server was started with. */
-    static final List<String> dataNodes = new ArrayList<>();
+    static EndpointCluster cluster;
 
     @BeforeAll
     static void start() throws Exception {
-        LogManager.getRootLogger().setLevel(Level.WARN);
-        util = new HBaseTestingUtility();
-        Configuration conf = util.getConfiguration();
-        conf.setInt("hbase.master.info.port", -1);
-        conf.setInt("hbase.regionserver.info.port", -1);
-        conf.setInt("hbase.regionserver.handler.count", 3);
-        conf.setInt("hbase.client.retries.number", 10);
-        conf.set("hbase.coprocessor.master.classes", SalusPlacementObserver.class.getName());
-        conf.setLong(SalusPlacementObserver.PERIOD_KEY, 1000);
-        conf.setLong(EndpointKeyring.TEST_SEED_KEY, SEED);
-        dfs = util.startMiniDFSCluster(3);
-        for (var dn : dfs.getDataNodes()) {
-            dataNodes.add("127.0.0.1:" + dn.getXferAddress().getPort());
-        }
-        util.startMiniZKCluster();
-        conf.set(SalusFavoredNodes.DATANODE_KEY, dataNodes.get(0));
-        util.startMiniHBaseCluster(StartMiniClusterOption.builder().numMasters(1).numRegionServers(1).build());
-        for (int i = 1; i < 3; i++) { // each region server copies the cluster configuration when it starts
-            util.getMiniHBaseCluster().getConfiguration().set(SalusFavoredNodes.DATANODE_KEY, dataNodes.get(i));
-            util.getMiniHBaseCluster().startRegionServer();
-        }
-        VolumeGeometry g = new VolumeGeometry(VOLUME, REGIONS * BLOCKS_PER_REGION * BLOCK, BLOCK, BLOCKS_PER_REGION);
-        try (Admin admin = util.getConnection().getAdmin()) {
-            admin.balancerSwitch(false, true); // the placement observer alone moves replicas
-            SalusTableLayout.create(admin, g);
-        }
-        util.createTable(CONTROL, "f"); // a table with the WAL on: proves the WAL reader below sees edits
-        addressing = new VolumeAddressing(g);
-        EndpointKeyring keys = EndpointKeyring.deterministic(SignatureScheme.ED25519, SEED, addressing);
-        awaitPlaced();
-        conn = ConnectionFactory.createAsyncConnection(conf).get();
-        runner = new HBaseVolumeClientRunner(conn, addressing, keys.signer(addressing.client()), keys.verifier(),
-                new ClientListener() {
-                    @Override
-                    public void putSucceeded(long batchId, long firstSeq, long lastSeq, List<Certificate> certs) {
-                        certs.forEach(c -> assertEquals(CertType.PUT_SUCCESS, c.type()));
-                        acked.add(batchId);
-                    }
-
-                    @Override
-                    public void putFailed(long batchId) {
-                        failed.add(batchId);
-                    }
-
-                    @Override
-                    public void recoveryNeeded(String reason) {
-                        recovery.add(reason);
-                    }
-
-                    @Override
-                    public void getSucceeded(long requestId, long block, byte[] data) {
-                    }
-                }, 32, 5_000);
+        cluster = EndpointCluster.start(new EndpointCluster.Options(VOLUME, SEED, REGIONS, BLOCKS_PER_REGION));
+        cluster.util.createTable(CONTROL, "f"); // a table with the WAL on: proves the WAL reader below sees edits
     }
 
     @AfterAll
     static void stop() throws Exception {
-        if (runner != null) {
-            runner.close();
-        }
-        if (conn != null) {
-            conn.close();
-        }
-        if (util != null) {
-            util.shutdownMiniCluster();
-        }
-    }
-
-    static void awaitPlaced() throws InterruptedException {
-        awaitTrue("every replica region on three distinct servers with its replica running", () -> {
-            if (!util.getMiniHBaseCluster().getMaster().getAssignmentManager().getRegionsInTransition().isEmpty()) {
-                return false;
-            }
-            for (int r = 0; r < REGIONS; r++) {
-                Set<ServerName> servers = new HashSet<>();
-                for (int k = 0; k < 3; k++) {
-                    Located l = locate(r, k);
-                    if (l == null || l.endpoint.host() == null) {
-                        return false;
-                    }
-                    servers.add(l.rs.getServerName());
-                }
-                if (servers.size() != 3) {
-                    return false;
-                }
-            }
-            return true;
-        });
-    }
-
-    record Located(HRegionServer rs, HRegion region, SalusReplicaEndpoint endpoint) {
-    }
-
-    static Located locate(int r, int k) {
-        TableName t = SalusTableLayout.tableName(VOLUME, k);
-        for (JVMClusterUtil.RegionServerThread rst : util.getMiniHBaseCluster().getLiveRegionServerThreads()) {
-            HRegionServer rs = rst.getRegionServer();
-            if (rs.isAborted() || rs.isStopped()) {
-                continue;
-            }
-            for (HRegion region : rs.getRegions(t)) {
-                byte[] start = region.getRegionInfo().getStartKey();
-                long first = start.length == 0 ? 0 : Bytes.toLong(start);
-                if (first == r * BLOCKS_PER_REGION) {
-                    SalusReplicaEndpoint ep = region.getCoprocessorHost().findCoprocessor(SalusReplicaEndpoint.class);
-                    return ep == null ? null : new Located(rs, region, ep);
-                }
-            }
-        }
-        return null;
-    }
-
-    static ReplicaHost host(int r, int k) {
-        Located l = locate(r, k);
-        assertNotNull(l, "region " + r + " of replica table " + k + " is open with its endpoint");
-        assertNotNull(l.endpoint.host(), "the replica of region " + r + " table " + k + " is running");
-        return l.endpoint.host();
-    }
-
-    static <T> T inspect(int r, int k, java.util.function.Function<RegionReplica, T> f) throws Exception {
-        return host(r, k).inspect(f).get(60, TimeUnit.SECONDS);
-    }
-
-    static void awaitTrue(String what, BooleanSupplier cond) throws InterruptedException {
-        long end = System.currentTimeMillis() + DEADLINE_MS;
-        while (!cond.getAsBoolean()) {
-            if (System.currentTimeMillis() > end) {
-                fail("not reached within the deadline: " + what);
-            }
-            Thread.sleep(50);
-        }
-    }
-
-    static long submit(List<BlockWrite> writes) throws Exception {
-        long end = System.currentTimeMillis() + DEADLINE_MS;
-        while (true) {
-            long id = runner.call(c -> c.submit(writes)).get(60, TimeUnit.SECONDS);
-            if (id > 0) {
-                synchronized (reference) {
-                    writes.forEach(w -> reference.put(w.block(), w.data()));
-                }
-                return id;
-            }
-            if (System.currentTimeMillis() > end) {
-                fail("the client's pipeline stayed full: " + runner.call(Object::toString).get());
-            }
-            Thread.sleep(2);
+        if (cluster != null) {
+            cluster.close();
         }
     }
 
@@ -262,25 +112,25 @@ class SalusReplicaStorageTest {
             byte[] db = new byte[BLOCK];
             rnd.nextBytes(da);
             rnd.nextBytes(db);
-            ids.add(submit(List.of(new BlockWrite(a, da), new BlockWrite(b, db))));
+            ids.add(cluster.submit(List.of(new BlockWrite(a, da), new BlockWrite(b, db))));
         }
         // and one single-RRS batch each: with a multiple of 3 batches every RRS gets 2/3 of them, plus one, so its
         // log never ends at a checkpoint index ((index + 1) % CHECKPOINT_EVERY == 0) after which it is collected
         for (int r = 0; r < REGIONS; r++) {
             byte[] d = new byte[BLOCK];
             rnd.nextBytes(d);
-            ids.add(submit(List.of(new BlockWrite(r * BLOCKS_PER_REGION + 1, d))));
+            ids.add(cluster.submit(List.of(new BlockWrite(r * BLOCKS_PER_REGION + 1, d))));
         }
-        awaitTrue("all " + batches + " batches acknowledged", () -> acked.containsAll(ids) || !failed.isEmpty());
-        assertEquals(List.of(), failed);
-        assertEquals(List.of(), recovery);
+        cluster.awaitTrue("all " + batches + " batches acknowledged", () -> cluster.acked.containsAll(ids) || !cluster.failed.isEmpty());
+        assertEquals(List.of(), cluster.failed);
+        assertEquals(List.of(), cluster.recovery);
     }
 
     /** Every acknowledged block reads back from every replica (from its HBase region), equal roots per RRS. */
     static void assertEveryReplicaHoldsTheReference() throws Exception {
         Map<Long, byte[]> ref;
-        synchronized (reference) {
-            ref = new TreeMap<>(reference);
+        synchronized (cluster.reference) {
+            ref = new TreeMap<>(cluster.reference);
         }
         for (int r = 0; r < REGIONS; r++) {
             Hash root0 = null;
@@ -290,10 +140,10 @@ class SalusReplicaStorageTest {
                         continue;
                     }
                     long local = e.getKey() - r * BLOCKS_PER_REGION;
-                    assertArrayEquals(e.getValue(), inspect(r, k, rep -> rep.block(local)),
+                    assertArrayEquals(e.getValue(), cluster.inspect(r, k, rep -> rep.block(local)),
                             "block " + e.getKey() + " at replica " + k + " of RRS " + r);
                 }
-                Hash root = inspect(r, k, RegionReplica::regionRoot);
+                Hash root = cluster.inspect(r, k, RegionReplica::regionRoot);
                 root0 = root0 == null ? root : root0;
                 assertEquals(root0, root, "the three replicas of RRS " + r + " have the same region root");
             }
@@ -301,10 +151,10 @@ class SalusReplicaStorageTest {
     }
 
     static HdfsReplicaDisk disk(int r, int k) {
-        Located l = locate(r, k);
+        EndpointCluster.Located l = cluster.locate(r, k);
         assertNotNull(l);
-        assertInstanceOf(HdfsReplicaStorage.class, l.endpoint.storage(), "the endpoint's default storage is HDFS");
-        return ((HdfsReplicaStorage) l.endpoint.storage()).replicaDisk();
+        assertInstanceOf(HdfsReplicaStorage.class, l.endpoint().storage(), "the endpoint's default storage is HDFS");
+        return ((HdfsReplicaStorage) l.endpoint().storage()).replicaDisk();
     }
 
     /**
@@ -318,17 +168,17 @@ class SalusReplicaStorageTest {
     @Order(1)
     void writesLandInThreeSalusLogsOnThreeLocalDataNodesAndNeverInHBaseWal() throws Exception {
         stream(60, 7);
-        try (Table control = util.getConnection().getTable(CONTROL)) {
+        try (Table control = cluster.util.getConnection().getTable(CONTROL)) {
             control.put(new org.apache.hadoop.hbase.client.Put(Bytes.toBytes("row")).addColumn(Bytes.toBytes("f"),
                     Bytes.toBytes("q"), Bytes.toBytes("walled")));
         }
         assertEveryReplicaHoldsTheReference();
-        DistributedFileSystem fs = dfs.getFileSystem();
+        DistributedFileSystem fs = cluster.dfs.getFileSystem();
         for (int r = 0; r < REGIONS; r++) {
             Set<String> dnsOfRrs = new HashSet<>();
             for (int k = 0; k < 3; k++) {
-                Located l = locate(r, k);
-                String paired = l.rs.getConfiguration().get(SalusFavoredNodes.DATANODE_KEY);
+                EndpointCluster.Located l = cluster.locate(r, k);
+                String paired = l.rs().getConfiguration().get(SalusFavoredNodes.DATANODE_KEY);
                 HdfsReplicaDisk d = disk(r, k);
                 List<Path> segs = d.logSegments(0);
                 assertFalse(segs.isEmpty(), "replica " + k + " of RRS " + r + " has a Salus log on HDFS");
@@ -338,30 +188,30 @@ class SalusReplicaStorageTest {
                     assertEquals(1, st.getReplication(), p + ": the Salus log is written with replication 1");
                     for (BlockLocation b : fs.getFileBlockLocations(p, 0, Math.max(1, st.getLen()))) {
                         assertEquals(List.of(paired), List.of(b.getNames()),
-                                p + " of replica " + k + " of RRS " + r + " (on " + l.rs.getServerName()
+                                p + " of replica " + k + " of RRS " + r + " (on " + l.rs().getServerName()
                                         + ") is on its region server's DataNode");
                     }
                 }
                 dnsOfRrs.add(paired);
                 // the block cells are in the region itself: a plain HBase read of the replica table
                 long someBlock = firstWrittenBlock(r);
-                try (Table t = util.getConnection().getTable(SalusTableLayout.tableName(VOLUME, k))) {
+                try (Table t = cluster.util.getConnection().getTable(SalusTableLayout.tableName(VOLUME, k))) {
                     byte[] v = t.get(new Get(Bytes.toBytes(someBlock))).getValue(SalusTableLayout.FAMILY, Bytes.toBytes("d"));
-                    synchronized (reference) {
-                        assertArrayEquals(reference.get(someBlock), v, "block " + someBlock + " in table " + k);
+                    synchronized (cluster.reference) {
+                        assertArrayEquals(cluster.reference.get(someBlock), v, "block " + someBlock + " in table " + k);
                     }
                 }
                 // (HRegion.getNumMutationsWithoutWAL was asserted here: the checkpoint's region flush resets it, and
                 // since checkpoints are written off the replica's loop that flush may land just before this line,
                 // as in the merged run of 2026-11-26. The WAL files read below are the proof that no put is logged.)
                 assertEquals(org.apache.hadoop.hbase.client.Durability.SKIP_WAL,
-                        l.region.getTableDescriptor().getDurability(), "the replica table skips HBase's WAL");
+                        l.region().getTableDescriptor().getDurability(), "the replica table skips HBase's WAL");
             }
             assertEquals(3, dnsOfRrs.size(), "the three logs of RRS " + r + " are on three DataNodes");
         }
         // no HBase WAL edits for the volume's tables: roll every WAL, then read every WAL file there is
-        try (Admin admin = util.getConnection().getAdmin()) {
-            for (JVMClusterUtil.RegionServerThread rst : util.getMiniHBaseCluster().getLiveRegionServerThreads()) {
+        try (Admin admin = cluster.util.getConnection().getAdmin()) {
+            for (JVMClusterUtil.RegionServerThread rst : cluster.util.getMiniHBaseCluster().getLiveRegionServerThreads()) {
                 admin.rollWALWriter(rst.getRegionServer().getServerName());
             }
         }
@@ -381,13 +231,13 @@ class SalusReplicaStorageTest {
     }
 
     static long firstWrittenBlock(int r) {
-        synchronized (reference) {
-            return reference.keySet().stream().filter(b -> b / BLOCKS_PER_REGION == r).findFirst().orElseThrow();
+        synchronized (cluster.reference) {
+            return cluster.reference.keySet().stream().filter(b -> b / BLOCKS_PER_REGION == r).findFirst().orElseThrow();
         }
     }
 
     static Map<TableName, Integer> walEditsByTable() throws Exception {
-        Configuration conf = util.getMiniHBaseCluster().getConfiguration();
+        Configuration conf = cluster.util.getMiniHBaseCluster().getConfiguration();
         Path walRoot = CommonFSUtils.getWALRootDir(conf);
         var fs = walRoot.getFileSystem(conf);
         Map<TableName, Integer> edits = new HashMap<>();
@@ -426,7 +276,7 @@ class SalusReplicaStorageTest {
         // the region server to abort: one that carries replica regions but not hbase:meta
         HRegionServer victim = null;
         int victimIndex = -1;
-        List<JVMClusterUtil.RegionServerThread> live = util.getMiniHBaseCluster().getLiveRegionServerThreads();
+        List<JVMClusterUtil.RegionServerThread> live = cluster.util.getMiniHBaseCluster().getLiveRegionServerThreads();
         for (int i = 0; i < live.size(); i++) {
             HRegionServer rs = live.get(i).getRegionServer();
             if (rs.getRegions(TableName.META_TABLE_NAME).isEmpty()) {
@@ -440,8 +290,8 @@ class SalusReplicaStorageTest {
         Map<String, Long> logEnds = new HashMap<>();
         for (int r = 0; r < REGIONS; r++) {
             for (int k = 0; k < 3; k++) {
-                Located l = locate(r, k);
-                if (l.rs == victim) {
+                EndpointCluster.Located l = cluster.locate(r, k);
+                if (l.rs() == victim) {
                     moved.add(r + "/" + k);
                     logEnds.put(r + "/" + k, disk(r, k).lastIndex(0));
                 }
@@ -449,18 +299,18 @@ class SalusReplicaStorageTest {
         }
         assertEquals(REGIONS, moved.size(), "the victim hosts one replica of every RRS: " + moved);
         String pairedDn = victim.getConfiguration().get(SalusFavoredNodes.DATANODE_KEY);
-        util.getMiniHBaseCluster().abortRegionServer(victimIndex);
-        util.getMiniHBaseCluster().waitOnRegionServer(victimIndex);
+        cluster.util.getMiniHBaseCluster().abortRegionServer(victimIndex);
+        cluster.util.getMiniHBaseCluster().waitOnRegionServer(victimIndex);
         // a replacement region server on the same "machine" (paired with the same DataNode)
-        util.getMiniHBaseCluster().getConfiguration().set(SalusFavoredNodes.DATANODE_KEY, pairedDn);
-        util.getMiniHBaseCluster().startRegionServer();
-        awaitPlaced();
+        cluster.util.getMiniHBaseCluster().getConfiguration().set(SalusFavoredNodes.DATANODE_KEY, pairedDn);
+        cluster.util.getMiniHBaseCluster().startRegionServer();
+        cluster.awaitPlaced();
         assertEveryReplicaHoldsTheReference();
         for (String rk : moved) {
             int r = Integer.parseInt(rk.split("/")[0]);
             int k = Integer.parseInt(rk.split("/")[1]);
-            Map<String, Long> c = host(r, k).counters();
-            System.out.println("reopened replica " + rk + " on " + locate(r, k).rs.getServerName() + ": " + c);
+            Map<String, Long> c = cluster.host(r, k).counters();
+            System.out.println("reopened replica " + rk + " on " + cluster.locate(r, k).rs().getServerName() + ": " + c);
             assertEquals(logEnds.get(rk), c.get("replayLogEnd"), "replica " + rk + " found its whole log on reopen");
             assertTrue(c.get("replayLogEnd") > c.get("replayBaseIndex"), "replica " + rk
                     + " had certified entries after its checkpoint to replay: " + c);

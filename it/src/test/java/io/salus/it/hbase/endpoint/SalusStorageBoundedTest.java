@@ -96,186 +96,22 @@ class SalusStorageBoundedTest {
     static final long WITNESS_SEGMENT_BYTES = 32 << 10;
     static final int N = Integer.getInteger("salus.test.storage.n", 300);
     static final int SAMPLE_EVERY = 10;
-
-    static HBaseTestingUtility util;
-    static MiniDFSCluster dfs;
-    static AsyncConnection conn;
-    static VolumeAddressing addressing;
-    static EndpointKeyring keys;
-    static HBaseVolumeClientRunner runner;
-    static Path dir;
-    static final WitnessNode[] standalone = new WitnessNode[2];
-    static final List<Path> witnessDirs = new ArrayList<>();
-    static final Set<Long> acked = ConcurrentHashMap.newKeySet();
-    static final List<Long> failed = new CopyOnWriteArrayList<>();
-    static final int[] rsPorts = new int[3];
-    static int nextBatch;
-
-    static int freePort() throws Exception {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        }
-    }
+    static EndpointCluster cluster;
 
     @BeforeAll
     static void start() throws Exception {
-        LogManager.getRootLogger().setLevel(Level.WARN);
-        dir = Files.createTempDirectory("salus-storage-bounded");
-        Path trustFile = dir.resolve("trust.conf");
-        Files.writeString(trustFile, "scheme ed25519\nendpoint-volume " + VOLUME + " test-seed " + SEED + "\n");
-        util = new HBaseTestingUtility();
-        Configuration conf = util.getConfiguration();
-        conf.setInt("hbase.master.info.port", -1);
-        conf.setInt("hbase.regionserver.info.port", -1);
-        conf.setInt("hbase.regionserver.handler.count", 3);
-        conf.setInt("hbase.client.retries.number", 10);
-        conf.set("hbase.coprocessor.master.classes", SalusPlacementObserver.class.getName());
-        conf.setLong(SalusPlacementObserver.PERIOD_KEY, 1000);
-        conf.setLong(EndpointKeyring.TEST_SEED_KEY, SEED);
-        conf.set("dfs.datanode.plugins", WitnessDataNodePlugin.class.getName());
-        conf.setInt(WitnessDataNodePlugin.PORT_KEY, 0);
-        conf.set(WitnessDataNodePlugin.TRUST_FILE_KEY, trustFile.toString());
-        conf.setLong(WitnessDataNodePlugin.SEGMENT_BYTES_KEY, WITNESS_SEGMENT_BYTES);
-        dfs = util.startMiniDFSCluster(3);
-        List<String> dataNodes = new ArrayList<>();
-        List<String> dnWitness = new ArrayList<>();
-        for (var dn : dfs.getDataNodes()) {
-            dataNodes.add("127.0.0.1:" + dn.getXferAddress().getPort());
-            WitnessNode w = WitnessDataNodePlugin.running(dn);
-            assertNotNull(w, "DataNode " + dn.getXferAddress() + " runs the witness plugin");
-            dnWitness.add(w.address().getHostString() + ":" + w.address().getPort());
-            witnessDirs.add(w.store().directory());
-        }
-        int[] standalonePorts = new int[2];
-        for (int w = 0; w < 2; w++) {
-            standalonePorts[w] = freePort();
-            standalone[w] = WitnessDaemon.start(WitnessNode.Settings.of(dir.resolve("w" + w), standalonePorts[w])
-                    .withTrust(WitnessTrust.load(trustFile)).withNodeId("standalone-w" + w)
-                    .withSegmentBytes(WITNESS_SEGMENT_BYTES));
-            witnessDirs.add(standalone[w].store().directory());
-        }
-        StringBuilder paired = new StringBuilder();
-        for (int k = 0; k < 3; k++) {
-            rsPorts[k] = freePort();
-            paired.append(k == 0 ? "" : ",").append("*:").append(rsPorts[k]).append('=').append(dnWitness.get(k));
-        }
-        conf.set(WitnessHolders.CONNECTOR_KEY, WitnessClientConnector.class.getName());
-        conf.set(WitnessHolders.STANDALONE_KEY, "127.0.0.1:" + standalonePorts[0] + ",127.0.0.1:" + standalonePorts[1]);
-        conf.set(WitnessHolders.PAIRED_KEY, paired.toString());
-        conf.setBoolean("hbase.localcluster.assign.random.ports", false);
-        util.startMiniZKCluster();
-        conf.set(SalusFavoredNodes.DATANODE_KEY, dataNodes.get(0));
-        conf.setInt("hbase.regionserver.port", rsPorts[0]);
-        util.startMiniHBaseCluster(StartMiniClusterOption.builder().numMasters(1).numRegionServers(1).build());
-        for (int i = 1; i < 3; i++) {
-            util.getMiniHBaseCluster().getConfiguration().set(SalusFavoredNodes.DATANODE_KEY, dataNodes.get(i));
-            util.getMiniHBaseCluster().getConfiguration().setInt("hbase.regionserver.port", rsPorts[i]);
-            util.getMiniHBaseCluster().startRegionServer();
-        }
-        VolumeGeometry g = new VolumeGeometry(VOLUME, REGIONS * BLOCKS_PER_REGION * BLOCK, BLOCK, BLOCKS_PER_REGION);
-        try (Admin admin = util.getConnection().getAdmin()) {
-            admin.balancerSwitch(false, true);
-            SalusTableLayout.create(admin, g);
-        }
-        addressing = new VolumeAddressing(g);
-        keys = EndpointKeyring.deterministic(SignatureScheme.ED25519, SEED, addressing);
-        awaitPlaced();
-        conn = ConnectionFactory.createAsyncConnection(conf).get();
-        runner = new HBaseVolumeClientRunner(conn, addressing, keys.signer(addressing.client()), keys.verifier(),
-                new ClientListener() {
-                    @Override
-                    public void putSucceeded(long batchId, long firstSeq, long lastSeq, List<Certificate> certs) {
-                        acked.add(batchId);
-                    }
-
-                    @Override
-                    public void putFailed(long batchId) {
-                        failed.add(batchId);
-                    }
-
-                    @Override
-                    public void recoveryNeeded(String reason) {
-                    }
-
-                    @Override
-                    public void getSucceeded(long requestId, long block, byte[] data) {
-                    }
-                }, 32, 5_000);
+        cluster = EndpointCluster.start(new EndpointCluster.Options(VOLUME, SEED, REGIONS, BLOCKS_PER_REGION)
+                .witnesses(WITNESS_SEGMENT_BYTES));
     }
 
     @AfterAll
     static void stop() throws Exception {
-        if (runner != null) {
-            runner.close();
-        }
-        if (conn != null) {
-            conn.close();
-        }
-        if (util != null) {
-            util.shutdownMiniCluster(); // first: the region servers stop offering to the witnesses
-        }
-        for (WitnessNode w : standalone) {
-            if (w != null) {
-                try {
-                    w.close();
-                } catch (IOException e) {
-                    // seen once (ClosedChannelException from the journal's final force): teardown only, not asserted
-                    System.out.println("closing witness " + w.address() + ": " + e);
-                }
-            }
+        if (cluster != null) {
+            cluster.close();
         }
     }
 
-    static void awaitPlaced() throws InterruptedException {
-        awaitTrue("every replica region on three distinct servers with its replica running", () -> {
-            if (!util.getMiniHBaseCluster().getMaster().getAssignmentManager().getRegionsInTransition().isEmpty()) {
-                return false;
-            }
-            for (int r = 0; r < REGIONS; r++) {
-                Set<ServerName> servers = new HashSet<>();
-                for (int k = 0; k < 3; k++) {
-                    SalusReplicaStorageTest.Located l = locate(r, k);
-                    if (l == null || l.endpoint().host() == null) {
-                        return false;
-                    }
-                    servers.add(l.rs().getServerName());
-                }
-                if (servers.size() != 3) {
-                    return false;
-                }
-            }
-            return true;
-        });
-    }
-
-    static SalusReplicaStorageTest.Located locate(int r, int k) {
-        TableName t = SalusTableLayout.tableName(VOLUME, k);
-        for (JVMClusterUtil.RegionServerThread rst : util.getMiniHBaseCluster().getLiveRegionServerThreads()) {
-            HRegionServer rs = rst.getRegionServer();
-            if (rs.isAborted() || rs.isStopped()) {
-                continue;
-            }
-            for (HRegion region : rs.getRegions(t)) {
-                byte[] start = region.getRegionInfo().getStartKey();
-                long first = start.length == 0 ? 0 : Bytes.toLong(start);
-                if (first == r * BLOCKS_PER_REGION) {
-                    SalusReplicaEndpoint ep = region.getCoprocessorHost().findCoprocessor(SalusReplicaEndpoint.class);
-                    return ep == null ? null : new SalusReplicaStorageTest.Located(rs, region, ep);
-                }
-            }
-        }
-        return null;
-    }
-
-    static void awaitTrue(String what, BooleanSupplier cond) throws InterruptedException {
-        long end = System.currentTimeMillis() + DEADLINE_MS;
-        while (!cond.getAsBoolean()) {
-            if (System.currentTimeMillis() > end) {
-                fail("not reached within the deadline: " + what);
-            }
-            Thread.sleep(50);
-        }
-    }
+    static int nextBatch;
 
     /** Submits one batch writing one random block of each region (waits while the client's pipeline is full). */
     static long submitOne(Random rnd) throws Exception {
@@ -287,22 +123,12 @@ class SalusStorageBoundedTest {
             rnd.nextBytes(d);
             writes.add(new BlockWrite(region * BLOCKS_PER_REGION + rnd.nextInt((int) BLOCKS_PER_REGION), d));
         }
-        long end = System.currentTimeMillis() + DEADLINE_MS;
-        while (true) {
-            long id = runner.call(c -> c.submit(writes)).get(60, TimeUnit.SECONDS);
-            if (id > 0) {
-                return id;
-            }
-            if (System.currentTimeMillis() > end) {
-                fail("the client's pipeline stayed full");
-            }
-            Thread.sleep(2);
-        }
+        return cluster.submit(writes);
     }
 
     static void awaitAcked(List<Long> ids) throws InterruptedException {
-        awaitTrue(ids.size() + " batches acknowledged", () -> acked.containsAll(ids) || !failed.isEmpty());
-        assertTrue(failed.isEmpty(), "batches failed: " + failed);
+        cluster.awaitTrue(ids.size() + " batches acknowledged", () -> cluster.acked.containsAll(ids) || !cluster.failed.isEmpty());
+        assertTrue(cluster.failed.isEmpty(), "batches failed: " + cluster.failed);
     }
 
     /** Bytes on HDFS under the Salus log root by kind (log, decisions, state) and of the five witness journals. */
@@ -312,7 +138,7 @@ class SalusStorageBoundedTest {
         m.put("decisions", 0L);
         m.put("state", 0L);
         org.apache.hadoop.fs.Path root = new org.apache.hadoop.fs.Path(HdfsReplicaStorage.DEFAULT_LOG_ROOT);
-        var fs = dfs.getFileSystem();
+        var fs = cluster.dfs.getFileSystem();
         if (fs.exists(root)) {
             RemoteIterator<LocatedFileStatus> it = fs.listFiles(root, true);
             while (it.hasNext()) {
@@ -326,7 +152,7 @@ class SalusStorageBoundedTest {
             }
         }
         long w = 0;
-        for (Path d : witnessDirs) {
+        for (Path d : cluster.witnessDirs) {
             try (Stream<Path> files = Files.list(d)) {
                 for (Path f : (Iterable<Path>) files::iterator) {
                     if (f.getFileName().toString().endsWith(".log")) {
@@ -348,7 +174,7 @@ class SalusStorageBoundedTest {
         Map<String, Long> m = new TreeMap<>();
         for (int r = 0; r < REGIONS; r++) {
             for (int k = 0; k < 3; k++) {
-                ReplicaHost h = locate(r, k).endpoint().host();
+                ReplicaHost h = cluster.locate(r, k).endpoint().host();
                 for (String c : List.of("witnessTruncations", "witnessTruncationFailures", "witnessFailures")) {
                     m.merge(c, h.counters().getOrDefault(c, 0L), Long::sum);
                 }
@@ -439,7 +265,7 @@ class SalusStorageBoundedTest {
                 nextSample += 5_000;
                 double sec = (System.currentTimeMillis() - start) / 1000.0;
                 Map<String, Long> s = sizes();
-                long done = ids.stream().filter(acked::contains).count();
+                long done = ids.stream().filter(cluster.acked::contains).count();
                 rows.add(String.format(java.util.Locale.ROOT, "%.1f,%d,%d,%d,%d,%d", sec, done, s.get("log"),
                         s.get("decisions"), s.get("state"), s.get("witness")));
                 t.add(sec);
