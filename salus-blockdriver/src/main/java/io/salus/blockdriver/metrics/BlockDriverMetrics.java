@@ -15,8 +15,11 @@ public final class BlockDriverMetrics {
   public final LongAdder connectionsAccepted = new LongAdder();
   public final LongAdder connectionsRejected = new LongAdder();
   public final LongAdder handshakeFailures = new LongAdder();
-  /** Connections closed because a write's payload stopped arriving (it held pooled buffer memory). */
-  public final LongAdder payloadTimeouts = new LongAdder();
+  /**
+   * Connections closed because the client stalled a transfer holding pooled buffer memory: a write's
+   * payload stopped arriving, or the client stopped reading its replies.
+   */
+  public final LongAdder stalledConnections = new LongAdder();
   public final LongAdder malformedRequests = new LongAdder();
   public final LongAdder requests = new LongAdder();
   public final LongAdder reads = new LongAdder();
@@ -127,7 +130,7 @@ public final class BlockDriverMetrics {
     m.put("connections_accepted", connectionsAccepted.sum());
     m.put("connections_rejected", connectionsRejected.sum());
     m.put("handshake_failures", handshakeFailures.sum());
-    m.put("payload_timeouts", payloadTimeouts.sum());
+    m.put("stalled_connections", stalledConnections.sum());
     m.put("malformed_requests", malformedRequests.sum());
     m.put("requests", requests.sum());
     m.put("reads", reads.sum());

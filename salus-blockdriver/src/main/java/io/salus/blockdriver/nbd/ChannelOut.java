@@ -13,6 +13,10 @@ final class ChannelOut {
   private final SocketChannel ch;
   private final ByteBuffer buf;
   private final ByteBuffer[] pair = new ByteBuffer[2];
+  /** Bytes written to the socket so far (read by a watchdog on another thread). */
+  private volatile long sent;
+  /** True while a write to the socket is under way (it blocks while the client does not read). */
+  private volatile boolean writing;
 
   ChannelOut(SocketChannel ch, int size) {
     this.ch = ch;
@@ -58,11 +62,13 @@ final class ChannelOut {
     buf.flip();
     pair[0] = buf;
     pair[1] = data;
+    writing = true;
     try {
       while (buf.hasRemaining() || data.hasRemaining()) {
-        ch.write(pair);
+        sent += ch.write(pair);
       }
     } finally {
+      writing = false;
       buf.clear();
       pair[0] = null;
       pair[1] = null;
@@ -79,11 +85,15 @@ final class ChannelOut {
     for (ByteBuffer b : all) {
       total += b.remaining();
     }
+    writing = true;
     try {
       while (total > 0) {
-        total -= ch.write(all);
+        long n = ch.write(all);
+        sent += n;
+        total -= n;
       }
     } finally {
+      writing = false;
       buf.clear();
     }
   }
@@ -94,12 +104,24 @@ final class ChannelOut {
 
   void flush() throws IOException {
     buf.flip();
+    writing = true;
     try {
       while (buf.hasRemaining()) {
-        ch.write(buf);
+        sent += ch.write(buf);
       }
     } finally {
+      writing = false;
       buf.clear();
     }
+  }
+
+  /** Bytes written to the socket so far (any thread). */
+  long sent() {
+    return sent;
+  }
+
+  /** True while a write to the socket is under way (any thread). */
+  boolean writing() {
+    return writing;
   }
 }

@@ -40,13 +40,14 @@ final class NbdConnection implements Runnable {
   private static final int MAX_IN_FLIGHT_BYTES = 128 << 20;
   private static final int HANDSHAKE_TIMEOUT_MS = 30_000;
   /**
-   * A write whose payload goes into pooled buffer memory (shared by all connections under one
-   * cap) must keep arriving: when no byte of it comes for this long the connection is closed and
-   * the memory returned (the write was never acknowledged; nothing is lost). Without it a client
-   * that sends a large WRITE header and then nothing holds the server-wide cap for good and every
-   * other client's large requests get ENOMEM (tests lower it).
+   * A transfer that holds pooled buffer memory (shared by all connections under one cap) must keep
+   * moving: when no byte of a write's payload arrives, or no byte of a reply can be sent because
+   * the client does not read, for this long, the connection is closed and its memory returned
+   * (nothing unanswered was acknowledged; nothing is lost). Without it one client that sends a
+   * large WRITE header and then nothing, or asks for large reads and never reads the replies,
+   * holds the server-wide cap and every other client's large requests get ENOMEM (tests lower it).
    */
-  static volatile long payloadTimeoutMs = Long.getLong("salus.nbd.payloadTimeoutMs", 30_000);
+  static volatile long stallTimeoutMs = Long.getLong("salus.nbd.stallTimeoutMs", 30_000);
   /** How long a closing connection waits for its requests in flight (tests lower it). */
   static volatile long drainTimeoutMs = Long.getLong("salus.nbd.drainTimeoutMs", 60_000);
   /** Aligned reads at least this large use the volume's zero-copy views when it has them. */
@@ -145,7 +146,12 @@ final class NbdConnection implements Runnable {
       if (volume == null) {
         return;
       }
-      transmission(new ByteRangeIo(volume, rmwExecutor, metrics));
+      ScheduledFuture<?> replyWatch = watchReplies();
+      try {
+        transmission(new ByteRangeIo(volume, rmwExecutor, metrics));
+      } finally {
+        replyWatch.cancel(false);
+      }
     } catch (Disconnect d) {
       LOG.debug("NBD connection {} closed: {}", remote, d.getMessage());
     } catch (EOFException e) {
@@ -259,11 +265,11 @@ final class NbdConnection implements Runnable {
 
   /**
    * Closes the connection if the payload being read into pooled memory makes no progress for
-   * {@link #payloadTimeoutMs} (checked every half period): the blocked read then fails, and the
+   * {@link #stallTimeoutMs} (checked every half period): the blocked read then fails, and the
    * caller returns the buffer.
    */
   private ScheduledFuture<?> watchPayload(long length) {
-    long period = Math.max(1, payloadTimeoutMs / 2);
+    long period = Math.max(1, stallTimeoutMs / 2);
     long[] last = {in.received(), System.nanoTime(), 0};
     return TIMERS.scheduleAtFixedRate(() -> {
       long now = System.nanoTime();
@@ -274,12 +280,40 @@ final class NbdConnection implements Runnable {
       if (got != last[0]) {
         last[0] = got;
         last[1] = now;
-      } else if (now - last[1] >= TimeUnit.MILLISECONDS.toNanos(payloadTimeoutMs)) {
+      } else if (now - last[1] >= TimeUnit.MILLISECONDS.toNanos(stallTimeoutMs)) {
         last[2] = 1;
-        metrics.payloadTimeouts.increment();
+        metrics.stalledConnections.increment();
         LOG.warn("NBD connection {} closed: no byte of a {}-byte write payload for {} ms (its pooled buffer"
-            + " returned; the write was not acknowledged). Raise -Dsalus.nbd.payloadTimeoutMs for slow"
-            + " links", remote, length, payloadTimeoutMs);
+            + " returned; the write was not acknowledged). Raise -Dsalus.nbd.stallTimeoutMs for slow"
+            + " links", remote, length, stallTimeoutMs);
+        closeQuietly();
+      }
+    }, period, period, TimeUnit.MILLISECONDS);
+  }
+
+  /**
+   * Closes the connection if a reply write to the socket makes no progress for
+   * {@link #stallTimeoutMs} (the client stopped reading while its replies hold pooled buffers):
+   * the blocked write fails and every reply's buffer goes back to the pool.
+   */
+  private ScheduledFuture<?> watchReplies() {
+    long period = Math.max(1, stallTimeoutMs / 2);
+    long[] last = {out.sent(), System.nanoTime(), 0};
+    return TIMERS.scheduleAtFixedRate(() -> {
+      long now = System.nanoTime();
+      long sent = out.sent();
+      if (last[2] != 0) {
+        return;
+      }
+      if (sent != last[0] || !out.writing()) {
+        last[0] = sent;
+        last[1] = now;
+      } else if (now - last[1] >= TimeUnit.MILLISECONDS.toNanos(stallTimeoutMs)) {
+        last[2] = 1;
+        metrics.stalledConnections.increment();
+        LOG.warn("NBD connection {} closed: its client read no reply byte for {} ms (the buffers of"
+            + " its replies returned). Raise -Dsalus.nbd.stallTimeoutMs for slow clients", remote,
+            stallTimeoutMs);
         closeQuietly();
       }
     }, period, period, TimeUnit.MILLISECONDS);

@@ -25,13 +25,13 @@ class NbdSilentPayloadTest {
 
   @BeforeEach
   void shortTimeout() {
-    savedTimeout = NbdConnection.payloadTimeoutMs;
-    NbdConnection.payloadTimeoutMs = 1000;
+    savedTimeout = NbdConnection.stallTimeoutMs;
+    NbdConnection.stallTimeoutMs = 1000;
   }
 
   @AfterEach
   void restore() {
-    NbdConnection.payloadTimeoutMs = savedTimeout;
+    NbdConnection.stallTimeoutMs = savedTimeout;
   }
 
   @Test
@@ -69,7 +69,7 @@ class NbdSilentPayloadTest {
       assertEquals(0, err, "the other client's write never got buffer memory back ("
           + refusals + " ENOMEM replies): the silent client keeps the cap");
       assertTrue(silent.serverClosed(), "the stalled connection is closed");
-      assertEquals(1, metrics.payloadTimeouts.sum());
+      assertEquals(1, metrics.stalledConnections.sum());
       assertArrayEquals(before, other.read(0, MIB), "data written before is intact");
       assertArrayEquals(after, other.read(MIB, MIB));
       assertArrayEquals(new byte[MIB], other.read(32L * MIB - MIB, MIB),
