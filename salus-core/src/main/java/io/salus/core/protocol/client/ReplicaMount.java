@@ -210,7 +210,9 @@ public final class ReplicaMount {
             boolean settled = a.size() == 3 && a.values().stream().allMatch(Message.MountState::settled)
                     && agree(a);
             for (NodeId n : membership.current(r).replicas()) {
-                if (!settled || !a.containsKey(n)) {
+                // (a settled replica is asked again while its recovery state of the fenced round is missing: a
+                // recovery needs every replica's, and a transport that polls asks only these)
+                if (!settled || !a.containsKey(n) || fence != 0 && !recovery.containsKey(n)) {
                     l.add(n);
                 }
             }
