@@ -9,4 +9,10 @@ public final class HBaseVolumeCrash {
   public static void crash(HBaseVolume v) {
     v.crashForTest();
   }
+
+  /** The writer sends only part of one write's rows, then dies: see {@code HBaseVolume.writePartlyThenCrashForTest}. */
+  public static void writePartlyThenCrash(HBaseVolume v, long firstBlock, byte[] data,
+      java.util.function.LongPredicate sent) {
+    v.writePartlyThenCrashForTest(firstBlock, data, sent);
+  }
 }

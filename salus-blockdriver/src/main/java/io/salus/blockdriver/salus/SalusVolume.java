@@ -110,6 +110,17 @@ public final class SalusVolume implements Volume {
   /** How long {@link #open} waits for every replica to confirm the writer's fence. */
   public static final long FENCE_WAIT_MILLIS = 120_000;
 
+  /** The replica endpoints' ZooKeeper root of the volumes' coordination (same key, same default). */
+  static final String ZK_ROOT_KEY = "salus.zk.root";
+  static final String DEFAULT_ZK_ROOT = "/salus";
+  /** Tests only: the next {@link #open} sends at most this many recovery messages (-1: no limit). */
+  static volatile int mountRecoverySendsForTest = -1;
+  /** Tests only: how long the next {@link #open} waits for its mount (-1: {@link #MOUNT_WAIT_MILLIS}). */
+  static volatile long mountWaitMillisForTest = -1;
+  /** What this open's mount recovered: the LCP it recorded or found (null: none) and the batches it aborted. */
+  private volatile io.salus.core.protocol.recovery.Coordination.Lcp mountLcp;
+  private volatile java.util.SortedSet<Long> mountAborts = java.util.Collections.emptySortedSet();
+
   private final VolumeGeometry geometry;
   private final VolumeLease lease;
   private final AsyncConnection async;
@@ -177,12 +188,26 @@ public final class SalusVolume implements Volume {
       async = ConnectionFactory.createAsyncConnection(connection.getConfiguration()).get(60, TimeUnit.SECONDS);
       SalusVolume v = new SalusVolume(g, lease, async, keys);
       try {
+        // recovery at mount (identifyLCP, issue 14): recorded in the volume's ZooKeeper coordination, the one the
+        // replica endpoints read (salus.zk.root, default /salus; the lease's session)
+        io.salus.core.protocol.recovery.Coordination coord = new io.salus.core.zk.CuratorCoordination(
+            lease.zookeeper(), io.salus.core.zk.CuratorCoordination.volumePath(
+                connection.getConfiguration().get(ZK_ROOT_KEY, DEFAULT_ZK_ROOT), name));
+        int budget = mountRecoverySendsForTest;
+        v.runner.call(c -> {
+          c.recoverWith(coord);
+          if (budget >= 0) {
+            c.limitRecoverySendsForTest(budget);
+          }
+          return null;
+        }).get(60, TimeUnit.SECONDS);
         // First the mount: its signed query fences the previous writer by batch id (nothing new is logged from it)
         // while the entries it already logged are still forwarded and decided, so the regions settle and the
         // mount reads one state. Only then the durable epoch fence: it refuses every sub-batch and BatchInfo of
         // the old epoch, including those still needed to decide the old writer's last logged batches, so fencing
         // by epoch first would leave them undecided and the mount waiting (SalusRemountTest's killed writer).
-        v.mount(MOUNT_WAIT_MILLIS);
+        long wait = mountWaitMillisForTest;
+        v.mount(wait >= 0 ? wait : MOUNT_WAIT_MILLIS);
         v.fenceReplicas(FENCE_WAIT_MILLIS); // storage refuses the previous writer's epoch from here on
       } catch (IOException | RuntimeException e) {
         v.close(); // releases the lease and the connection
@@ -226,8 +251,12 @@ public final class SalusVolume implements Volume {
       while (true) {
         ReplicaMount.Outcome o = runner.call(VolumeClient::remountOutcome).get(60, TimeUnit.SECONDS);
         if (o instanceof ReplicaMount.Outcome.Mounted m) {
-          LOG.info("Salus volume '{}' mounted from its replicas at seq {} (root {}), next batch id {}", name(),
-              m.seq(), m.root(), m.nextBatchId());
+          mountLcp = runner.call(VolumeClient::lastMountLcp).get(60, TimeUnit.SECONDS);
+          mountAborts = runner.call(VolumeClient::lastMountAborts).get(60, TimeUnit.SECONDS);
+          LOG.info("Salus volume '{}' mounted from its replicas at seq {} (root {}), next batch id {}{}", name(),
+              m.seq(), m.root(), m.nextBatchId(), mountAborts.isEmpty() && mountLcp == null ? ""
+                  : "; recovery: LCP " + mountLcp + " in coordination, aborted the previous writer's batches "
+                  + mountAborts);
           return;
         }
         if (o instanceof ReplicaMount.Outcome.Refused r) {
@@ -746,6 +775,38 @@ public final class SalusVolume implements Volume {
     while (runner.queuedToSend() > 0) {
       Thread.sleep(5);
     }
+  }
+
+  /**
+   * What this open's mount recovered (identifyLCP, issue 14): the LCP it recorded in (or found in) the volume's
+   * coordination, null when every region was settled and no recovery of this fence ran.
+   */
+  public io.salus.core.protocol.recovery.Coordination.Lcp mountLcp() {
+    return mountLcp;
+  }
+
+  /** The previous writer's batches this open's mount asked the leader replicas to abort. */
+  public java.util.SortedSet<Long> mountAborts() {
+    return mountAborts;
+  }
+
+  /**
+   * <b>Tests only</b>: the writer dies right after sending one batch of {@code writes} to only some of its regions:
+   * on the client's loop, the sub-batches to regions not in {@code reached} are not sent (the BatchInfo goes to the
+   * leader region's replicas), the batch is submitted, then nothing more is sent and the writer dies as in
+   * {@link #crashForTest}. Returns the batch id. No write of this volume's queue is part of that batch.
+   */
+  long crashWithPartialBatchForTest(List<BlockWrite> writes, java.util.Set<Integer> reached)
+      throws InterruptedException, ExecutionException, TimeoutException {
+    long id = runner.call(c -> {
+      c.dropSendsForTest((to, m) -> m instanceof io.salus.core.protocol.message.Message.SubBatchMsg s
+          && !reached.contains(s.subBatch().region()));
+      long b = c.submit(writes);
+      c.dropSendsForTest((to, m) -> true); // dead: not one message more
+      return b;
+    }).get(60, TimeUnit.SECONDS);
+    crashForTest();
+    return id;
   }
 
   /** <b>Tests only</b>: closes what {@link #crashForTest} left open. */

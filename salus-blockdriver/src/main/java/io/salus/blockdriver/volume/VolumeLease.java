@@ -75,6 +75,14 @@ public final class VolumeLease implements AutoCloseable {
     return epoch;
   }
 
+  /**
+   * The ZooKeeper client this lease holds its znode with (the cluster's {@code hbase.zookeeper.quorum}): the writer's
+   * other coordination (recovery at mount, identifyLCP) uses the same session. Closed with the lease.
+   */
+  public CuratorFramework zookeeper() {
+    return zk;
+  }
+
   static String path(String volume) {
     return ROOT + "/" + volume + "/writer";
   }

@@ -115,6 +115,14 @@ public class MessageCodecBenchmark {
             case STATE_REQUEST -> new Message.StateRequest(17, 3, 123_455);
             case STATE_TRANSFER -> new Message.StateTransfer(17, 3, 123_455, 1249, h, 1249,
                     List.of(new Message.StateBlock(5, block)), List.of(), List.of());
+            case RECOVERY_STATE -> recoveryState(sig);
+            case RECOVERY_ABORT -> new Message.RecoveryAbort("volume-0001", 1L << 32, 99, 17, 1249, 1252,
+                    List.of(recoveryState(sig), recoveryState(sig), recoveryState(sig)), sig);
         };
+    }
+
+    static Message.RecoveryState recoveryState(byte[] sig) {
+        return new Message.RecoveryState(99, "volume-0001", 17, 3, io.salus.core.crypto.NodeId.of("volume-0001/17/r0"),
+                1L << 32, List.of(new Message.PendingEntry(98, 17, List.of(1249L, 1250L))), List.of(), sig);
     }
 }

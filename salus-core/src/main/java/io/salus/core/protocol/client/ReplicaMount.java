@@ -9,7 +9,10 @@ import io.salus.core.merkle.VolumeRootRecord;
 import io.salus.core.protocol.Membership;
 import io.salus.core.protocol.ProtocolConfig;
 import io.salus.core.protocol.RrsConfig;
+import io.salus.core.protocol.message.BatchInfo;
 import io.salus.core.protocol.message.Message;
+import io.salus.core.protocol.recovery.Coordination;
+import java.util.Optional;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -75,10 +78,37 @@ public final class ReplicaMount {
     private boolean askAllNow;
     /** Per region, per replica: its latest verified answer. */
     private final Map<Integer, Map<NodeId, Message.MountState>> answers = new HashMap<>();
+    /** Per replica: its latest verified recovery state of the fenced round. */
+    private final Map<NodeId, Message.RecoveryState> recovery = new HashMap<>();
+    /** Where identifyLCP records its reports and the LCP (null: recovery is not possible, the mount waits). */
+    private final Coordination coordination;
+    private final NodeId client;
+    /** What the current recovery plan asks (changes of it are sent at once). */
+    private String recoveryPlan = "";
+    /** The LCP this mount recorded (or found recorded) for its recovery epoch, or null. */
+    private Coordination.Lcp lcp;
+    /** The recovery messages of the current plan (sent now and at every retransmission until the mount ends). */
+    private List<Map.Entry<NodeId, Message>> recoverySends = List.of();
+    private boolean recoverySendsNew;
+    /** Batches this mount asked the leaders to abort (tests, the driver's log). */
+    private final java.util.SortedSet<Long> abortsRequested = new java.util.TreeSet<>();
+    /** Test seam: recovery messages sent at most this many times in all, then none (a client that dies mid-recovery). */
+    int recoverySendBudget = Integer.MAX_VALUE;
     long sentAt;
 
     ReplicaMount(ProtocolConfig cfg, Membership membership, Verifier verifier, io.salus.core.crypto.Signer signer,
                  long nonce) {
+        this(cfg, membership, verifier, signer, nonce, null, null);
+    }
+
+    /**
+     * @param client       the client's id (the BatchInfos the replicas report must carry its signature)
+     * @param coordination where identifyLCP records the LCP (null: a region that cannot settle keeps the mount waiting)
+     */
+    ReplicaMount(ProtocolConfig cfg, Membership membership, Verifier verifier, io.salus.core.crypto.Signer signer,
+                 long nonce, NodeId client, Coordination coordination) {
+        this.coordination = coordination;
+        this.client = client;
         this.signer = signer;
         this.cfg = cfg;
         this.membership = membership;
@@ -122,6 +152,56 @@ public final class ReplicaMount {
         answers.computeIfAbsent(s.region(), k -> new LinkedHashMap<>()).put(from, s);
     }
 
+    /** Takes a replica's recovery state if it is for this mount's fenced round, from a replica of its region, and signed. */
+    void offer(NodeId from, Message.RecoveryState s) {
+        if (fence == 0 || s.nonce() != nonce || s.fenceBelow() < fence || !s.volume().equals(cfg.volume())
+                || s.region() < 0 || s.region() >= cfg.regionCount() || !s.replica().equals(from) || s.signature() == null) {
+            return;
+        }
+        RrsConfig rrs = membership.current(s.region());
+        if (!rrs.replicas().contains(from) || s.generation() != rrs.generation()
+                || !verifier.verify(from, s.signedBytes(), s.signature())) {
+            return;
+        }
+        recovery.put(from, s);
+    }
+
+    /** The recovery messages to send now (new plan), else empty. */
+    List<Map.Entry<NodeId, Message>> takeRecoverySends() {
+        if (!recoverySendsNew) {
+            return List.of();
+        }
+        recoverySendsNew = false;
+        return budgeted(recoverySends);
+    }
+
+    /** The recovery messages to send again at a retransmission. */
+    List<Map.Entry<NodeId, Message>> recoveryResends() {
+        return budgeted(recoverySends);
+    }
+
+    private List<Map.Entry<NodeId, Message>> budgeted(List<Map.Entry<NodeId, Message>> l) {
+        List<Map.Entry<NodeId, Message>> out = new ArrayList<>();
+        for (Map.Entry<NodeId, Message> e : l) {
+            if (recoverySendBudget <= 0) {
+                break;
+            }
+            recoverySendBudget--;
+            out.add(e);
+        }
+        return out;
+    }
+
+    /** The LCP recorded in coordination for this mount's recovery epoch, once identifyLCP ran (else null). */
+    public Coordination.Lcp lcp() {
+        return lcp;
+    }
+
+    /** Batches this mount asked the leader replicas to abort. */
+    public java.util.SortedSet<Long> abortsRequested() {
+        return java.util.Collections.unmodifiableSortedSet(abortsRequested);
+    }
+
     /** The replicas to ask again: those that have not answered, and every replica of a region not settled yet. */
     List<NodeId> toAsk() {
         List<NodeId> l = new ArrayList<>();
@@ -130,7 +210,9 @@ public final class ReplicaMount {
             boolean settled = a.size() == 3 && a.values().stream().allMatch(Message.MountState::settled)
                     && agree(a);
             for (NodeId n : membership.current(r).replicas()) {
-                if (!settled || !a.containsKey(n)) {
+                // (a settled replica is asked again while its recovery state of the fenced round is missing: a
+                // recovery needs every replica's, and a transport that polls asks only these)
+                if (!settled || !a.containsKey(n) || fence != 0 && !recovery.containsKey(n)) {
                     l.add(n);
                 }
             }
@@ -162,17 +244,21 @@ public final class ReplicaMount {
                         + " (missing: " + missing(r, a) + ")");
             }
             if (!agree(a) || !a.values().stream().allMatch(Message.MountState::settled)) {
+                Outcome rec = recover();
+                if (rec != null) {
+                    return rec;
+                }
                 return new Outcome.Waiting("region " + r + " is not settled: its replicas report " + a.values()
-                        + "; waiting for the previous writer's last batches to be decided (a batch that reached only"
-                        + " some of its regions is never decided: that needs recovery, identifyLCP + abort, not built)");
+                        + "; waiting for the previous writer's last batches to be decided");
             }
             Message.MountState s = a.values().iterator().next();
-            if (s.lastAcceptedSeq() != s.appliedSeq() || s.recordSeq() != s.appliedSeq()) {
-                return new Outcome.Refused("region " + r + " ends with log entries that were not applied (accepted"
-                        + " seq " + s.lastAcceptedSeq() + ", applied seq " + s.appliedSeq() + ", root record seq "
-                        + s.recordSeq() + "): its last batches were aborted; mounting such a volume needs recovery"
-                        + " (identifyLCP), not built");
+            if (s.recordSeq() != s.appliedSeq() || s.lastAcceptedSeq() < s.appliedSeq()) {
+                return new Outcome.Refused("region " + r + ": its replicas report accepted seq " + s.lastAcceptedSeq()
+                        + ", applied seq " + s.appliedSeq() + " and root record seq " + s.recordSeq() + " (the applied"
+                        + " seq must be the record's, and not above the accepted one): its state does not check");
             }
+            // accepted seq > applied seq: the region's last entries were aborted (after an LCP, or a NO vote); the
+            // next PUT to the region continues its log after them (prevNum = accepted seq), GETs wait for the applied
             Map<Long, Hash> leaves = null;
             for (Message.MountState c : a.values()) {
                 MerkleTree rt = cfg.layout().newRegionTree(cfg.hash(), cfg.blockSize(), new InMemoryNodeStore());
@@ -195,7 +281,203 @@ public final class ReplicaMount {
                 newestRegion = r;
             }
         }
+        if (coordination != null) {
+            // a recovery of this epoch (this mount's, or one that died before it completed) recorded the LCP: the
+            // regions must now rebuild exactly it (rebuildVolume's check, §3.3.4 step 4)
+            Optional<Coordination.Lcp> recorded;
+            try {
+                recorded = lcp != null ? Optional.of(lcp) : coordination.lcp(fence);
+            } catch (RuntimeException e) {
+                return new Outcome.Waiting("cannot read the LCP of recovery epoch " + fence + ": " + e.getMessage());
+            }
+            if (recorded.isPresent() && (recorded.get().seq() != newest.seq()
+                    || !recorded.get().root().equals(newest.root()))) {
+                return new Outcome.Refused("coordination records the LCP of recovery epoch " + fence + " as seq "
+                        + recorded.get().seq() + " root " + recorded.get().root() + ", but the regions' certified states"
+                        + " end at seq " + newest.seq() + " root " + newest.root() + " (region " + newestRegion + "): the"
+                        + " volume is not the agreed prefix; check region " + newestRegion + " and the znode "
+                        + "lcp/" + fence + " of the volume's coordination");
+            }
+            lcp = recorded.orElse(null);
+        }
         return new Outcome.Ready(newest.seq(), newest.root(), newestRegion, fence, views, accepted);
+    }
+
+    /**
+     * identifyLCP and the aborts after it (§3.3.4 steps 3-4, issue 14 item 4), for a mount that found regions not
+     * settled. Null: nothing to recover (yet); else what the mount waits for, or why it stops.
+     *
+     * <p>From every replica's signed recovery state (fenced: nothing new of the previous writer enters any log):
+     * the undecided batches are those with an unresolved entry anywhere, or whose BatchInfo a leader replica holds.
+     * In batch order, the first one that can never commit is found: no leader replica holds its BatchInfo (a leader
+     * never decides without one, and a fenced one never gets it), or one participant region's three replicas all
+     * have no entry of it (the client's sub-batch never reached that region: it never votes YES). Batches before it
+     * are left to the protocol (they are complete: the leaders decide them); once none of them has an unresolved
+     * entry anywhere, every region has applied exactly the committed prefix, whose newest root record is the LCP
+     * (seq and volume root). It is recorded in coordination under this mount's fence as the recovery epoch (first
+     * writer wins: a mount after a crash mid-recovery finds the same one and must agree with it), with each region's
+     * report, before anything is aborted. Then every undecided batch from the first stuck one on is aborted at its
+     * leader replicas ({@link Message.RecoveryAbort}), each of which checks the request itself; the COMMIT-CONFIRMATION
+     * chain would abort the later ones too where their leaders hold a BatchInfo. The participants learn the ABORT
+     * certificates as any decision, the regions settle, and the mount completes at the LCP.
+     *
+     * <p>A batch is decided as a whole: the LCP ends at a batch boundary, the end of the last committed batch. The
+     * paper's LCP is the longest prefix of prepared seqs and may end inside a batch; this one keeps every
+     * acknowledged write (an acknowledged batch is committed) and never applies part of a batch (a block device
+     * write is one batch or several whole ones). Batches after the first stuck one are dropped even if they were
+     * prepared: ordered commit (COMMIT-CONFIRMATION) could never commit them.
+     */
+    private Outcome recover() {
+        if (coordination == null) {
+            return null;
+        }
+        for (int r = 0; r < cfg.regionCount(); r++) {
+            if (answers.getOrDefault(r, Map.of()).size() < 3) {
+                return new Outcome.Waiting("recovery: waiting for the mount states of region " + r);
+            }
+            for (NodeId n : membership.current(r).replicas()) {
+                if (!recovery.containsKey(n)) {
+                    return new Outcome.Waiting("recovery: waiting for the recovery state of replica " + n
+                            + " of region " + r);
+                }
+            }
+        }
+        java.util.TreeSet<Long> undecided = new java.util.TreeSet<>();
+        Map<Long, BatchInfo> infos = new HashMap<>();
+        Map<Long, Integer> leaderOf = new HashMap<>();
+        Map<Long, long[]> seqRange = new HashMap<>();
+        for (Message.RecoveryState x : recovery.values()) {
+            for (Message.PendingEntry e : x.pending()) {
+                undecided.add(e.batchId());
+                leaderOf.putIfAbsent(e.batchId(), e.leaderRegion());
+                for (long q : e.seqs()) {
+                    long[] range = seqRange.computeIfAbsent(e.batchId(), k -> new long[] {Long.MAX_VALUE, Long.MIN_VALUE});
+                    range[0] = Math.min(range[0], q);
+                    range[1] = Math.max(range[1], q);
+                }
+            }
+            for (BatchInfo bi : x.batchInfos()) {
+                if (bi.volume().equals(cfg.volume()) && bi.clientSig() != null
+                        && client != null && verifier.verify(client, bi.signedBytes(), bi.clientSig())) {
+                    undecided.add(bi.batchId());
+                    infos.putIfAbsent(bi.batchId(), bi);
+                    leaderOf.putIfAbsent(bi.batchId(), x.region());
+                }
+            }
+        }
+        if (undecided.isEmpty()) {
+            return null; // nothing undecided: the regions are settling (or disagree: the caller waits)
+        }
+        Long stuck = null;
+        String why = null;
+        List<Message.RecoveryState> proof = List.of();
+        for (long b : undecided) {
+            BatchInfo bi = infos.get(b);
+            if (bi == null) {
+                stuck = b;
+                why = "no replica of its leader region " + leaderOf.get(b) + " holds its BatchInfo";
+                break;
+            }
+            for (int p : bi.participants()) {
+                if (p < 0 || p >= cfg.regionCount()) {
+                    continue;
+                }
+                List<Message.RecoveryState> states = new ArrayList<>();
+                for (NodeId n : membership.current(p).replicas()) {
+                    states.add(recovery.get(n));
+                }
+                if (states.stream().noneMatch(x -> x.lists(b))) {
+                    stuck = b;
+                    why = "its sub-batch to region " + p + " is in none of that region's logs";
+                    proof = states;
+                    break;
+                }
+            }
+            if (stuck != null) {
+                break;
+            }
+        }
+        if (stuck == null) {
+            return new Outcome.Waiting("recovery: the previous writer's batches " + undecided + " reached every"
+                    + " participant region; waiting for their leaders to decide them");
+        }
+        final long bStar = stuck;
+        for (Message.RecoveryState x : recovery.values()) {
+            for (Message.PendingEntry e : x.pending()) {
+                if (e.batchId() < bStar) {
+                    return new Outcome.Waiting("recovery: batch " + bStar + " can never commit (" + why + "); waiting"
+                            + " for the batches before it to be decided (batch " + e.batchId() + " at " + x.replica()
+                            + ")");
+                }
+            }
+        }
+        // every batch before bStar is resolved everywhere: the regions' applied states are the committed prefix
+        VolumeRootRecord newest = null;
+        Map<Integer, Coordination.RegionReport> reports = new java.util.TreeMap<>();
+        for (int r = 0; r < cfg.regionCount(); r++) {
+            Map<NodeId, Message.MountState> a = answers.getOrDefault(r, Map.of());
+            Message.MountState first = a.values().iterator().next();
+            for (Message.MountState m : a.values()) {
+                if (m.appliedSeq() != first.appliedSeq() || m.recordSeq() != first.recordSeq()
+                        || !m.recordRoot().equals(first.recordRoot()) || !m.regionRoot().equals(first.regionRoot())) {
+                    return new Outcome.Waiting("recovery: the replicas of region " + r + " report different applied"
+                            + " states " + a.values() + "; waiting for them to apply the same decisions");
+                }
+            }
+            VolumeRootRecord rec = new VolumeRootRecord(first.recordRoot(), first.recordSeq());
+            newest = newest == null ? rec : newest.newer(rec);
+            java.util.SortedSet<Long> prepared = new java.util.TreeSet<>();
+            for (NodeId n : membership.current(r).replicas()) {
+                recovery.get(n).pending().forEach(e -> prepared.addAll(e.seqs()));
+            }
+            reports.put(r, new Coordination.RegionReport(first.appliedSeq(), prepared));
+        }
+        Coordination.Lcp mine = new Coordination.Lcp(fence, newest.seq(), newest.root());
+        Coordination.Lcp agreed;
+        try {
+            if (lcp == null) {
+                reports.forEach((r, rep) -> coordination.report(fence, r, rep));
+                lcp = coordination.putLcp(mine);
+            }
+            agreed = lcp;
+        } catch (RuntimeException e) {
+            lcp = null;
+            return new Outcome.Waiting("recovery: cannot record the LCP of recovery epoch " + fence
+                    + " in coordination: " + e.getMessage());
+        }
+        if (agreed.seq() != mine.seq() || !agreed.root().equals(mine.root())) {
+            return new Outcome.Refused("recovery epoch " + fence + ": coordination holds the LCP seq " + agreed.seq()
+                    + " root " + agreed.root() + ", but the regions' committed prefix ends at seq " + mine.seq()
+                    + " root " + mine.root() + "; the recorded decision is not this volume's state (forged or from"
+                    + " another run): nothing is aborted; check the znode lcp/" + fence + " of the volume's coordination");
+        }
+        List<Map.Entry<NodeId, Message>> sends = new ArrayList<>();
+        for (long b : undecided.tailSet(bStar)) {
+            Integer leader = leaderOf.get(b);
+            if (leader == null || leader < 0 || leader >= cfg.regionCount()) {
+                continue;
+            }
+            BatchInfo bi = infos.get(b);
+            long first = bi != null ? bi.firstSeq() : seqRange.get(b)[0];
+            long last = bi != null ? bi.lastSeq() : seqRange.get(b)[1];
+            byte[] sig = signer.sign(Message.RecoveryAbort.signedBytes(cfg.volume(), fence, b, leader, first, last));
+            Message.RecoveryAbort ra = new Message.RecoveryAbort(cfg.volume(), fence, b, leader, first, last,
+                    b == bStar ? proof : List.of(), sig);
+            for (NodeId n : membership.current(leader).replicas()) {
+                sends.add(Map.<NodeId, Message>entry(n, query())); // a leader replica restarted since holds no fence: fenced again
+                sends.add(Map.<NodeId, Message>entry(n, ra));
+            }
+            abortsRequested.add(b);
+        }
+        String plan = bStar + " " + undecided.tailSet(bStar) + " " + agreed;
+        if (!plan.equals(recoveryPlan)) {
+            recoveryPlan = plan;
+            recoverySends = sends;
+            recoverySendsNew = true;
+        }
+        return new Outcome.Waiting("recovery epoch " + fence + ": LCP seq " + agreed.seq() + " recorded in"
+                + " coordination; batch " + bStar + " can never commit (" + why + "): aborting batches "
+                + undecided.tailSet(bStar) + " at their leader replicas");
     }
 
     /**

@@ -61,6 +61,17 @@ public final class VolumeClient {
     private long nextSeq = 1;
     private long nextBatchId = 1;
     private long[] lastSeqOfRegion;
+    /** Per region, the prevNum of the next PUT to it (the region's last accepted seq). */
+    private long[] nextPrevNum;
+    /** Where a mount runs identifyLCP (null: a region that cannot settle keeps the mount waiting). */
+    private io.salus.core.protocol.recovery.Coordination recoveryCoordination;
+    /** Test seam: messages this client does not send (a writer that dies with a batch only partly sent). */
+    private volatile java.util.function.BiPredicate<NodeId, Message> dropForTest;
+    /** Test seam: a mount sends at most this many recovery messages (then it is as if the client died). */
+    private int recoverySendBudget = Integer.MAX_VALUE;
+    /** What the last mount's recovery did: the LCP it recorded or found, the batches it asked to abort. */
+    private io.salus.core.protocol.recovery.Coordination.Lcp lastMountLcp;
+    private java.util.SortedSet<Long> lastMountAborts = java.util.Collections.emptySortedSet();
     /**
      * Per block, the seq of its last write issued above its region's confirmed floor ({@link #confirmedFloor}):
      * what a GET of the block must wait for. Entries at or below the floor are pruned when a batch completes.
@@ -142,12 +153,17 @@ public final class VolumeClient {
         this.signer = signer;
         this.verifier = verifier;
         this.membership = membership;
-        this.net = net;
+        this.net = (to, m) -> {
+            if (dropForTest == null || !dropForTest.test(to, m)) {
+                net.send(to, m);
+            }
+        };
         this.listener = listener;
         this.maxOutstanding = maxOutstandingBatches;
         this.retransmitEvery = retransmitEvery;
         this.tree = new MerkleTree(cfg.hash(), cfg.blockSize(), layout.volumeBlocks());
         this.lastSeqOfRegion = new long[cfg.regionCount()];
+        this.nextPrevNum = new long[cfg.regionCount()];
         for (int r = 0; r < cfg.regionCount(); r++) {
             regionRootHistory.computeIfAbsent(r, k -> new TreeMap<>()).put(0L, tree.node(layout.regionLevel(), r));
         }
@@ -212,8 +228,9 @@ public final class VolumeClient {
             Hash dataHash = cfg.hash().leafHash(w.data());
             Hash root = tree.setLeaf(w.block(), dataHash);
             byRegion.computeIfAbsent(r, k -> new ArrayList<>())
-                    .add(new Put(seq, lastSeqOfRegion[r], w.block(), w.data().clone(), dataHash, root));
+                    .add(new Put(seq, nextPrevNum[r], w.block(), w.data().clone(), dataHash, root));
             lastSeqOfRegion[r] = seq;
+            nextPrevNum[r] = seq;
             recentWrites.put(w.block(), seq);
         }
         int leader = (int) layout.regionOf(writes.get(0).block());
@@ -281,6 +298,8 @@ public final class VolumeClient {
         } else if (m instanceof Message.WriterEpochReply r) {
             onWriterEpochReply(from, r);
         } else if (m instanceof Message.MountState st && remount != null) {
+            remount.offer(from, st);
+        } else if (m instanceof Message.RecoveryState st && remount != null) {
             remount.offer(from, st);
         }
     }
@@ -384,6 +403,7 @@ public final class VolumeClient {
             for (NodeId n : remount.toAsk()) {
                 net.send(n, q);
             }
+            remount.recoveryResends().forEach(e -> net.send(e.getKey(), e.getValue()));
         }
         for (OutBatch ob : outstanding.values()) {
             if (now - ob.sentAt >= retransmitEvery) {
@@ -665,6 +685,7 @@ public final class VolumeClient {
                 tree.setLeaf(b, fresh.leaf(b));
             }
             lastSeqOfRegion[r] = views.get(r).rootRecord().seq();
+            nextPrevNum[r] = lastSeqOfRegion[r];
             TreeMap<Long, Hash> h = new TreeMap<>();
             h.put(lastSeqOfRegion[r], views.get(r).regionRoot());
             regionRootHistory.put(r, h);
@@ -740,6 +761,39 @@ public final class VolumeClient {
     }
 
     /**
+     * The coordination service a mount records identifyLCP in (the volume's ZooKeeper coordination on HBase, the same
+     * the replicas read): with it, a mount that finds batches of the previous writer that can never commit (they
+     * reached only some of their regions) runs recovery (identifyLCP, then the aborts after it) instead of waiting.
+     */
+    public void recoverWith(io.salus.core.protocol.recovery.Coordination coordination) {
+        this.recoveryCoordination = coordination;
+    }
+
+    /**
+     * Tests only: from now on the client does not send what {@code drop} accepts (null: everything is sent). With
+     * a filter for the sub-batches of some regions, a submitted batch reaches only the others: a writer that dies
+     * after sending part of a batch.
+     */
+    public void dropSendsForTest(java.util.function.BiPredicate<NodeId, Message> drop) {
+        this.dropForTest = drop;
+    }
+
+    /** Tests only: the next mounts send at most {@code n} recovery messages in all (a client that dies mid-recovery). */
+    public void limitRecoverySendsForTest(int n) {
+        this.recoverySendBudget = n;
+    }
+
+    /** The LCP the last mount recorded or found in coordination (null: it ran no recovery). */
+    public io.salus.core.protocol.recovery.Coordination.Lcp lastMountLcp() {
+        return lastMountLcp;
+    }
+
+    /** The previous writer's batches the last mount asked the leader replicas to abort. */
+    public java.util.SortedSet<Long> lastMountAborts() {
+        return lastMountAborts;
+    }
+
+    /**
      * Starts the mount protocol against the replicas (a new writer of an existing volume, after a clean close or
      * a crash of the previous writer): asks every replica of every region for its signed state, bound to {@code
      * nonce} (fresh per attempt). Outstanding work is dropped. The answers arrive through {@link #receive}; {@link
@@ -750,7 +804,10 @@ public final class VolumeClient {
         gets.clear();
         recentWrites.clear();
         needsRemount = "a mount against the replicas is in progress";
-        remount = new ReplicaMount(cfg, membership, verifier, signer, nonce);
+        remount = new ReplicaMount(cfg, membership, verifier, signer, nonce, me, recoveryCoordination);
+        remount.recoverySendBudget = recoverySendBudget;
+        lastMountLcp = null;
+        lastMountAborts = java.util.Collections.emptySortedSet();
         remount.sentAt = now;
         for (int r = 0; r < cfg.regionCount(); r++) {
             for (NodeId n : membership.current(r).replicas()) {
@@ -782,6 +839,9 @@ public final class VolumeClient {
             remount.sentAt = now;
             all.forEach(n -> net.send(n, q));
         }
+        remount.takeRecoverySends().forEach(e -> net.send(e.getKey(), e.getValue()));
+        lastMountLcp = remount.lcp();
+        lastMountAborts = remount.abortsRequested();
         if (o instanceof ReplicaMount.Outcome.Refused r) {
             remount = null;
             needsRemount = "the mount was refused: " + r.why();
@@ -798,7 +858,9 @@ public final class VolumeClient {
                 return new ReplicaMount.Outcome.Refused(why);
             }
             for (int r = 0; r < cfg.regionCount(); r++) {
-                lastSeqOfRegion[r] = ready.lastAcceptedSeq()[r];
+                // the next PUT to the region continues its log (prevNum = its last accepted seq, above the applied
+                // one when its last entries were aborted); GETs wait for the applied seq (lastSeqOfRegion)
+                nextPrevNum[r] = ready.lastAcceptedSeq()[r];
             }
             nextBatchId = ready.nextBatchId();
             return new ReplicaMount.Outcome.Mounted(ready.seq(), ready.root(), ready.nextBatchId());

@@ -1,6 +1,7 @@
 package io.salus.core.protocol.message;
 
 import io.salus.core.cert.Certificate;
+import io.salus.core.crypto.NodeId;
 import io.salus.core.merkle.MerkleProof;
 
 /**
@@ -218,6 +219,95 @@ public sealed interface Message {
             return "StateTransfer[region " + region + " gen " + generation + " through " + throughIndex + ", seq "
                     + lastSeq + ", " + blocks.size() + " blocks, " + entries.size() + " entries, " + decisions.size()
                     + " decisions]";
+        }
+    }
+
+    /**
+     * One unresolved entry of a replica's log as it reports it at recovery (issue 14 item 4): the batch, its leader
+     * region and the seqs of its PUTs in this region.
+     */
+    record PendingEntry(long batchId, int leaderRegion, java.util.List<Long> seqs) {
+        public PendingEntry {
+            seqs = java.util.List.copyOf(seqs);
+        }
+    }
+
+    /**
+     * Replica {@code replica} → client, in answer to a <em>fenced</em> {@link MountQuery} (after its {@link MountState}):
+     * what recovery (identifyLCP, §3.3.4) needs of this replica, signed by it over {@link #signedBytes}: the fence it
+     * holds, its unresolved log entries in log order ({@code pending}), and, as a replica of the batch leader region,
+     * the ids of the undecided batches it leads whose client-signed {@link BatchInfo} it holds ({@code batchInfos},
+     * with the BatchInfos themselves). Three of these from the replicas of a participant region that do not list a
+     * batch prove that the region never logs it (the fence keeps the client's sub-batch out, and a replica logs a
+     * sub-batch only from the client or its chain predecessor): the leader replicas may then abort the batch.
+     */
+    record RecoveryState(long nonce, String volume, int region, long generation, NodeId replica, long fenceBelow,
+                         java.util.List<PendingEntry> pending, java.util.List<BatchInfo> batchInfos, byte[] signature)
+            implements Message {
+        public RecoveryState {
+            pending = java.util.List.copyOf(pending);
+            batchInfos = java.util.List.copyOf(batchInfos);
+        }
+
+        /** The bytes the replica signs: everything but the BatchInfos' own bytes (their ids are covered). */
+        public byte[] signedBytes() {
+            io.salus.core.cert.Wire.Out o = new io.salus.core.cert.Wire.Out().u8(0x52).i64(nonce).str8(volume)
+                    .i32(region).i64(generation).str8(replica.name()).i64(fenceBelow).i32(pending.size());
+            for (PendingEntry e : pending) {
+                o.i64(e.batchId()).i32(e.leaderRegion()).i32(e.seqs().size());
+                e.seqs().forEach(o::i64);
+            }
+            o.i32(batchInfos.size());
+            batchInfos.forEach(b -> o.i64(b.batchId()));
+            return o.toByteArray();
+        }
+
+        public RecoveryState withSignature(byte[] sig) {
+            return new RecoveryState(nonce, volume, region, generation, replica, fenceBelow, pending, batchInfos, sig);
+        }
+
+        /** True if this replica lists an unresolved entry of {@code batchId}. */
+        public boolean lists(long batchId) {
+            return pending.stream().anyMatch(e -> e.batchId() == batchId);
+        }
+
+        /** The client-signed BatchInfo of {@code batchId} this (leader) replica holds, or null. */
+        public BatchInfo batchInfo(long batchId) {
+            return batchInfos.stream().filter(b -> b.batchId() == batchId).findFirst().orElse(null);
+        }
+
+        @Override
+        public String toString() {
+            return "RecoveryState[" + replica + " region " + region + " gen " + generation + ", fence " + fenceBelow
+                    + ", pending " + pending.stream().map(e -> e.batchId() + "@" + e.leaderRegion() + e.seqs()).toList()
+                    + ", batch infos " + batchInfos.stream().map(BatchInfo::batchId).toList() + "]";
+        }
+    }
+
+    /**
+     * The mounting client → the three replicas of batch {@code batchId}'s leader region: recovery (identifyLCP,
+     * §3.3.4) aborts this batch of the previous writer, which is after the LCP recorded in coordination for recovery
+     * epoch {@code fence} (the mount's fence). Signed by the client over {@link #signedBytes}. A leader replica signs
+     * TENTATIVE_ABORT(batch, firstSeq..lastSeq) only if it has not decided the batch, the request's fence is the one
+     * it holds, the LCP of that epoch is recorded in coordination and ends before {@code firstSeq}, and it can show
+     * the batch never commits: it holds no BatchInfo of it (so it never signs COMMIT for it), or {@code proof} holds
+     * the signed {@link RecoveryState}s of the three replicas of a participant region, fenced above the batch, none
+     * listing it.
+     */
+    record RecoveryAbort(String volume, long fence, long batchId, int leaderRegion, long firstSeq, long lastSeq,
+                         java.util.List<RecoveryState> proof, byte[] signature) implements Message {
+        public RecoveryAbort {
+            proof = java.util.List.copyOf(proof);
+        }
+
+        public static byte[] signedBytes(String volume, long fence, long batchId, int leaderRegion, long firstSeq,
+                                         long lastSeq) {
+            return new io.salus.core.cert.Wire.Out().u8(0x53).str8(volume).i64(fence).i64(batchId).i32(leaderRegion)
+                    .i64(firstSeq).i64(lastSeq).toByteArray();
+        }
+
+        public byte[] signedBytes() {
+            return signedBytes(volume, fence, batchId, leaderRegion, firstSeq, lastSeq);
         }
     }
 }

@@ -58,7 +58,9 @@ public final class MessageCodec {
         MOUNT_STATE(16, Message.MountState.class),
         STATE_REQUEST(17, Message.StateRequest.class),
         STATE_TRANSFER(18, Message.StateTransfer.class),
-        CHECKPOINT_CERT(19, Message.CheckpointCert.class);
+        CHECKPOINT_CERT(19, Message.CheckpointCert.class),
+        RECOVERY_STATE(20, Message.RecoveryState.class),
+        RECOVERY_ABORT(21, Message.RecoveryAbort.class);
 
         private final int code;
         private final Class<? extends Message> cls;
@@ -115,15 +117,7 @@ public final class MessageCodec {
                 requireSigned(sb.clientSig(), "SubBatch.clientSig");
                 o.blob(sb.encode());
             }
-            case BATCH_INFO -> {
-                BatchInfo i = ((Message.BatchInfoMsg) m).info();
-                o.str8(i.volume()).i64(i.batchId()).i64(i.firstSeq()).i64(i.lastSeq()).i32(i.participants().size());
-                for (int p : i.participants()) {
-                    o.i32(p);
-                }
-                o.i64(i.prevBatchId()).i32(i.prevLeaderRegion()).i64(i.epoch())
-                        .blob(requireSigned(i.clientSig(), "BatchInfo.clientSig"));
-            }
+            case BATCH_INFO -> writeBatchInfo(o, ((Message.BatchInfoMsg) m).info());
             case LOG_CERT -> o.blob(cert(((Message.LogCertMsg) m).tentative(), t));
             case STORE_ACK -> {
                 Message.StoreAck a = (Message.StoreAck) m;
@@ -206,9 +200,97 @@ public final class MessageCodec {
                 o.i32(x.decisions().size());
                 x.decisions().forEach(c -> o.blob(cert(c, t)));
             }
+            case RECOVERY_STATE -> writeRecoveryState(o, (Message.RecoveryState) m);
+            case RECOVERY_ABORT -> {
+                Message.RecoveryAbort a = (Message.RecoveryAbort) m;
+                o.str8(a.volume()).i64(a.fence()).i64(a.batchId()).i32(a.leaderRegion()).i64(a.firstSeq())
+                        .i64(a.lastSeq()).i32(a.proof().size());
+                a.proof().forEach(x -> writeRecoveryState(o, x));
+                o.blob(requireSigned(a.signature(), "RecoveryAbort.signature"));
+            }
             default -> throw new AssertionError(t);
         }
         return o.toByteArray();
+    }
+
+    private static void writeBatchInfo(Wire.Out o, BatchInfo i) {
+        o.str8(i.volume()).i64(i.batchId()).i64(i.firstSeq()).i64(i.lastSeq()).i32(i.participants().size());
+        for (int p : i.participants()) {
+            o.i32(p);
+        }
+        o.i64(i.prevBatchId()).i32(i.prevLeaderRegion()).i64(i.epoch())
+                .blob(requireSigned(i.clientSig(), "BatchInfo.clientSig"));
+    }
+
+    private static void writeRecoveryState(Wire.Out o, Message.RecoveryState s) {
+        o.i64(s.nonce()).str8(s.volume()).i32(s.region()).i64(s.generation()).str8(s.replica().name())
+                .i64(s.fenceBelow()).i32(s.pending().size());
+        for (Message.PendingEntry e : s.pending()) {
+            o.i64(e.batchId()).i32(e.leaderRegion()).i32(e.seqs().size());
+            e.seqs().forEach(o::i64);
+        }
+        o.i32(s.batchInfos().size());
+        s.batchInfos().forEach(b -> writeBatchInfo(o, b));
+        o.blob(requireSigned(s.signature(), "RecoveryState.signature"));
+    }
+
+    private static BatchInfo readBatchInfo(Wire.In in) {
+        String volume = in.str8("volume");
+        long batchId = in.i64("batch id");
+        long firstSeq = in.i64("first seq");
+        long lastSeq = in.i64("last seq");
+        int n = in.i32("participant count");
+        if (n < 0 || n > in.remaining() / 4) {
+            throw new CertificateFormatException("participant count " + n + " does not fit the "
+                    + in.remaining() + " bytes left", in.pos() - 4);
+        }
+        List<Integer> participants = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            participants.add(in.i32("participant " + i));
+        }
+        long prevBatch = in.i64("previous batch id");
+        int prevLeader = in.i32("previous leader region");
+        long epoch = in.i64("writer epoch");
+        if (epoch < 0) {
+            throw new CertificateFormatException("writer epoch " + epoch + " < 0", in.pos() - 8);
+        }
+        byte[] sig = in.blob("client signature");
+        return new BatchInfo(volume, batchId, firstSeq, lastSeq, participants, prevBatch, prevLeader, epoch, sig);
+    }
+
+    private static Message.RecoveryState readRecoveryState(Wire.In in) {
+        long nonce = in.i64("nonce");
+        String volume = in.str8("volume");
+        int region = in.i32("region");
+        long generation = in.i64("generation");
+        int at = in.pos();
+        String name = in.str8("replica");
+        io.salus.core.crypto.NodeId replica;
+        try {
+            replica = io.salus.core.crypto.NodeId.of(name);
+        } catch (IllegalArgumentException e) {
+            throw new CertificateFormatException("replica id: " + e.getMessage(), at);
+        }
+        long fence = in.i64("fence");
+        int n = count(in, 16, "pending entry count");
+        List<Message.PendingEntry> pending = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            long batch = in.i64("pending batch id " + i);
+            int leader = in.i32("pending leader region " + i);
+            int k = count(in, 8, "pending seq count " + i);
+            List<Long> seqs = new ArrayList<>(k);
+            for (int j = 0; j < k; j++) {
+                seqs.add(in.i64("pending seq " + j));
+            }
+            pending.add(new Message.PendingEntry(batch, leader, seqs));
+        }
+        int b = count(in, 40, "batch info count");
+        List<BatchInfo> infos = new ArrayList<>(b);
+        for (int i = 0; i < b; i++) {
+            infos.add(readBatchInfo(in));
+        }
+        return new Message.RecoveryState(nonce, volume, region, generation, replica, fence, pending, infos,
+                in.blob("replica signature"));
     }
 
     /** About the encoded size, so that block-carrying messages are written without regrowing the buffer. */
@@ -276,30 +358,7 @@ public final class MessageCodec {
                     throw e.within("sub-batch", start);
                 }
             }
-            case BATCH_INFO -> {
-                String volume = in.str8("volume");
-                long batchId = in.i64("batch id");
-                long firstSeq = in.i64("first seq");
-                long lastSeq = in.i64("last seq");
-                int n = in.i32("participant count");
-                if (n < 0 || n > in.remaining() / 4) {
-                    throw new CertificateFormatException("participant count " + n + " does not fit the "
-                            + in.remaining() + " bytes left", in.pos() - 4);
-                }
-                List<Integer> participants = new ArrayList<>(n);
-                for (int i = 0; i < n; i++) {
-                    participants.add(in.i32("participant " + i));
-                }
-                long prevBatch = in.i64("previous batch id");
-                int prevLeader = in.i32("previous leader region");
-                long epoch = in.i64("writer epoch");
-                if (epoch < 0) {
-                    throw new CertificateFormatException("writer epoch " + epoch + " < 0", in.pos() - 8);
-                }
-                byte[] sig = in.blob("client signature");
-                yield new Message.BatchInfoMsg(new BatchInfo(volume, batchId, firstSeq, lastSeq, participants,
-                        prevBatch, prevLeader, epoch, sig));
-            }
+            case BATCH_INFO -> new Message.BatchInfoMsg(readBatchInfo(in));
             case LOG_CERT -> new Message.LogCertMsg(cert(in, t));
             case STORE_ACK -> {
                 int region = in.i32("region");
@@ -344,6 +403,22 @@ public final class MessageCodec {
                     in.i64("through index"));
             case CHECKPOINT_VOTE -> new Message.CheckpointVote(cert(in, t));
             case CHECKPOINT_CERT -> new Message.CheckpointCert(cert(in, t));
+            case RECOVERY_STATE -> readRecoveryState(in);
+            case RECOVERY_ABORT -> {
+                String volume = in.str8("volume");
+                long fence = in.i64("fence");
+                long batch = in.i64("batch id");
+                int leader = in.i32("leader region");
+                long first = in.i64("first seq");
+                long last = in.i64("last seq");
+                int n = count(in, 40, "proof count");
+                List<Message.RecoveryState> proof = new ArrayList<>(n);
+                for (int i = 0; i < n; i++) {
+                    proof.add(readRecoveryState(in));
+                }
+                yield new Message.RecoveryAbort(volume, fence, batch, leader, first, last, proof,
+                        in.blob("client signature"));
+            }
             case WRITER_FENCE -> new Message.WriterFence(cert(in, t));
             case WRITER_EPOCH_REPLY -> new Message.WriterEpochReply(in.str8("volume"), in.i32("region"),
                     in.i64("batch id"), in.i64("client epoch"), in.i64("replica epoch"), in.blob("replica signature"));

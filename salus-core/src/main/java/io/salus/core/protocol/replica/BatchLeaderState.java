@@ -109,6 +109,12 @@ final class BatchLeaderState {
         return lb != null && lb.voted.contains(voter);
     }
 
+    /** The BatchInfo of an undecided batch led here, or null. */
+    io.salus.core.protocol.message.BatchInfo info(long batchId) {
+        LeaderBatch lb = leading.get(batchId);
+        return lb == null ? null : lb.info;
+    }
+
     boolean knowsInfo(long batchId) {
         LeaderBatch lb = leading.get(batchId);
         return lb != null && lb.info != null;

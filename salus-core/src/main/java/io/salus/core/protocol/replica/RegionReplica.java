@@ -511,6 +511,8 @@ public final class RegionReplica {
             onStateRequest(from, r);
         } else if (m instanceof Message.StateTransfer x) {
             onStateTransfer(from, x);
+        } else if (m instanceof Message.RecoveryAbort a) {
+            onRecoveryAbort(from, a);
         }
     }
 
@@ -548,13 +550,204 @@ public final class RegionReplica {
                     Message.MountQuery.signedBytes(cfg.volume(), q.nonce(), q.fenceBelow()), q.signature())) {
                 return; // only the client fences its predecessor
             }
-            fenceBelow = Math.max(fenceBelow, q.fenceBelow());
+            if (q.fenceBelow() > fenceBelow) {
+                fenceBelow = q.fenceBelow();
+                // a sub-batch parked for its predecessor is logged only once that one is: after the fence the client's
+                // missing predecessor is never logged here, so the parked one never is either. Dropped now, so that
+                // what this replica reports below (no entry of a batch) stays true (recovery's proof that a batch
+                // never commits). One parked from the chain predecessor comes again with its retransmission.
+                log.dropWaitingBelow(fenceBelow);
+            }
         }
         Message.MountState honest = new Message.MountState(q.nonce(), cfg.volume(), regionId.index(), rrs.generation(),
                 fenceBelow, lastBatchId, log.lastAcceptedSeq, log.nextIndex - 1, log.resolvedIndex, appliedSeq, store.root(),
                 rootRecord.root(), rootRecord.seq(), new TreeMap<>(store.leafHashes()), null);
         Message.MountState s = hooks.mountReport(honest);
         net.send(clientId, s.withSignature(signer.sign(s.signedBytes())));
+        if (q.fenceBelow() > 0) {
+            net.send(clientId, recoveryState(q.nonce()));
+        }
+    }
+
+    /**
+     * What recovery at mount needs of this replica (identifyLCP, issue 14 item 4), signed: the fence it holds, its
+     * unresolved entries in log order, and the undecided batches it leads whose BatchInfo it holds.
+     */
+    private Message.RecoveryState recoveryState(long nonce) {
+        List<Message.PendingEntry> pending = new ArrayList<>();
+        for (ReplicaLog.Entry e : log.entries()) {
+            if (!e.resolved) {
+                pending.add(new Message.PendingEntry(e.sb.batchId(), e.sb.leaderRegion(),
+                        e.sb.puts().stream().map(Put::seq).toList()));
+            }
+        }
+        List<BatchInfo> infos = new ArrayList<>();
+        for (BatchLeaderState.LeaderBatch lb : batchLeader.batches()) {
+            if (lb.info != null && !batchLeader.decided(lb.info.batchId())) {
+                infos.add(lb.info);
+            }
+        }
+        infos.sort(java.util.Comparator.comparingLong(BatchInfo::batchId));
+        Message.RecoveryState st = new Message.RecoveryState(nonce, cfg.volume(), regionId.index(), rrs.generation(),
+                me, fenceBelow, pending, infos, null);
+        return st.withSignature(signer.sign(st.signedBytes()));
+    }
+
+    // ------------------------------------------------------------------ recovery at mount: abort after the LCP
+
+    /** Recovery aborts this replica signed, and refused (the last refusal's reason: tests, counters). */
+    private volatile long recoveryAbortsSigned;
+    private volatile long recoveryAbortsRefused;
+    private volatile String lastRecoveryAbortRefusal;
+
+    public long recoveryAbortsSigned() {
+        return recoveryAbortsSigned;
+    }
+
+    public long recoveryAbortsRefused() {
+        return recoveryAbortsRefused;
+    }
+
+    public String lastRecoveryAbortRefusal() {
+        return lastRecoveryAbortRefusal;
+    }
+
+    private void refuseRecoveryAbort(Message.RecoveryAbort a, String why) {
+        recoveryAbortsRefused++;
+        lastRecoveryAbortRefusal = "batch " + a.batchId() + " (fence " + a.fence() + "): " + why;
+    }
+
+    /**
+     * The mounting client asks this leader replica to abort batch {@code a.batchId()} of the previous writer, after
+     * the LCP of recovery epoch {@code a.fence()} (§3.3.4, issue 14 item 4). Signed TENTATIVE_ABORT only if all of
+     * these hold, each checked here against this replica's own state and the coordination service, never on the
+     * client's word:
+     * <ul>
+     *   <li>the request is signed by the client, for this volume, to this leader region;</li>
+     *   <li>this replica has not decided the batch (a decision is never changed: a COMMIT it signed stays, so no
+     *       ABORT certificate of a committed batch can form — it needs all three leader replicas);</li>
+     *   <li>the request's fence is the one this replica holds (a mount's signed query set it) and the batch is
+     *       below it: a request of an earlier mount (stale) is refused;</li>
+     *   <li>the LCP of that recovery epoch is recorded in coordination and ends before the batch's first seq (the
+     *       batch is after the agreed prefix);</li>
+     *   <li>the batch can never commit: this replica holds no BatchInfo of it (it never signs a COMMIT without one,
+     *       and with the fence and this decision it never will), or it does and {@code proof} holds the signed
+     *       recovery states of the three current replicas of one of its participant regions, fenced above the batch,
+     *       none listing an entry of it (that region never votes YES);</li>
+     *   <li>with a BatchInfo, the requested seq range is the batch's.</li>
+     * </ul>
+     * The ABORT (recorded on the disk before it is sent) goes to every replica of every region; participants accept
+     * it only with the three leader signatures, as any decision.
+     */
+    private void onRecoveryAbort(NodeId from, Message.RecoveryAbort a) {
+        if (!from.equals(clientId) || !a.volume().equals(cfg.volume()) || a.leaderRegion() != regionId.index()) {
+            return; // not for this leader replica
+        }
+        if (a.signature() == null || !verifier.verify(clientId, a.signedBytes(), a.signature())) {
+            refuseRecoveryAbort(a, "not signed by the client");
+            return;
+        }
+        long b = a.batchId();
+        Certificate mine = batchLeader.decision(b);
+        if (mine != null) {
+            sendDecision(mine, null); // decided already (a retransmitted request): the same decision again
+            return;
+        }
+        if (batchLeader.decided(b)) {
+            refuseRecoveryAbort(a, "decided here long ago (its decision is only on the disk)");
+            return;
+        }
+        if (fenceBelow <= 0 || a.fence() != fenceBelow || b >= fenceBelow) {
+            refuseRecoveryAbort(a, "this replica holds fence " + fenceBelow + " (a stale request, or a batch of the"
+                    + " current writer)");
+            return;
+        }
+        if (a.firstSeq() < 1 || a.lastSeq() < a.firstSeq()) {
+            refuseRecoveryAbort(a, "seq range " + a.firstSeq() + ".." + a.lastSeq());
+            return;
+        }
+        BatchInfo info = batchLeader.info(b);
+        if (info != null && (info.firstSeq() != a.firstSeq() || info.lastSeq() != a.lastSeq())) {
+            refuseRecoveryAbort(a, "the batch's BatchInfo says seqs " + info.firstSeq() + ".." + info.lastSeq()
+                    + ", not " + a.firstSeq() + ".." + a.lastSeq());
+            return;
+        }
+        Optional<Coordination.Lcp> lcp;
+        try {
+            lcp = coordination.lcp(a.fence());
+        } catch (RuntimeException e) {
+            refuseRecoveryAbort(a, "cannot read the LCP of recovery epoch " + a.fence() + ": " + e.getMessage());
+            return;
+        }
+        if (lcp.isEmpty()) {
+            refuseRecoveryAbort(a, "no LCP of recovery epoch " + a.fence() + " in coordination");
+            return;
+        }
+        if (lcp.get().seq() >= a.firstSeq()) {
+            refuseRecoveryAbort(a, "the LCP of recovery epoch " + a.fence() + " (seq " + lcp.get().seq()
+                    + ") covers its first seq " + a.firstSeq());
+            return;
+        }
+        if (info != null && !neverVotedYes(info, a.proof())) {
+            refuseRecoveryAbort(a, "it holds the batch's BatchInfo and no participant region's three replicas prove"
+                    + " they never log it");
+            return;
+        }
+        Statement.Decision st = new Statement.Decision(false, cfg.volume(), b, a.firstSeq(), a.lastSeq(), regionId,
+                rrs.generation());
+        Certificate t = Certificate.sign(CertType.TENTATIVE_ABORT, st, signer);
+        disk.recordDecision(rrs.generation(), t); // durable before it is sent: never flipped to COMMIT
+        batchLeader.decide(b, t);
+        List<Integer> all = new ArrayList<>();
+        for (int r = 0; r < cfg.regionCount(); r++) {
+            all.add(r);
+        }
+        ledParticipants.put(b, info != null ? info.participants() : all);
+        maxLedBatch = Math.max(maxLedBatch, b);
+        recoveryAbortsSigned++;
+        sendDecision(t, batchLeader.takeWaiters(b));
+    }
+
+    /** Sends a decision this replica signed to every replica of every region (and {@code extra}). */
+    private void sendDecision(Certificate t, Set<NodeId> extra) {
+        Set<NodeId> to = new HashSet<>();
+        for (int r = 0; r < cfg.regionCount(); r++) {
+            to.addAll(membership.current(r).replicas());
+        }
+        if (extra != null) {
+            to.addAll(extra);
+        }
+        for (NodeId n : to) {
+            net.send(n, new Message.DecisionMsg(t));
+        }
+    }
+
+    /**
+     * True if {@code proof} holds, for one participant region of the batch, the signed recovery states of its three
+     * current replicas, each fenced above the batch and listing no entry of it: such a region never logs the
+     * batch (the client's sub-batch is refused below the fence; a replica logs a sub-batch only from the client or
+     * its chain predecessor), so at least its correct replica never votes YES and no COMMIT can form.
+     */
+    private boolean neverVotedYes(BatchInfo info, List<Message.RecoveryState> proof) {
+        long b = info.batchId();
+        for (int p : info.participants()) {
+            if (p < 0 || p >= cfg.regionCount()) {
+                continue;
+            }
+            RrsConfig c = membership.current(p);
+            Set<NodeId> shown = new HashSet<>();
+            for (Message.RecoveryState x : proof) {
+                if (x.region() == p && x.volume().equals(cfg.volume()) && x.generation() == c.generation()
+                        && c.replicas().contains(x.replica()) && x.fenceBelow() > b && !x.lists(b)
+                        && x.signature() != null && verifier.verify(x.replica(), x.signedBytes(), x.signature())) {
+                    shown.add(x.replica());
+                }
+            }
+            if (shown.size() == c.replicas().size()) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Periodic retransmission (lost messages, restarted peers). Idempotent for every receiver. */
@@ -1035,6 +1228,11 @@ public final class RegionReplica {
     private void onBatchInfo(NodeId from, BatchInfo info) {
         if (!from.equals(clientId) || !info.volume().equals(cfg.volume()) || info.clientSig() == null
                 || !verifier.verify(clientId, info.signedBytes(), info.clientSig())) {
+            return;
+        }
+        if (info.batchId() < fenceBelow && !batchLeader.knowsInfo(info.batchId())) {
+            // a late BatchInfo of a writer a mount fenced: not taken, so a leader replica that reported no BatchInfo
+            // of the batch to the mount never gets one (recovery may abort the batch on that report)
             return;
         }
         if (refusedForEpoch(info.batchId(), info.epoch())) {

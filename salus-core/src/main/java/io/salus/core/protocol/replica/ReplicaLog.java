@@ -127,6 +127,11 @@ final class ReplicaLog {
         return false;
     }
 
+    /** Forgets parked sub-batches of batches below {@code batchId} (a mount fenced their writer). */
+    void dropWaitingBelow(long batchId) {
+        waiting.values().removeIf(sb -> sb.batchId() < batchId);
+    }
+
     /** Forgets parked sub-batches whose predecessor is behind the last accepted seq (the log went past them). */
     void dropStaleWaiting() {
         waiting.keySet().removeIf(prev -> prev < lastAcceptedSeq);

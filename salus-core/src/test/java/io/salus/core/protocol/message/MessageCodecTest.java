@@ -122,6 +122,26 @@ class MessageCodecTest {
                     puts, bytes(64));
         }
 
+        Message.RecoveryState recoveryState() {
+            List<Message.PendingEntry> pending = new ArrayList<>();
+            for (int i = rnd.nextInt(4); i > 0; i--) {
+                List<Long> seqs = new ArrayList<>();
+                for (int j = 1 + rnd.nextInt(4); j > 0; j--) {
+                    seqs.add((long) rnd.nextInt(1000));
+                }
+                pending.add(new Message.PendingEntry(anyLong(), rnd.nextInt(64), seqs));
+            }
+            List<BatchInfo> infos = new ArrayList<>();
+            for (int i = rnd.nextInt(3); i > 0; i--) {
+                long f = rnd.nextInt(1000);
+                infos.add(new BatchInfo(volume(), anyLong(), f, f + rnd.nextInt(9), List.of(rnd.nextInt(64)),
+                        anyLong(), rnd.nextInt(64), rnd.nextLong() & Long.MAX_VALUE, bytes(64)));
+            }
+            return new Message.RecoveryState(anyLong(), volume(), rnd.nextInt(64), rnd.nextInt(9),
+                    io.salus.core.crypto.NodeId.of("v/" + rnd.nextInt(64) + "/r" + rnd.nextInt(3)), anyLong(), pending,
+                    infos, bytes(64));
+        }
+
         Message of(MessageCodec.Type t) {
             return switch (t) {
                 case SUB_BATCH -> new Message.SubBatchMsg(subBatch());
@@ -188,6 +208,16 @@ class MessageCodecTest {
                     }
                     yield new Message.StateTransfer(rnd.nextInt(64), rnd.nextInt(9), anyLong(), anyLong(), hash(),
                             anyLong(), blocks, entries, certs);
+                }
+                case RECOVERY_STATE -> recoveryState();
+                case RECOVERY_ABORT -> {
+                    List<Message.RecoveryState> proof = new ArrayList<>();
+                    for (int i = rnd.nextInt(4); i > 0; i--) {
+                        proof.add(recoveryState());
+                    }
+                    long f = rnd.nextInt(1000);
+                    yield new Message.RecoveryAbort(volume(), anyLong(), anyLong(), rnd.nextInt(64), f,
+                            f + rnd.nextInt(9), proof, bytes(64));
                 }
             };
         }

@@ -1,0 +1,322 @@
+package io.salus.core.protocol;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+import io.salus.core.cert.CertType;
+import io.salus.core.cert.Certificate;
+import io.salus.core.cert.Statement;
+import io.salus.core.crypto.NodeId;
+import io.salus.core.protocol.PipelinedCommitTest.Envelope;
+import io.salus.core.protocol.client.BlockWrite;
+import io.salus.core.protocol.client.ReplicaMount;
+import io.salus.core.protocol.client.VolumeClient;
+import io.salus.core.protocol.message.Message;
+import io.salus.core.protocol.recovery.Coordination;
+import io.salus.core.protocol.replica.RegionReplica;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Recovery at mount (issue 14 item 4, §3.3.4 identifyLCP): a previous writer died with a batch that reached only some
+ * of its regions (or whose BatchInfo reached no leader replica). Such a batch is never decided by the protocol (leaders
+ * never abort on a timeout), so before this a new writer's mount waited for ever
+ * ({@code PipelinedCommitTest#aLateSubBatchAfterTheFenceIsNotLoggedAndTheUndecidedRegionKeepsTheMountWaiting}). Now the
+ * mount records the LCP in coordination, the leader replicas abort the batches after it (each checking the request
+ * itself), and the mount completes at the LCP. Real replicas, witnesses and client over the in-memory network of
+ * {@link PipelinedCommitTest} (its harness: two regions of 8 blocks, region 0 = blocks 0..7, region 1 = 8..15).
+ */
+class MountRecoveryTest {
+    final PipelinedCommitTest h = new PipelinedCommitTest();
+    long now;
+
+    /** The first writer commits block 1 (seq 1), then dies with batch 2 (blocks 2, 10) sent to region 0 only. */
+    void firstWriterDiesWithAPartialBatch() {
+        assertTrue(h.client.submit(List.of(new BlockWrite(1, PipelinedCommitTest.data(1)))) > 0);
+        h.drain();
+        assertEquals(1, h.acked.size());
+        h.hold = e -> e.m() instanceof Message.SubBatchMsg s && s.subBatch().region() == 1;
+        assertTrue(h.client.submit(List.of(new BlockWrite(2, PipelinedCommitTest.data(2)),
+                new BlockWrite(10, PipelinedCommitTest.data(3)))) > 0);
+        h.drain();
+        h.held.clear(); // the writer died before these left it
+        h.hold = e -> false;
+        assertEquals(1, h.acked.size(), "batch 2 is not acknowledged");
+    }
+
+    VolumeClient newWriterWithRecovery() {
+        VolumeClient w = h.newWriter();
+        w.recoverWith(h.coord);
+        return w;
+    }
+
+    /** Runs the mount until it is no longer waiting: messages delivered, retransmission periods passing. */
+    ReplicaMount.Outcome mount(VolumeClient w, long nonce) {
+        w.beginRemount(nonce);
+        ReplicaMount.Outcome o = null;
+        for (int i = 0; i < 30; i++) {
+            h.drain();
+            o = w.remountOutcome();
+            if (!(o instanceof ReplicaMount.Outcome.Waiting)) {
+                return o;
+            }
+            h.drain();
+            now += 1000;
+            w.tick(now);
+            h.replicas.values().forEach(RegionReplica::tick);
+        }
+        return o;
+    }
+
+    RegionReplica leader(int i) {
+        return h.replicas.get(h.configs.get(0).replicas().get(i));
+    }
+
+    @Test
+    void aBatchThatReachedOnlySomeRegionsIsAbortedAfterTheLcpAndTheMountCompletesThere() {
+        firstWriterDiesWithAPartialBatch();
+        VolumeClient w = newWriterWithRecovery();
+        ReplicaMount.Outcome o = mount(w, 9);
+        var m = assertInstanceOf(ReplicaMount.Outcome.Mounted.class, o, String.valueOf(o));
+        assertEquals(1, m.seq(), "mounted at the LCP: the last committed PUT");
+        Coordination.Lcp lcp = h.coord.lcp(m.nextBatchId()).orElseThrow(); // the fence is the recovery epoch
+        assertEquals(1, lcp.seq());
+        assertEquals(m.root(), lcp.root());
+        assertEquals(lcp, w.lastMountLcp());
+        assertEquals(List.of(2L), List.copyOf(w.lastMountAborts()));
+        assertEquals(2, h.coord.reports(m.nextBatchId()).size(), "every region's report is in the LCP file");
+        for (NodeId r : h.configs.get(0).replicas()) {
+            Certificate d = h.replicas.get(r).decisionCertificate(2);
+            assertNotNull(d, r + " learned batch 2's decision");
+            assertEquals(CertType.ABORT, d.type());
+            assertEquals(1, h.replicas.get(r).appliedSeq(), r + ": batch 2's write to block 2 is not applied");
+        }
+        for (int i = 0; i < 3; i++) {
+            assertEquals(1, leader(i).recoveryAbortsSigned(), "leader replica " + i + " signed the abort");
+        }
+    }
+
+    @Test
+    void afterTheRecoveryTheNewWriterWritesAndReadsBothRegions() {
+        firstWriterDiesWithAPartialBatch();
+        VolumeClient w = newWriterWithRecoveryNoEpoch();
+        assertInstanceOf(ReplicaMount.Outcome.Mounted.class, mount(w, 9));
+        int before = h.acked.size();
+        long id = w.submit(List.of(new BlockWrite(3, PipelinedCommitTest.data(7)),
+                new BlockWrite(11, PipelinedCommitTest.data(8))));
+        assertTrue(id > 0);
+        h.drain();
+        assertEquals(before + 1, h.acked.size(), "the new writer's batch commits in both regions");
+        w.get(1);
+        w.get(2);
+        w.get(3);
+        w.get(10);
+        w.get(11);
+        h.drain();
+        assertArrayEquals(PipelinedCommitTest.data(1), h.got.get(1L), "the committed write reads back");
+        assertArrayEquals(new byte[16], h.got.get(2L), "the aborted batch's block 2 reads as never written");
+        assertArrayEquals(new byte[16], h.got.get(10L), "its block 10 too");
+        assertArrayEquals(PipelinedCommitTest.data(7), h.got.get(3L));
+        assertArrayEquals(PipelinedCommitTest.data(8), h.got.get(11L));
+    }
+
+    VolumeClient newWriterWithRecoveryNoEpoch() {
+        return newWriterWithRecovery();
+    }
+
+    @Test
+    void aBatchWhoseBatchInfoReachedNoLeaderIsAborted() {
+        assertTrue(h.client.submit(List.of(new BlockWrite(1, PipelinedCommitTest.data(1)))) > 0);
+        h.drain();
+        h.hold = e -> e.m() instanceof Message.BatchInfoMsg;
+        assertTrue(h.client.submit(List.of(new BlockWrite(2, PipelinedCommitTest.data(2)),
+                new BlockWrite(10, PipelinedCommitTest.data(3)))) > 0);
+        h.drain();
+        h.held.clear();
+        h.hold = e -> false;
+        VolumeClient w = newWriterWithRecovery();
+        var m = assertInstanceOf(ReplicaMount.Outcome.Mounted.class, mount(w, 9));
+        assertEquals(1, m.seq());
+        for (int r = 0; r < 2; r++) {
+            for (NodeId n : h.configs.get(r).replicas()) {
+                assertEquals(CertType.ABORT, h.replicas.get(n).decisionCertificate(2).type(), n + " aborted batch 2");
+            }
+        }
+    }
+
+    /** Later batches of the dead writer after the stuck one are aborted too, whichever way their leaders learn it. */
+    @Test
+    void everyBatchAfterTheStuckOneIsAbortedAndNothingOfThemIsApplied() {
+        assertTrue(h.client.submit(List.of(new BlockWrite(1, PipelinedCommitTest.data(1)))) > 0);
+        h.drain();
+        h.hold = e -> e.m() instanceof Message.SubBatchMsg s && s.subBatch().batchId() == 2 && s.subBatch().region() == 1;
+        assertTrue(h.client.submit(List.of(new BlockWrite(2, PipelinedCommitTest.data(2)),
+                new BlockWrite(10, PipelinedCommitTest.data(3)))) > 0);
+        // batch 3 led by region 1, reaches both regions
+        assertTrue(h.client.submit(List.of(new BlockWrite(12, PipelinedCommitTest.data(4)),
+                new BlockWrite(4, PipelinedCommitTest.data(5)))) > 0);
+        h.drain();
+        h.held.clear();
+        h.hold = e -> false;
+        assertEquals(1, h.acked.size());
+        VolumeClient w = newWriterWithRecovery();
+        var m = assertInstanceOf(ReplicaMount.Outcome.Mounted.class, mount(w, 9));
+        assertEquals(1, m.seq());
+        for (NodeId n : h.configs.get(0).replicas()) {
+            assertEquals(1, h.replicas.get(n).appliedSeq(), n + " applied nothing after seq 1");
+            assertEquals(CertType.ABORT, h.replicas.get(n).decisionCertificate(2).type(), n + " aborted batch 2");
+            assertEquals(CertType.ABORT, h.replicas.get(n).decisionCertificate(3).type(), n + " aborted batch 3");
+        }
+        for (NodeId n : h.configs.get(1).replicas()) {
+            assertEquals(0, h.replicas.get(n).appliedSeq(), n + " logged neither batch");
+        }
+    }
+
+    /**
+     * The mount dies after its abort reached one leader replica of three (one TENTATIVE_ABORT signed, no ABORT
+     * certificate): the next mount finds the same LCP recorded, asks again, and completes at it.
+     */
+    @Test
+    void aMountThatDiesMidRecoveryIsCompletedByTheNextOne() {
+        firstWriterDiesWithAPartialBatch();
+        VolumeClient w1 = newWriterWithRecovery();
+        w1.limitRecoverySendsForTest(2); // the fenced query and the abort to the first leader replica, then dead
+        ReplicaMount.Outcome o1 = mount(w1, 9);
+        assertInstanceOf(ReplicaMount.Outcome.Waiting.class, o1, "the first mount never completes: " + o1);
+        assertEquals(1, leader(0).recoveryAbortsSigned());
+        assertEquals(0, leader(1).recoveryAbortsSigned() + leader(2).recoveryAbortsSigned());
+        for (NodeId r : h.configs.get(0).replicas()) {
+            assertNull(h.replicas.get(r).decisionCertificate(2), "no ABORT certificate yet");
+        }
+        Coordination.Lcp recorded = w1.lastMountLcp();
+        assertNotNull(recorded);
+        h.net.clear(); // whatever the dead mount had in flight is gone
+        VolumeClient w2 = newWriterWithRecovery();
+        var m = assertInstanceOf(ReplicaMount.Outcome.Mounted.class, mount(w2, 10));
+        assertEquals(recorded, w2.lastMountLcp(), "the second mount continued the recorded decision");
+        assertEquals(1, m.seq());
+        for (NodeId r : h.configs.get(0).replicas()) {
+            assertEquals(CertType.ABORT, h.replicas.get(r).decisionCertificate(2).type());
+        }
+    }
+
+    /** An LCP recorded in coordination that is not the volume's committed prefix stops the mount; nothing is aborted. */
+    @Test
+    void aForgedLcpInCoordinationStopsTheMountAndAbortsNothing() {
+        firstWriterDiesWithAPartialBatch();
+        long fence = ReplicaMount.BATCH_ID_EPOCH; // what the mount will choose: batch ids so far are below 2^32
+        h.coord.putLcp(new Coordination.Lcp(fence, 0, io.salus.core.protocol.recovery.RegionLogRecovery
+                .emptyVolumeRoot(h.cfg)));
+        VolumeClient w = newWriterWithRecovery();
+        var r = assertInstanceOf(ReplicaMount.Outcome.Refused.class, mount(w, 9));
+        assertTrue(r.why().contains("coordination holds the LCP seq 0"), r.why());
+        for (int i = 0; i < 3; i++) {
+            assertEquals(0, leader(i).recoveryAbortsSigned());
+        }
+    }
+
+    /**
+     * The leader replicas check every abort themselves: not signed by the client, a stale fence, a committed batch,
+     * no LCP recorded or one that covers the batch, a batch whose BatchInfo they hold without (or with a forged)
+     * proof, a range that is not the batch's: each is refused and nothing is signed. The genuine request is signed.
+     */
+    @Test
+    void forgedStaleAndUnprovenAbortsAreRefusedByTheLeaderReplicas() {
+        firstWriterDiesWithAPartialBatch();
+        VolumeClient w = newWriterWithRecovery();
+        w.limitRecoverySendsForTest(0); // records the LCP, sends no abort: the test sends its own
+        assertInstanceOf(ReplicaMount.Outcome.Waiting.class, mount(w, 9));
+        long fence = ReplicaMount.BATCH_ID_EPOCH;
+        assertEquals(1, h.coord.lcp(fence).orElseThrow().seq());
+        RegionReplica l0 = leader(0);
+        NodeId clientId = h.clientId;
+        // the states of region 1's three replicas, as they signed them for the mount: the genuine proof
+        List<Message.RecoveryState> proof = new ArrayList<>();
+        for (Envelope e : h.sent) {
+            if (e.m() instanceof Message.RecoveryState s && s.region() == 1 && s.fenceBelow() == fence
+                    && proof.stream().noneMatch(x -> x.replica().equals(s.replica()))) {
+                proof.add(s);
+            }
+        }
+        assertEquals(3, proof.size());
+
+        // not signed by the client (a replica's key)
+        NodeId rep = h.configs.get(1).primary();
+        byte[] bad = h.signers.get(rep).sign(Message.RecoveryAbort.signedBytes("v", fence, 2, 0, 2, 3));
+        l0.receive(clientId, new Message.RecoveryAbort("v", fence, 2, 0, 2, 3, proof, bad));
+        assertRefused(l0, 1, "not signed by the client");
+        // a committed batch: its decision is sent again, never an abort
+        l0.receive(clientId, abort(fence, 1, 1, 1, proof));
+        assertEquals(CertType.TENTATIVE_COMMIT, l0Decision(l0, 1));
+        // stale fences
+        l0.receive(clientId, abort(fence - 1, 2, 2, 3, proof));
+        assertRefused(l0, 2, "holds fence");
+        l0.receive(clientId, abort(fence + ReplicaMount.BATCH_ID_EPOCH, 2, 2, 3, proof));
+        assertRefused(l0, 3, "holds fence");
+        // a range that is not the batch's (its BatchInfo says 2..3)
+        l0.receive(clientId, abort(fence, 2, 1, 3, proof));
+        assertRefused(l0, 4, "BatchInfo says seqs 2..3");
+        // no proof, and a forged proof (one state re-signed by another replica; one that lists the batch)
+        l0.receive(clientId, abort(fence, 2, 2, 3, List.of()));
+        assertRefused(l0, 5, "no participant region");
+        List<Message.RecoveryState> forged = new ArrayList<>(proof);
+        Message.RecoveryState s0 = forged.get(0);
+        forged.set(0, s0.withSignature(h.signers.get(h.configs.get(0).primary()).sign(s0.signedBytes())));
+        l0.receive(clientId, abort(fence, 2, 2, 3, forged));
+        assertRefused(l0, 6, "no participant region");
+        List<Message.RecoveryState> listing = new ArrayList<>(proof);
+        Message.RecoveryState lied = new Message.RecoveryState(s0.nonce(), s0.volume(), s0.region(), s0.generation(),
+                s0.replica(), s0.fenceBelow(), List.of(new Message.PendingEntry(2, 0, List.of(3L))), List.of(), null);
+        listing.set(0, lied.withSignature(h.signers.get(s0.replica()).sign(lied.signedBytes())));
+        l0.receive(clientId, abort(fence, 2, 2, 3, listing));
+        assertRefused(l0, 7, "no participant region");
+        assertNull(l0Decision(l0, 2), "nothing signed for batch 2 so far");
+        // the genuine request
+        l0.receive(clientId, abort(fence, 2, 2, 3, proof));
+        assertEquals(1, l0.recoveryAbortsSigned());
+        assertEquals(CertType.TENTATIVE_ABORT, l0Decision(l0, 2));
+    }
+
+    /** With no LCP recorded for the fence, or one that covers the batch, a leader replica aborts nothing. */
+    @Test
+    void anAbortWithoutARecordedLcpOrInsideItIsRefused() {
+        firstWriterDiesWithAPartialBatch();
+        long fence = ReplicaMount.BATCH_ID_EPOCH;
+        RegionReplica l0 = leader(0);
+        // fence the replica as a mount would, without recording anything
+        byte[] qs = h.signers.get(h.clientId).sign(Message.MountQuery.signedBytes("v", 5, fence));
+        l0.receive(h.clientId, new Message.MountQuery(5, fence, qs));
+        l0.receive(h.clientId, abort(fence, 2, 2, 3, List.of()));
+        assertRefused(l0, 1, "no LCP of recovery epoch");
+        h.coord.putLcp(new Coordination.Lcp(fence, 3, io.salus.core.protocol.recovery.RegionLogRecovery
+                .emptyVolumeRoot(h.cfg)));
+        l0.receive(h.clientId, abort(fence, 2, 2, 3, List.of()));
+        assertRefused(l0, 2, "covers its first seq");
+        assertEquals(0, l0.recoveryAbortsSigned());
+    }
+
+    Message.RecoveryAbort abort(long fence, long batch, long first, long last, List<Message.RecoveryState> proof) {
+        byte[] sig = h.signers.get(h.clientId).sign(Message.RecoveryAbort.signedBytes("v", fence, batch, 0, first, last));
+        return new Message.RecoveryAbort("v", fence, batch, 0, first, last, proof, sig);
+    }
+
+    static void assertRefused(RegionReplica r, long count, String why) {
+        assertEquals(count, r.recoveryAbortsRefused(), r.lastRecoveryAbortRefusal());
+        assertTrue(r.lastRecoveryAbortRefusal().contains(why), r.lastRecoveryAbortRefusal());
+        assertEquals(0, r.recoveryAbortsSigned());
+    }
+
+    /** The type of the decision replica {@code r} signed as a leader replica for {@code batch} (from its disk), or null. */
+    CertType l0Decision(RegionReplica r, long batch) {
+        CertType t = null;
+        for (Certificate d : h.disks.get(r.id()).decisions(0)) {
+            if ((d.type() == CertType.TENTATIVE_COMMIT || d.type() == CertType.TENTATIVE_ABORT)
+                    && d.signers().equals(java.util.Set.of(r.id()))
+                    && d.statement(Statement.Decision.class).batchId() == batch) {
+                assertNull(t, "one decision per batch");
+                t = d.type();
+            }
+        }
+        return t;
+    }
+}
