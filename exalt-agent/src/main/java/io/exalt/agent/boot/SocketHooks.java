@@ -57,6 +57,8 @@ public final class SocketHooks {
         final java.util.concurrent.locks.ReentrantLock out = new java.util.concurrent.locks.ReentrantLock();
         /** The unsent rest of a frame a non-blocking write committed to (null: none). */
         ByteBuffer pending;
+        /** shutdownOutput() was called while bytes were pending: done by the agent once they are out. */
+        boolean shutdownDeferred;
         /** An error the flusher met sending {@link #pending}: thrown by the next write. */
         Exception failure;
 
@@ -367,6 +369,9 @@ public final class SocketHooks {
         }
         st.out.lock();
         try {
+            if (st.shutdownDeferred) {
+                throw new java.nio.channels.ClosedChannelException(); // as after the JDK's shutdownOutput
+            }
             st.throwIfFailed();
             if (st.pending != null) {
                 rawWrite(ch, st.pending);
@@ -465,8 +470,56 @@ public final class SocketHooks {
                 writeFully(ch, st.pending);
                 st.pending = null;
             }
+            finishDeferredShutdown(ch, st);
         } finally {
             st.out.unlock();
+        }
+    }
+
+    /**
+     * {@code shutdownOutput()} of a compressed SocketChannel. The kernel sends the bytes queued before a shutdown, then the
+     * FIN, and the call does not wait; the rest of a frame the agent holds (a non-blocking write reported it written) must
+     * likewise arrive. So with pending bytes the shutdown is deferred: the output counts as shut down for the application
+     * (its next write throws ClosedChannelException, as the JDK's) and the agent (flusher, a switch to blocking mode)
+     * shuts it down once they are out. Returns true if deferred (the original method is skipped). Before this, the
+     * shutdown ran at once, the flusher's next send failed on it and dropped the bytes: the peer saw the stream end
+     * inside a frame and read none of them.
+     */
+    public static boolean shutdownOutput(SocketChannel ch) throws IOException {
+        State st = state(ch);
+        if (st == null) {
+            return false;
+        }
+        st.out.lock();
+        try {
+            if (st.pending != null && !ch.isBlocking()) {
+                rawWrite(ch, st.pending);
+                if (st.pending.hasRemaining()) {
+                    st.shutdownDeferred = true;
+                    Flusher.add(ch, st);
+                    return true;
+                }
+                st.pending = null;
+            }
+            return false;
+        } finally {
+            st.out.unlock();
+        }
+    }
+
+    /** The deferred shutdownOutput (see {@link #shutdownOutput}) once the pending bytes are out or dropped. Holds st.out. */
+    private static void finishDeferredShutdown(SocketChannel ch, State st) {
+        if (!st.shutdownDeferred) {
+            return;
+        }
+        st.shutdownDeferred = false;
+        IN_HOOK.set(Boolean.TRUE);
+        try {
+            ch.shutdownOutput();
+        } catch (IOException | RuntimeException e) {
+            // closed meanwhile: nothing left to shut down
+        } finally {
+            IN_HOOK.remove();
         }
     }
 
@@ -580,6 +633,7 @@ public final class SocketHooks {
                             done = st.pending == null || !st.pending.hasRemaining();
                             if (done) {
                                 st.pending = null;
+                                finishDeferredShutdown(ch, st);
                             }
                         }
                     } finally {
