@@ -308,9 +308,10 @@ class TardisCodecTest {
         }
         // the largest runs each first marker allows still decode (last marker exactly 0, or above it)
         for (long m : new long[] {0, 12, 24, 25, 1200}) {
-            long units = m / 12 + 1;
-            byte[] c = {1, (byte) (m >>> 24), (byte) (m >>> 16), (byte) (m >>> 8), (byte) m, 0, 0, 0, (byte) (units * 12)};
-            byte[] want = new byte[(int) (units * 12)];
+            int l = (int) (m / 12 + 1) * 12;
+            byte[] c = {1, (byte) (m >>> 24), (byte) (m >>> 16), (byte) (m >>> 8), (byte) m, (byte) (l >>> 24), (byte) (l >>> 16),
+                (byte) (l >>> 8), (byte) l};
+            byte[] want = new byte[l];
             fmt.expand(m, 0, want, 0, want.length);
             assertArrayEquals(want, dec.decompress(c));
         }
