@@ -487,12 +487,19 @@ public final class SocketHooks {
      */
     public static boolean shutdownOutput(SocketChannel ch) throws IOException {
         State st = state(ch);
-        if (st == null) {
+        if (st == null || ch.isBlocking()) {
+            return false; // nothing pending in blocking mode (and a writer blocked in the kernel may hold st.out)
+        }
+        try {
+            if (!st.out.tryLock(CLOSE_PATIENCE_NANOS, java.util.concurrent.TimeUnit.NANOSECONDS)) {
+                return false; // another thread has been sending for long (a switch to blocking mode): as the JDK
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
             return false;
         }
-        st.out.lock();
         try {
-            if (st.pending != null && !ch.isBlocking()) {
+            if (st.pending != null) {
                 rawWrite(ch, st.pending);
                 if (st.pending.hasRemaining()) {
                     st.shutdownDeferred = true;
@@ -536,10 +543,21 @@ public final class SocketHooks {
         } catch (RuntimeException e) {
             return;
         }
-        if (st == null) {
+        if (st == null || ch.isBlocking()) {
+            // blocking mode has no pending bytes (the switch to it sent them); and a blocking writer stuck in the kernel
+            // on a peer that stopped reading holds st.out: this close is what must unblock it, so it must not wait
             return;
         }
-        st.out.lock();
+        try {
+            if (!st.out.tryLock(CLOSE_PATIENCE_NANOS, java.util.concurrent.TimeUnit.NANOSECONDS)) {
+                System.err.println("[exalt] closing compressed socket " + ch + " without sending pending frame bytes: another"
+                        + " thread has been sending on it for " + CLOSE_PATIENCE_NANOS / 1_000_000_000 + " s");
+                return;
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return;
+        }
         try {
             ByteBuffer p = st.pending;
             if (p == null) {
