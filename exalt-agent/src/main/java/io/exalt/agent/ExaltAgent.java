@@ -197,11 +197,11 @@ public final class ExaltAgent {
                         FileAdvice.Read1.class, m("read"),
                         FileAdvice.ReadArray.class, m("read", byte[].class),
                         FileAdvice.ReadRange.class, m("read", byte[].class, int.class, int.class),
-                        FileAdvice.Write1.class, m("write", int.class),
-                        FileAdvice.WriteArray.class, m("write", byte[].class),
-                        FileAdvice.WriteRange.class, m("write", byte[].class, int.class, int.class),
-                        FileAdvice.WriteBytesString.class, m("writeBytes", String.class),
-                        FileAdvice.WriteCharsString.class, m("writeChars", String.class),
+                        FileAdvice.RafWrite1.class, m("write", int.class),
+                        FileAdvice.RafWriteArray.class, m("write", byte[].class),
+                        FileAdvice.RafWriteRange.class, m("write", byte[].class, int.class, int.class),
+                        FileAdvice.RafWriteBytesString.class, m("writeBytes", String.class),
+                        FileAdvice.RafWriteCharsString.class, m("writeChars", String.class),
                         FileAdvice.Close.class, m("close")))
                 .type(named("sun.nio.ch.FileChannelImpl")).transform(advice(
                         FileAdvice.OpenChannel.class, isConstructor(),

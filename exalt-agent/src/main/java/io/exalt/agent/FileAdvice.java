@@ -113,19 +113,49 @@ final class FileAdvice {
         }
     }
 
-    /** RandomAccessFile.writeBytes(String): the JDK calls a private native method, so it is handled here. */
-    static final class WriteBytesString {
+    // RandomAccessFile writes: only a read-write file ("rw", "rws", "rwd") is written by the hook; on a read-only one
+    // ("r") the JDK's own native write runs and fails as it must (EBADF), instead of the agent's read-write handle
+    // writing the file the application opened read-only.
+
+    static final class RafWrite1 {
         @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
-        static boolean enter(@Advice.FieldValue("fd") FileDescriptor fd, @Advice.Argument(0) String s) throws Exception {
-            return FileHooks.writeString(fd, s, false);
+        static boolean enter(@Advice.FieldValue("fd") FileDescriptor fd, @Advice.FieldValue("rw") boolean rw,
+                @Advice.Argument(0) int b) throws Exception {
+            return rw && FileHooks.write1(fd, b);
         }
     }
 
-    /** RandomAccessFile.writeChars(String): as {@link WriteBytesString}, two big-endian bytes per char. */
-    static final class WriteCharsString {
+    static final class RafWriteArray {
         @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
-        static boolean enter(@Advice.FieldValue("fd") FileDescriptor fd, @Advice.Argument(0) String s) throws Exception {
-            return FileHooks.writeString(fd, s, true);
+        static boolean enter(@Advice.FieldValue("fd") FileDescriptor fd, @Advice.FieldValue("rw") boolean rw,
+                @Advice.Argument(0) byte[] b) throws Exception {
+            return rw && FileHooks.write(fd, b, 0, b.length);
+        }
+    }
+
+    static final class RafWriteRange {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static boolean enter(@Advice.FieldValue("fd") FileDescriptor fd, @Advice.FieldValue("rw") boolean rw,
+                @Advice.Argument(0) byte[] b, @Advice.Argument(1) int off, @Advice.Argument(2) int len) throws Exception {
+            return rw && FileHooks.write(fd, b, off, len);
+        }
+    }
+
+    /** RandomAccessFile.writeBytes(String): the JDK calls a private native method, so it is handled here. */
+    static final class RafWriteBytesString {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static boolean enter(@Advice.FieldValue("fd") FileDescriptor fd, @Advice.FieldValue("rw") boolean rw,
+                @Advice.Argument(0) String s) throws Exception {
+            return rw && FileHooks.writeString(fd, s, false);
+        }
+    }
+
+    /** RandomAccessFile.writeChars(String): as {@link RafWriteBytesString}, two big-endian bytes per char. */
+    static final class RafWriteCharsString {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static boolean enter(@Advice.FieldValue("fd") FileDescriptor fd, @Advice.FieldValue("rw") boolean rw,
+                @Advice.Argument(0) String s) throws Exception {
+            return rw && FileHooks.writeString(fd, s, true);
         }
     }
 

@@ -25,7 +25,8 @@ final class SocketAdvice {
                         BlockingRead.class, m("blockingRead", byte[].class, int.class, int.class, long.class),
                         BlockingWrite.class, m("blockingWriteFully", byte[].class, int.class, int.class),
                         ImplAvailable.class, m("available"),
-                        ConfigureBlocking.class, m("implConfigureBlocking", boolean.class)))
+                        ConfigureBlocking.class, m("implConfigureBlocking", boolean.class),
+                        ShutdownOutput.class, m("shutdownOutput")))
                 .type(named("java.nio.channels.spi.AbstractInterruptibleChannel")).transform(advice(
                         ChannelClose.class, m("close")))
                 .type(named("sun.nio.ch.NioSocketImpl")).transform(advice(
@@ -143,6 +144,25 @@ final class SocketAdvice {
         @Advice.OnMethodEnter
         static void enter(@Advice.This SocketChannel self, @Advice.Argument(0) boolean block) throws Exception {
             SocketHooks.beforeBlockingMode(self, block);
+        }
+    }
+
+    /**
+     * shutdownOutput(): with pending frame bytes of a non-blocking write, the shutdown is done by the agent once they are
+     * out (the kernel sends its queue before the FIN); the original runs now only when nothing is pending.
+     */
+    static final class ShutdownOutput {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static boolean enter(@Advice.This SocketChannel self) throws Exception {
+            return SocketHooks.shutdownOutput(self);
+        }
+
+        @Advice.OnMethodExit
+        static void exit(@Advice.This SocketChannel self, @Advice.Enter boolean deferred,
+                @Advice.Return(readOnly = false) SocketChannel ret) {
+            if (deferred) {
+                ret = self;
+            }
         }
     }
 

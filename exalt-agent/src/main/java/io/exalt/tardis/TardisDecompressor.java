@@ -36,6 +36,14 @@ public final class TardisDecompressor {
                             + " declares " + (l & 0xFFFF_FFFFL) + " bytes (more than one chunk can hold); "
                             + "the encoding was not produced by TardisCompressor");
                 }
+                long marker = readInt(c, p + 1, end) & 0xFFFF_FFFFL;
+                if (l == 0 || l % TardisFormat.UNIT != 0 || l - TardisFormat.UNIT > marker) {
+                    // a run is whole units whose markers count down to >= 0 (the compressor checked every one): any
+                    // other run would expand to bytes no Tardis writer wrote (markers wrapping below 0, a cut unit)
+                    throw new IllegalArgumentException("corrupt Tardis encoding: compressed run at offset " + (p - off)
+                            + " of " + l + " bytes with first marker " + marker + " is not whole units counting down to"
+                            + " a marker >= 0; the encoding was not produced by TardisCompressor");
+                }
                 total += l;
                 p += 9;
             } else {

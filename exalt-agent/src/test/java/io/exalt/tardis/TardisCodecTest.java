@@ -285,6 +285,40 @@ class TardisCodecTest {
         assertThrows(IllegalArgumentException.class, () -> dec.decompress(new byte[] {0, 0, 0, 0, 9, 1}));
     }
 
+    /**
+     * Review rv18x: a compressed run that is not whole units counting down to a marker >= 0 (no compressor writes one)
+     * decoded without an error to bytes no Tardis writer wrote: markers wrapping below 0 (run of 24 bytes with first
+     * marker 0), a cut unit (6 bytes), an empty run. Each now gets an IllegalArgumentException naming the run; every
+     * run the compressor writes (last marker exactly 0, or any marker >= 0) still decodes.
+     */
+    @Test
+    void runsThatAreNotWholeUnitsCountingDownToZeroAreRefused() {
+        byte[][] corrupt = {
+            {1, 0, 0, 0, 0, 0, 0, 0, 24}, // first marker 0, two units: the second marker would be -12
+            {1, 0, 0, 0, 11, 0, 0, 0, 24}, // first marker 11: the second marker would be -1
+            {1, 0, 0, 0, 100, 0, 0, 0, 6}, // half a unit
+            {1, 0, 0, 0, 100, 0, 0, 0, 0}, // empty run
+            {0, 0, 0, 0, 1, 42, 1, 0, 0, 0, 0, 0, 0, 0, 13}, // after metadata: 13 bytes
+        };
+        for (byte[] c : corrupt) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> dec.decompress(c),
+                    java.util.Arrays.toString(c));
+            assertTrue(e.getMessage().contains("compressed run"), e.getMessage());
+            assertThrows(IllegalArgumentException.class, () -> dec.cursor(c, 0, c.length));
+        }
+        // the largest runs each first marker allows still decode (last marker exactly 0, or above it)
+        for (long m : new long[] {0, 12, 24, 25, 1200}) {
+            int l = (int) (m / 12 + 1) * 12;
+            byte[] c = {1, (byte) (m >>> 24), (byte) (m >>> 16), (byte) (m >>> 8), (byte) m, (byte) (l >>> 24), (byte) (l >>> 16),
+                (byte) (l >>> 8), (byte) l};
+            byte[] want = new byte[l];
+            fmt.expand(m, 0, want, 0, want.length);
+            assertArrayEquals(want, dec.decompress(c));
+        }
+        byte[] d = tardis(100_000);
+        assertArrayEquals(d, dec.decompress(comp.compress(d)));
+    }
+
     static byte[] slice(byte[] b, int off, int len) {
         byte[] r = new byte[len];
         System.arraycopy(b, off, r, 0, len);

@@ -60,11 +60,23 @@ public final class CompressedFile {
     private String tainted;
 
     CompressedFile(Object key, Path path, boolean writable) throws IOException {
+        this(key, path, null, writable);
+    }
+
+    /**
+     * {@code openVia}: a path that names the application's open file whatever happened to its name since it was
+     * opened ({@code /proc/self/fd/N} of the application's descriptor), or null to open {@code path}. The agent's
+     * handle must be on the application's inode: a rename or a replaced name between the application's open and
+     * this constructor would otherwise send every write of the application's descriptor to another file.
+     */
+    CompressedFile(Object key, Path path, Path openVia, boolean writable) throws IOException {
         this.key = key;
         this.path = path;
         this.fmt = ExaltRuntime.format();
         this.compressor = new TardisCompressor(fmt, ExaltRuntime.runCheck());
+        this.openVia = openVia;
         openRaw(writable);
+        this.openVia = null;
         loadIndex();
         noteOwnChange();
         checkSeal();
@@ -98,6 +110,9 @@ public final class CompressedFile {
      * path where {@code /proc} is missing.
      */
     private Path inode() {
+        if (raw == null && openVia != null) {
+            return openVia;
+        }
         if (raw != null && PROC_FD) {
             try {
                 int n = JdkAccess.fdNumber(raw.getFD());
@@ -110,6 +125,9 @@ public final class CompressedFile {
         }
         return path;
     }
+
+    /** Set only while the constructor opens the agent's own handle: see the constructor. */
+    private Path openVia;
 
     private static final Path PROC_FD_DIR = java.nio.file.Paths.get("/proc/self/fd");
     private static final boolean PROC_FD = Files.isDirectory(PROC_FD_DIR);
@@ -292,6 +310,12 @@ public final class CompressedFile {
     synchronized void write(long pos, byte[] src, int off, int len) throws IOException {
         if (len == 0) {
             return;
+        }
+        if (pos > Long.MAX_VALUE - len) {
+            // the kernel refuses it (EINVAL); here the end would wrap negative, the file would not be extended and
+            // the bytes would be dropped from the index at the next size check: an acknowledged write lost
+            throw new IOException("Exalt: write of " + len + " bytes at position " + pos + " of " + path
+                    + " ends beyond the largest file offset (Invalid argument)");
         }
         long[] m = MappedRanges.firstOverlap(key, pos, pos + len);
         if (m != null) {

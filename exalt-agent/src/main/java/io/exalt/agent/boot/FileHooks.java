@@ -62,15 +62,20 @@ public final class FileHooks {
             return;
         }
         Path p = Paths.get(ExaltRuntime.realPath(path)); // a symlink into a prefix names its target
-        Object key = Files.readAttributes(p, BasicFileAttributes.class).fileKey();
-        if (key == null) {
-            return;
+        // The file is identified by the application's descriptor, not by its name: the name may already name another
+        // file (renamed or replaced since the application opened it), and the agent's handle, its key and its index
+        // must be the descriptor's file, or the application's writes land in another file.
+        Path byFd = JdkAccess.procFd(fd);
+        BasicFileAttributes at = Files.readAttributes(byFd != null ? byFd : p, BasicFileAttributes.class);
+        Object key = at.fileKey();
+        if (key == null || !at.isRegularFile()) {
+            return; // a FIFO or a device has no offsets: the JDK's own reads and writes are right
         }
         CompressedFile cf;
         synchronized (FILES) {
             cf = FILES.get(key);
             if (cf == null) {
-                cf = new CompressedFile(key, p, writable);
+                cf = new CompressedFile(key, p, byFd, writable);
                 FILES.put(key, cf);
             } else if (writable) {
                 cf.ensureWritable();
@@ -487,6 +492,9 @@ public final class FileHooks {
         }
         if (position < 0 || count < 0) {
             throw new IllegalArgumentException("negative position or count");
+        }
+        if (position > self.size()) {
+            return 0L; // as the JDK: "no bytes are transferred" (writing there would extend the file with a hole)
         }
         long done = 0;
         ByteBuffer buf = ByteBuffer.allocate((int) Math.min(Math.max(count, 1), 256 << 10));

@@ -63,6 +63,14 @@ final class JdkAccess {
         }
     }
 
+    private static final boolean PROC_FD = java.nio.file.Files.isDirectory(java.nio.file.Paths.get("/proc/self/fd"));
+
+    /** {@code /proc/self/fd/N} of an open descriptor (it names the open file, whatever its name now), or null. */
+    static java.nio.file.Path procFd(FileDescriptor fd) {
+        int n = PROC_FD ? fdNumber(fd) : -1;
+        return n >= 0 ? java.nio.file.Paths.get("/proc/self/fd/" + n) : null;
+    }
+
     static boolean isAppend(FileDescriptor fd) {
         try {
             return append.getBoolean(fd);

@@ -57,6 +57,8 @@ public final class SocketHooks {
         final java.util.concurrent.locks.ReentrantLock out = new java.util.concurrent.locks.ReentrantLock();
         /** The unsent rest of a frame a non-blocking write committed to (null: none). */
         ByteBuffer pending;
+        /** shutdownOutput() was called while bytes were pending: done by the agent once they are out. */
+        boolean shutdownDeferred;
         /** An error the flusher met sending {@link #pending}: thrown by the next write. */
         Exception failure;
 
@@ -367,6 +369,9 @@ public final class SocketHooks {
         }
         st.out.lock();
         try {
+            if (st.shutdownDeferred) {
+                throw new java.nio.channels.ClosedChannelException(); // as after the JDK's shutdownOutput
+            }
             st.throwIfFailed();
             if (st.pending != null) {
                 rawWrite(ch, st.pending);
@@ -465,8 +470,63 @@ public final class SocketHooks {
                 writeFully(ch, st.pending);
                 st.pending = null;
             }
+            finishDeferredShutdown(ch, st);
         } finally {
             st.out.unlock();
+        }
+    }
+
+    /**
+     * {@code shutdownOutput()} of a compressed SocketChannel. The kernel sends the bytes queued before a shutdown, then the
+     * FIN, and the call does not wait; the rest of a frame the agent holds (a non-blocking write reported it written) must
+     * likewise arrive. So with pending bytes the shutdown is deferred: the output counts as shut down for the application
+     * (its next write throws ClosedChannelException, as the JDK's) and the agent (flusher, a switch to blocking mode)
+     * shuts it down once they are out. Returns true if deferred (the original method is skipped). Before this, the
+     * shutdown ran at once, the flusher's next send failed on it and dropped the bytes: the peer saw the stream end
+     * inside a frame and read none of them.
+     */
+    public static boolean shutdownOutput(SocketChannel ch) throws IOException {
+        State st = state(ch);
+        if (st == null || ch.isBlocking()) {
+            return false; // nothing pending in blocking mode (and a writer blocked in the kernel may hold st.out)
+        }
+        try {
+            if (!st.out.tryLock(CLOSE_PATIENCE_NANOS, java.util.concurrent.TimeUnit.NANOSECONDS)) {
+                return false; // another thread has been sending for long (a switch to blocking mode): as the JDK
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+        try {
+            if (st.pending != null) {
+                rawWrite(ch, st.pending);
+                if (st.pending.hasRemaining()) {
+                    st.shutdownDeferred = true;
+                    Flusher.add(ch, st);
+                    return true;
+                }
+                st.pending = null;
+            }
+            return false;
+        } finally {
+            st.out.unlock();
+        }
+    }
+
+    /** The deferred shutdownOutput (see {@link #shutdownOutput}) once the pending bytes are out or dropped. Holds st.out. */
+    private static void finishDeferredShutdown(SocketChannel ch, State st) {
+        if (!st.shutdownDeferred) {
+            return;
+        }
+        st.shutdownDeferred = false;
+        IN_HOOK.set(Boolean.TRUE);
+        try {
+            ch.shutdownOutput();
+        } catch (IOException | RuntimeException e) {
+            // closed meanwhile: nothing left to shut down
+        } finally {
+            IN_HOOK.remove();
         }
     }
 
@@ -483,10 +543,21 @@ public final class SocketHooks {
         } catch (RuntimeException e) {
             return;
         }
-        if (st == null) {
+        if (st == null || ch.isBlocking()) {
+            // blocking mode has no pending bytes (the switch to it sent them); and a blocking writer stuck in the kernel
+            // on a peer that stopped reading holds st.out: this close is what must unblock it, so it must not wait
             return;
         }
-        st.out.lock();
+        try {
+            if (!st.out.tryLock(CLOSE_PATIENCE_NANOS, java.util.concurrent.TimeUnit.NANOSECONDS)) {
+                System.err.println("[exalt] closing compressed socket " + ch + " without sending pending frame bytes: another"
+                        + " thread has been sending on it for " + CLOSE_PATIENCE_NANOS / 1_000_000_000 + " s");
+                return;
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return;
+        }
         try {
             ByteBuffer p = st.pending;
             if (p == null) {
@@ -580,6 +651,7 @@ public final class SocketHooks {
                             done = st.pending == null || !st.pending.hasRemaining();
                             if (done) {
                                 st.pending = null;
+                                finishDeferredShutdown(ch, st);
                             }
                         }
                     } finally {
