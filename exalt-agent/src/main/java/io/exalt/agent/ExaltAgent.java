@@ -75,7 +75,8 @@ public final class ExaltAgent {
                     + " instead of the bootstrap loader; do not put the Exalt boot jar on the class path");
         }
         inst.redefineModule(base, Set.of(helpers), Map.of(),
-                Map.of("java.io", Set.of(helpers), "sun.nio.ch", Set.of(helpers), "java.net", Set.of(helpers)),
+                Map.of("java.io", Set.of(helpers), "sun.nio.ch", Set.of(helpers), "java.net", Set.of(helpers),
+                        "sun.nio.fs", Set.of(helpers)),
                 Set.of(), Map.of());
         ExaltRuntime.configure(o.prefixes, o.ports, new io.exalt.tardis.TardisFormat(o.flag), o.indexLimit, o.verbose);
         ExaltRuntime.setRunCheck(io.exalt.tardis.TardisCompressor.RunCheck.parse(o.runCheck));

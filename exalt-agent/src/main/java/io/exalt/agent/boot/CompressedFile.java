@@ -133,12 +133,44 @@ public final class CompressedFile {
     private static final boolean PROC_FD = Files.isDirectory(PROC_FD_DIR);
 
     private java.nio.file.attribute.FileTime statMtime() {
+        int fd = fd();
+        if (fd >= 0) { // fstat of the agent's own descriptor: same inode as /proc/self/fd/N, no path lookup
+            try {
+                java.nio.file.attribute.FileTime[] t = new java.nio.file.attribute.FileTime[1];
+                FdOps.fstat(fd, t);
+                return t[0];
+            } catch (IOException e) {
+                return null;
+            }
+        }
         try {
             return Files.getLastModifiedTime(inode());
         } catch (IOException e) {
             return null; // deleted or renamed without a hook: nothing to compare
         }
     }
+
+    /** The agent's own descriptor number if the descriptor-based calls ({@link FdOps}) can be used, else -1. */
+    private int fd() {
+        if (raw == null || !FdOps.available()) {
+            return -1;
+        }
+        try {
+            return JdkAccess.fdNumber(raw.getFD());
+        } catch (IOException e) {
+            return -1;
+        }
+    }
+
+    /** True if this file's metadata calls go through its descriptor (for tests). */
+    synchronized boolean usesDescriptorCalls() {
+        return fd() >= 0;
+    }
+
+    /** The xattr's name as the kernel sees it (the JDK's UserDefinedFileAttributeView adds "user."). */
+    private static final byte[] XATTR_NAME = ("user." + XATTR).getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+    /** Native memory for fsetxattr of the index (under this object's lock). */
+    private ByteBuffer xattrScratch;
 
     /** Records the file's modification time after a change the agent made itself (see {@link #ownMtime}). */
     private void noteOwnChange() {
@@ -220,9 +252,12 @@ public final class CompressedFile {
 
     /** Logical (= physical) size. Also drops index entries beyond it after an unhooked truncation. */
     synchronized long size() throws IOException {
-        long s = ch.size();
+        int fd = fd();
+        java.nio.file.attribute.FileTime[] mt = {null};
+        // one fstat gives the size and the modification time (was: FileChannel.size, then a stat of /proc/self/fd/N)
+        long s = fd >= 0 ? FdOps.fstat(fd, mt) : ch.size();
         if (tainted == null && ownMtime != null && !mappedWritable && !index.isEmpty()) {
-            java.nio.file.attribute.FileTime now = statMtime();
+            java.nio.file.attribute.FileTime now = mt[0] != null ? mt[0] : statMtime();
             if (now != null && !now.equals(ownMtime)) {
                 tainted = "modified at " + now + ", the agent's last change was at " + ownMtime;
             }
@@ -380,6 +415,7 @@ public final class CompressedFile {
             changed = true;
         }
         long physical = 0;
+        long physEnd = sizeBefore; // the file's size as the writes below leave it (we hold the lock: nobody else writes)
         for (int i = first; i < segs.size(); i++) {
             long[] s = segs.get(i);
             long at = base + s[1] - boff;
@@ -396,9 +432,10 @@ public final class CompressedFile {
             } else {
                 writeFully(at, buf, (int) s[1], (int) s[2]);
                 physical += s[2];
+                physEnd = Math.max(physEnd, at + s[2]);
             }
         }
-        if (ch.size() < end) {
+        if ((fd() >= 0 ? physEnd : ch.size()) < end) {
             raw.setLength(end); // sparse extension: the Tardis tail is not written
         }
         ExaltRuntime.LOGICAL_BYTES_WRITTEN.addAndGet(len);
@@ -586,6 +623,16 @@ public final class CompressedFile {
 
     /** Stores the index in the xattr; {@code encoded}: the index's current encoding if the caller has it, else null. */
     private void persist(byte[] encoded) throws IOException {
+        int fd = fd();
+        if (fd >= 0 && !index.isEmpty()) { // fsetxattr on the agent's own descriptor: always this file, no path
+            byte[] enc = encoded != null ? encoded : index.encode(fmt.flag());
+            if (xattrScratch == null || xattrScratch.capacity() < enc.length) {
+                xattrScratch = ByteBuffer.allocateDirect(Math.max(4096, enc.length));
+            }
+            FdOps.fsetxattr(fd, XATTR_NAME, enc, xattrScratch);
+            xattrPresent = true;
+            return;
+        }
         Path p = inode();
         try {
             // /proc/self/fd/N of the agent's own descriptor always names this file; only the path fallback can

@@ -75,6 +75,38 @@ class CompressedFileTest {
         }
     }
 
+    /**
+     * The per-write metadata goes through the agent's own descriptor (fstat for size and modification time,
+     * fsetxattr for the index; {@link FdOps}) instead of stat/open of /proc/self/fd/N. The index must still be in
+     * the xattr the JDK's view names after every write (another JVM reads it while this one has the file open),
+     * and a change outside the agent must still be seen by the next write.
+     */
+    @Test
+    void descriptorCallsPersistTheIndexAfterEveryWriteAndSeeOutsideChanges(@TempDir Path dir) throws Exception {
+        assertTrue(FdOps.available(), () -> "the test JVM opens sun.nio.fs (pom argLine): the descriptor path is what is tested; " + FdOps.WHY_NOT);
+        JdkAccess.init(); // as the agent does at start (FileHooks.init): descriptor numbers
+        Path p = Files.createFile(dir.resolve("h"));
+        int n = 65536 * 3 + 5;
+        byte[] t = new byte[n];
+        new TardisGenerator(n).fill(0, t, 0, n);
+        CompressedFile cf = open(p);
+        assertTrue(cf.usesDescriptorCalls());
+        for (int pos = 0; pos < n; pos += 65536) {
+            cf.write(pos, t, pos, Math.min(65536, n - pos));
+            int upTo = Math.min(pos + 65536, n);
+            CompressedFile other = new CompressedFile(Files.readAttributes(p, BasicFileAttributes.class).fileKey(), p, false);
+            assertArrayEquals(java.util.Arrays.copyOf(t, upTo), readAll(other, upTo), "index readable after the write ending at " + upTo);
+            other.close();
+        }
+        assertEquals(n, Files.size(p));
+        assertTrue(Files.getFileAttributeView(p, UserDefinedFileAttributeView.class).list().contains(CompressedFile.XATTR));
+        // a modification time the agent did not make (another process wrote the file) fails the next write loudly
+        Files.setLastModifiedTime(p, java.nio.file.attribute.FileTime.fromMillis(Files.getLastModifiedTime(p).toMillis() - 5000));
+        IOException e = assertThrows(IOException.class, () -> cf.write(n, t, 0, 100));
+        assertTrue(e.getMessage().contains("changed outside the agent"), e.getMessage());
+        cf.close();
+    }
+
     @Test
     void manyRunsOverflowTheIndexAndAreWrittenOutLosslessly(@TempDir Path dir) throws Exception {
         Path p = Files.createFile(dir.resolve("f"));
