@@ -62,6 +62,8 @@ import org.junit.jupiter.api.TestMethodOrder;
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class SalusReplicaEndpointTest {
+    /** Log entries between checkpoints in this test (set explicitly: the default is 64). */
+    static final int CHECKPOINT_EVERY = 4;
     static final int HANDLERS = 3;
     static final long DEADLINE_MS = 240_000;
     static final long SEED = 42;
@@ -96,6 +98,8 @@ class SalusReplicaEndpointTest {
         conf.set("hbase.coprocessor.master.classes", SalusPlacementObserver.class.getName());
         conf.setLong(SalusPlacementObserver.PERIOD_KEY, 1000);
         conf.setLong(EndpointKeyring.TEST_SEED_KEY, SEED);
+        // checkpoints every 4 log entries, as this test was written for (the default is 64, task tput18)
+        conf.setInt(SalusReplicaEndpoint.CHECKPOINT_EVERY_KEY, CHECKPOINT_EVERY);
         conf.set(ReplicaFaultInjector.CLASS_KEY, GetFaults.class.getName()); // inert until a test switches a fault on
         // this class tests the protocol path on in-memory replica storage (no mini DFS); the real storage is
         // tested by SalusReplicaStorageTest

@@ -76,6 +76,8 @@ import org.junit.jupiter.api.TestMethodOrder;
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class SalusReplicaStorageTest {
+    /** Log entries between checkpoints in this test (set explicitly: the default is 64). */
+    static final int CHECKPOINT_EVERY = 4;
     static final long DEADLINE_MS = 300_000;
     static final long SEED = 43;
     static final int BLOCK = 4096;
@@ -108,6 +110,8 @@ class SalusReplicaStorageTest {
         conf.set("hbase.coprocessor.master.classes", SalusPlacementObserver.class.getName());
         conf.setLong(SalusPlacementObserver.PERIOD_KEY, 1000);
         conf.setLong(EndpointKeyring.TEST_SEED_KEY, SEED);
+        // checkpoints every 4 log entries, as this test was written for (the default is 64, task tput18)
+        conf.setInt(SalusReplicaEndpoint.CHECKPOINT_EVERY_KEY, CHECKPOINT_EVERY);
         dfs = util.startMiniDFSCluster(3);
         for (var dn : dfs.getDataNodes()) {
             dataNodes.add("127.0.0.1:" + dn.getXferAddress().getPort());

@@ -87,6 +87,8 @@ import org.knowm.xchart.XYChartBuilder;
  * -Dsalus.bench.storage.out=$PWD/docs/benchmarks}
  */
 class SalusStorageBoundedTest {
+    /** Log entries between checkpoints in this test (set explicitly: the default is 64). */
+    static final int CHECKPOINT_EVERY = 4;
     static final long SEED = 53;
     static final String VOLUME = "gc";
     static final int BLOCK = 4096;
@@ -132,6 +134,8 @@ class SalusStorageBoundedTest {
         conf.set("hbase.coprocessor.master.classes", SalusPlacementObserver.class.getName());
         conf.setLong(SalusPlacementObserver.PERIOD_KEY, 1000);
         conf.setLong(EndpointKeyring.TEST_SEED_KEY, SEED);
+        // checkpoints every 4 log entries, as this test was written for (the default is 64, task tput18)
+        conf.setInt(SalusReplicaEndpoint.CHECKPOINT_EVERY_KEY, CHECKPOINT_EVERY);
         conf.set("dfs.datanode.plugins", WitnessDataNodePlugin.class.getName());
         conf.setInt(WitnessDataNodePlugin.PORT_KEY, 0);
         conf.set(WitnessDataNodePlugin.TRUST_FILE_KEY, trustFile.toString());
