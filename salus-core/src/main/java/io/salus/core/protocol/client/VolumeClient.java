@@ -328,6 +328,11 @@ public final class VolumeClient {
         return id;
     }
 
+    /** FLUSHes not done yet (their replicas' replies are awaited: a polling transport must poll for them). */
+    public int outstandingFlushes() {
+        return flushes.size();
+    }
+
     /** True while FLUSH {@code flushId} is not done. */
     public boolean flushPending(long flushId) {
         return flushes.containsKey(flushId);
