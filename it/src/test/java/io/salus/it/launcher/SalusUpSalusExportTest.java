@@ -172,7 +172,7 @@ class SalusUpSalusExportTest {
         first--;
         assertTrue(got != null && got.type() == io.salus.core.cert.CertType.LOG_ENTRY,
             "witness " + hostPort + " holds a LOG_ENTRY certificate of demo region 0: " + got);
-        assertEquals(0, first % io.salus.core.protocol.replica.RegionReplica.CHECKPOINT_EVERY,
+        assertEquals(0, first % io.salus.core.protocol.ProtocolConfig.DEFAULT_CHECKPOINT_EVERY,
             "witness " + hostPort + " lacks demo region 0's entries before " + first + " (not a checkpoint index)");
       }
     }

@@ -27,6 +27,8 @@ import org.apache.log4j.LogManager;
  * (Salus log on a mini HDFS, each region server paired with its own DataNode; blocks in the region's cells). Nothing is mocked.
  */
 final class SalusMiniCluster implements AutoCloseable {
+  /** Log entries between checkpoints on this cluster (set explicitly: the default is 64). */
+  static final int CHECKPOINT_EVERY = 4;
   static final long SEED = 4242;
   static final long DEADLINE_MS = 240_000;
   final HBaseTestingUtility util = new HBaseTestingUtility();
@@ -56,6 +58,9 @@ final class SalusMiniCluster implements AutoCloseable {
       conf.set("hbase.balancer.period", balancerPeriod);
     }
     conf.setLong(EndpointKeyring.TEST_SEED_KEY, SEED);
+    // checkpoints every 4 log entries, as these tests were written for (the default is 64, task tput18): their short
+    // runs must reach certificates, GC and catch-up from a checkpoint (unless the test's extra settings chose another)
+    conf.setIfUnset(SalusReplicaEndpoint.CHECKPOINT_EVERY_KEY, Integer.toString(CHECKPOINT_EVERY));
     // inert until a test puts a replica into GetFaults.corrupt
     conf.set(io.salus.core.hbase.endpoint.ReplicaFaultInjector.CLASS_KEY,
         io.salus.it.hbase.endpoint.GetFaults.class.getName());

@@ -50,10 +50,12 @@ import org.slf4j.LoggerFactory;
  *       the region root its own volume tree expects and retries another replica on a bad proof or no answer
  *       (counted per replica: {@link #getRetriesByReplica()}).
  *   <li><b>FLUSH / FUA</b>: a write is acknowledged only at PUT_SUCCESS, i.e. once committed on the three
- *       replicas of every region it touches. So FUA needs nothing more, and a FLUSH covers every write
- *       acknowledged before it. What "committed" survives is the endpoint's storage: with the default
- *       in-memory replica storage ({@code ReplicaStorageFactory.InMemory}) it is three region servers'
- *       memory, not a disk; with the HDFS Salus log it is an hsynced log entry on three DataNodes.
+ *       replicas of every region it touches; on the HDFS Salus log its entry and commit mark are then hflushed
+ *       (in three DataNodes, surviving a crash of any process, not yet of a DataNode's machine). A FLUSH
+ *       ({@link VolumeClient#flush}) asks every replica of every region with a write acknowledged since the
+ *       previous FLUSH to hsync what it holds, and completes only once all three replicas of each such region
+ *       answered (task tput18); a FUA write completes only after its own FLUSH. With the in-memory replica
+ *       storage ({@code ReplicaStorageFactory.InMemory}, tests) nothing is on a disk.
  *   <li><b>Writer lease</b>: taken as for {@code HBaseVolume} ({@link VolumeLease}); once lost, every
  *       operation fails and nothing in flight is acknowledged. <b>Fencing by storage</b>: the lease's epoch
  *       travels in every sub-batch and BatchInfo, and the first thing {@link #open} does after taking the lease
@@ -136,6 +138,8 @@ public final class SalusVolume implements Volume {
   private final int maxBlocksPerBatch = Integer.getInteger("salus.volume.max-blocks-per-batch", MAX_BLOCKS_PER_BATCH);
   private final int coalesceDepth = Integer.getInteger("salus.volume.coalesce-depth", COALESCE_DEPTH);
   private final Map<Long, CompletableFuture<byte[]>> gets = new HashMap<>();
+  /** FLUSHes in flight by id (task tput18); touched only on the loop. */
+  private final Map<Long, CompletableFuture<Void>> flushes = new HashMap<>();
   private final ArrayDeque<Pending> waiting = new ArrayDeque<>();
   private volatile String failed;
   private volatile boolean closed;
@@ -546,7 +550,10 @@ public final class SalusVolume implements Volume {
       batches.forEach(p -> p.done.completeExceptionally(wrap(t)));
       return null;
     });
-    return guarded(CompletableFuture.allOf(batches.stream().map(Pending::done).toArray(CompletableFuture[]::new)));
+    CompletableFuture<Void> all = CompletableFuture.allOf(batches.stream().map(Pending::done)
+        .toArray(CompletableFuture[]::new));
+    // FUA: durable (hsynced on the three replicas of each region) before it is acknowledged: a FLUSH after it
+    return guarded(fua ? all.thenCompose(v -> flush()) : all);
   }
 
   /**
@@ -650,6 +657,8 @@ public final class SalusVolume implements Volume {
     puts.clear();
     gets.values().forEach(f -> f.completeExceptionally(e));
     gets.clear();
+    flushes.values().forEach(f -> f.completeExceptionally(e));
+    flushes.clear();
   }
 
   private final class Listener implements ClientListener {
@@ -692,6 +701,14 @@ public final class SalusVolume implements Volume {
     }
 
     @Override
+    public void flushed(long flushId) {
+      CompletableFuture<Void> f = flushes.remove(flushId);
+      if (f != null) {
+        f.complete(null);
+      }
+    }
+
+    @Override
     public void getSucceeded(long requestId, long block, byte[] data) {
       CompletableFuture<byte[]> f = gets.remove(requestId);
       if (f != null) {
@@ -700,11 +717,31 @@ public final class SalusVolume implements Volume {
     }
   }
 
+  /**
+   * Every write acknowledged before this call is committed on the three replicas of each region it touched (PUT_SUCCESS)
+   * and hflushed there; the FLUSH makes it hsynced on all of them ({@link VolumeClient#flush}): it completes once every
+   * replica of every region written since the previous FLUSH reported its log and commit marks synced.
+   */
   @Override
   public CompletableFuture<Void> flush() {
-    // every acknowledged write already has PUT_SUCCESS (committed on three replicas of each region it touched)
     VolumeException e = unusable();
-    return e != null ? CompletableFuture.failedFuture(e) : CompletableFuture.completedFuture(null);
+    if (e != null) {
+      return CompletableFuture.failedFuture(e);
+    }
+    CompletableFuture<Void> f = new CompletableFuture<>();
+    runner.call(c -> {
+      long id = c.flush();
+      if (c.flushPending(id)) {
+        flushes.put(id, f);
+      } else {
+        f.complete(null); // nothing written since the last FLUSH (that one done too)
+      }
+      return null;
+    }).exceptionally(t -> {
+      f.completeExceptionally(wrap(t));
+      return null;
+    });
+    return guarded(f);
   }
 
   @Override

@@ -113,6 +113,8 @@ public class MessageCodecBenchmark {
             case MOUNT_STATE -> new Message.MountState(99, "volume-0001", 17, 3, 1L << 32, 99, 1249, 123_456, 123_456, 1249, h, h,
                     1249, new java.util.TreeMap<>(java.util.Map.of(5L, h)), sig);
             case STATE_REQUEST -> new Message.StateRequest(17, 3, 123_455);
+            case FLUSH_REQUEST -> new Message.FlushRequest(12);
+            case FLUSH_REPLY -> new Message.FlushReply("volume-0001", 17, 3, 12, sig);
             case STATE_TRANSFER -> new Message.StateTransfer(17, 3, 123_455, 1249, h, 1249,
                     List.of(new Message.StateBlock(5, block)), List.of(), List.of());
             case RECOVERY_STATE -> recoveryState(sig);

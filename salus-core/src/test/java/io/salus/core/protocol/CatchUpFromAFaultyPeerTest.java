@@ -36,13 +36,13 @@ class CatchUpFromAFaultyPeerTest {
         RrsConfig c0 = t.configs.get(0);
         NodeId lost = c0.replicas().get(1);
         NodeId peer = c0.replicas().get(0);
-        int n = 2 * RegionReplica.CHECKPOINT_EVERY + 2; // two certified checkpoints, then two entries after
+        int n = 2 * PipelinedCommitTest.CHECKPOINT_EVERY + 2; // two certified checkpoints, then two entries after
         for (int b = 1; b <= n; b++) {
             assertTrue(t.client.submit(List.of(new BlockWrite(b % 8, PipelinedCommitTest.data(b)))) > 0);
             t.drain();
         }
         assertEquals(n, t.acked.size(), "every write acknowledged");
-        long certified = 2 * RegionReplica.CHECKPOINT_EVERY - 1;
+        long certified = 2 * PipelinedCommitTest.CHECKPOINT_EVERY - 1;
         t.disks.get(lost).deleteAll();
 
         t.sent.clear();
@@ -91,7 +91,7 @@ class CatchUpFromAFaultyPeerTest {
     }
     /**
      * An honest crash, no faulty peer: a replica's Salus log is lost (its DataNode disk) while its region has no
-     * CHECKPOINT certificate yet (fewer than {@link RegionReplica#CHECKPOINT_EVERY} entries in the region: every
+     * CHECKPOINT certificate yet (fewer than {@code checkpointEvery} entries in the region: every
      * region of a young volume). {@link RegionReplica#verifiedBase} then returns the empty generation-0 state ("starts
      * empty"), so the region open neither refuses it nor catches it up from a peer (that needs a certificate): the
      * replica serves from an empty log. The next sub-batch's prevNum names the seq its peers accepted last, so it
@@ -106,7 +106,7 @@ class CatchUpFromAFaultyPeerTest {
         PipelinedCommitTest t = new PipelinedCommitTest();
         RrsConfig c0 = t.configs.get(0);
         NodeId lost = c0.replicas().get(1);
-        int n = RegionReplica.CHECKPOINT_EVERY - 1; // no certificate yet
+        int n = PipelinedCommitTest.CHECKPOINT_EVERY - 1; // no certificate yet
         for (int b = 1; b <= n; b++) {
             assertTrue(t.client.submit(List.of(new BlockWrite(b % 8, PipelinedCommitTest.data(b)))) > 0);
             t.drain();
@@ -164,7 +164,7 @@ class CatchUpFromAFaultyPeerTest {
         RrsConfig c0 = t.configs.get(0);
         NodeId lost = c0.replicas().get(2);
         RegionReplica peer = t.replicas.get(c0.replicas().get(0));
-        int n = RegionReplica.CHECKPOINT_EVERY - 1;
+        int n = PipelinedCommitTest.CHECKPOINT_EVERY - 1;
         write(t, 1, n);
         assertEquals(n, t.acked.size());
         t.disks.get(lost).deleteAll();
@@ -179,9 +179,9 @@ class CatchUpFromAFaultyPeerTest {
             assertArrayEquals(PipelinedCommitTest.data(b), reopened.block(b % 8));
         }
         // and the region goes on: the first checkpoint is certified over the three replicas
-        write(t, n + 1, n + RegionReplica.CHECKPOINT_EVERY);
-        assertEquals(n + RegionReplica.CHECKPOINT_EVERY, t.acked.size());
-        assertEquals(RegionReplica.CHECKPOINT_EVERY - 1, ReplicaCatchUp.certified(c0, t.dir, t.membership, t.coord)
+        write(t, n + 1, n + PipelinedCommitTest.CHECKPOINT_EVERY);
+        assertEquals(n + PipelinedCommitTest.CHECKPOINT_EVERY, t.acked.size());
+        assertEquals(PipelinedCommitTest.CHECKPOINT_EVERY - 1, ReplicaCatchUp.certified(c0, t.dir, t.membership, t.coord)
                 .throughIndex());
     }
 
@@ -194,8 +194,8 @@ class CatchUpFromAFaultyPeerTest {
         PipelinedCommitTest t = new PipelinedCommitTest();
         RrsConfig c0 = t.configs.get(0);
         c0.replicas().forEach(r -> t.replicas.get(r).catchUpFromPeersAtOpen());
-        write(t, 1, 2 * RegionReplica.CHECKPOINT_EVERY);
-        assertEquals(2 * RegionReplica.CHECKPOINT_EVERY, t.acked.size(), "written without a tick");
+        write(t, 1, 2 * PipelinedCommitTest.CHECKPOINT_EVERY);
+        assertEquals(2 * PipelinedCommitTest.CHECKPOINT_EVERY, t.acked.size(), "written without a tick");
         for (int i = 0; i < 10 * RegionReplica.RETRANSMIT_TICKS; i++) {
             t.replicas.values().forEach(RegionReplica::tick);
             t.drain();
@@ -204,7 +204,7 @@ class CatchUpFromAFaultyPeerTest {
             assertEquals(2, t.replicas.get(r).peerLogRequests(), r + ": one request to each peer, both answered");
             assertEquals(0, t.replicas.get(r).peerLogEntries(), r.toString());
         }
-        assertEquals(2 * RegionReplica.CHECKPOINT_EVERY - 1, ReplicaCatchUp.certified(c0, t.dir, t.membership,
+        assertEquals(2 * PipelinedCommitTest.CHECKPOINT_EVERY - 1, ReplicaCatchUp.certified(c0, t.dir, t.membership,
                 t.coord).throughIndex());
     }
 
@@ -221,7 +221,7 @@ class CatchUpFromAFaultyPeerTest {
         RrsConfig c0 = t.configs.get(0);
         NodeId lost = c0.replicas().get(1);
         NodeId peer = c0.replicas().get(0);
-        int n = RegionReplica.CHECKPOINT_EVERY - 1;
+        int n = PipelinedCommitTest.CHECKPOINT_EVERY - 1;
         write(t, 1, n);
         t.disks.get(lost).deleteAll();
         RegionReplica reopened = reopen(t, c0, lost);

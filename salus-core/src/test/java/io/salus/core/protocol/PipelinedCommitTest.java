@@ -44,7 +44,14 @@ class PipelinedCommitTest {
     record Envelope(NodeId from, NodeId to, Message m) {
     }
 
-    final ProtocolConfig cfg = ProtocolConfig.of("v", 16, HashAlgorithm.SHA256, RegionLayout.ofRegionSize(16, 8));
+    /**
+     * Log entries between checkpoints in these tests (set explicitly: the default is 64). Many tests below count
+     * checkpoints and GC steps in units of it.
+     */
+    static final int CHECKPOINT_EVERY = 4;
+    /** Not final: {@link #replicasCheckpointAtTheConfiguredIntervalOnly} restarts the replicas with another interval. */
+    ProtocolConfig cfg = ProtocolConfig.of("v", 16, HashAlgorithm.SHA256, RegionLayout.ofRegionSize(16, 8))
+            .withCheckpointEvery(CHECKPOINT_EVERY);
     final KeyDirectory dir = new KeyDirectory(SignatureScheme.WEAK_CRC32C);
     final Map<NodeId, Signer> signers = new HashMap<>();
     final Deque<Envelope> net = new ArrayDeque<>();
@@ -133,14 +140,29 @@ class PipelinedCommitTest {
         net.add(e);
     }
 
+    /** Writers whose records {@link #drain} makes durable whenever the network is idle (as a replica host's). */
+    final List<HeldWriter> autoWriters = new ArrayList<>();
+
     void drain() {
-        Envelope e;
-        while ((e = net.poll()) != null) {
-            if (hold.test(e)) {
-                held.add(e);
-                continue;
+        while (true) {
+            Envelope e;
+            while ((e = net.poll()) != null) {
+                if (hold.test(e)) {
+                    held.add(e);
+                    continue;
+                }
+                deliver(e);
             }
-            deliver(e);
+            boolean wrote = false;
+            for (HeldWriter w : autoWriters) {
+                if (!w.pending.isEmpty()) {
+                    w.release(w.pending.size());
+                    wrote = true;
+                }
+            }
+            if (!wrote) {
+                return;
+            }
         }
     }
 
@@ -203,16 +225,32 @@ class PipelinedCommitTest {
 
         public void append(long generation, long index, byte[] entry, Runnable then) {
             pending.add(() -> {
-                disk.append(generation, index, entry);
+                disk.appendAll(generation, List.of(index), List.of(entry)); // as ReplicaHost's writer: hflush only
                 then.run();
             });
         }
 
         public void recordDecision(long generation, Certificate decision, Runnable then) {
             pending.add(() -> {
-                disk.recordDecision(generation, decision);
+                disk.recordCommitMarks(generation, List.of(decision));
                 then.run();
             });
+        }
+
+        /** Syncs held apart from the other records while set (a DataNode slow to hsync). */
+        boolean holdSyncs;
+        final List<Runnable> heldSyncs = new ArrayList<>();
+
+        public void sync(long generation, Runnable then) {
+            Runnable r = () -> {
+                disk.sync(generation);
+                then.run();
+            };
+            if (holdSyncs) {
+                heldSyncs.add(r);
+            } else {
+                pending.add(r);
+            }
         }
 
         /** Makes the first {@code n} held records durable, in order, and runs what they allow (as on the loop). */
@@ -732,7 +770,7 @@ class PipelinedCommitTest {
     @Test
     void aLostPutReplyForACheckpointedEntryIsStillAnswered() {
         NodeId r0 = configs.get(0).replicas().get(0);
-        int lost = 2 * RegionReplica.CHECKPOINT_EVERY;
+        int lost = 2 * CHECKPOINT_EVERY;
         hold = e -> e.from().equals(r0) && e.m() instanceof Message.PutReply p
                 && p.tentative().statement(Statement.PutOutcome.class).batchId() == lost;
         for (int b = 1; b <= lost + 3; b++) {
@@ -771,8 +809,8 @@ class PipelinedCommitTest {
             for (Map.Entry<String, Integer> e : sizes.entrySet()) {
                 // the participants of the batches led here stay as long as their decision stays on the disk (GC)
                 int b = e.getKey().equals("ledParticipants") ? (int) RegionReplica.LEADER_DECISIONS_KEPT
-                        + 4 * RegionReplica.DECISION_GC_EVERY * RegionReplica.CHECKPOINT_EVERY
-                        : 2 * RegionReplica.CHECKPOINT_EVERY + 2;
+                        + 4 * RegionReplica.DECISION_GC_EVERY * CHECKPOINT_EVERY
+                        : 2 * CHECKPOINT_EVERY + 2;
                 assertTrue(e.getValue() <= b, r.id() + " keeps " + e.getValue()
                         + " " + e.getKey() + " after 160 batches (grows with the run): " + sizes);
             }
@@ -798,7 +836,7 @@ class PipelinedCommitTest {
             sent.clear();
         }
         assertEquals(batches, acked.size());
-        int bound = 2 * RegionReplica.CHECKPOINT_EVERY + 2;
+        int bound = 2 * CHECKPOINT_EVERY + 2;
         for (RegionReplica r : replicas.values()) {
             Map<String, Integer> sizes = r.retainedSizes();
             assertEquals(java.util.Set.of("entries", "indexByBatch", "waiting", "decisionCerts", "decisionTentatives",
@@ -808,7 +846,7 @@ class PipelinedCommitTest {
             for (Map.Entry<String, Integer> e : sizes.entrySet()) {
                 // the participants of the batches led here stay as long as their decision stays on the disk (GC)
                 int b = e.getKey().equals("ledParticipants") ? (int) RegionReplica.LEADER_DECISIONS_KEPT
-                        + 4 * RegionReplica.DECISION_GC_EVERY * RegionReplica.CHECKPOINT_EVERY : bound;
+                        + 4 * RegionReplica.DECISION_GC_EVERY * CHECKPOINT_EVERY : bound;
                 assertTrue(e.getValue() <= b, r.id() + " keeps " + e.getValue() + " " + e.getKey() + " after "
                         + batches + " batches (grows with the run): " + sizes);
             }
@@ -900,7 +938,7 @@ class PipelinedCommitTest {
             drain();
         }
         for (long i = 0; i < 10_000; i++) {
-            long index = 4 * i + 3 + 4 * RegionReplica.CHECKPOINT_EVERY;
+            long index = 4 * i + 3 + 4 * CHECKPOINT_EVERY;
             Statement.Checkpoint st = new Statement.Checkpoint(c0.region(), 0, index, index,
                     cfg.hash().hash(new byte[] {1}), cfg.hash().hash(new byte[] {2}));
             replicas.get(honest).receive(faulty, new Message.CheckpointVote(
@@ -909,11 +947,11 @@ class PipelinedCommitTest {
         int kept = replicas.get(honest).retainedSizes().get("checkpointVotes");
         assertTrue(kept <= 2, kept + " checkpoint vote slots kept after 10,000 votes for unlogged indices");
         // checkpoints still form
-        for (int b = 4; b <= 3 * RegionReplica.CHECKPOINT_EVERY; b++) {
+        for (int b = 4; b <= 3 * CHECKPOINT_EVERY; b++) {
             assertTrue(client.submit(List.of(new BlockWrite(b % 8, data(b)))) > 0);
             drain();
         }
-        assertEquals(3L * RegionReplica.CHECKPOINT_EVERY - 1, coord.latestCheckpoint(c0.region(), x -> true)
+        assertEquals(3L * CHECKPOINT_EVERY - 1, coord.latestCheckpoint(c0.region(), x -> true)
                 .orElseThrow().statement(Statement.Checkpoint.class).throughIndex());
     }
 
@@ -935,13 +973,13 @@ class PipelinedCommitTest {
         }
         int kept = replicas.get(honest).retainedSizes().get("decisionTentatives");
         assertTrue(kept <= 2, kept + " decision tentative slots kept after 10,000 for batches not held");
-        for (int b = 1; b <= 3 * RegionReplica.CHECKPOINT_EVERY; b++) {
+        for (int b = 1; b <= 3 * CHECKPOINT_EVERY; b++) {
             BlockWrite w0 = new BlockWrite(b % 8, data(b));
             BlockWrite w1 = new BlockWrite(8 + (b + 3) % 8, data(b + 1));
             assertTrue(client.submit(b % 2 == 0 ? List.of(w0, w1) : List.of(w1, w0)) > 0, "batch " + b);
             drain();
         }
-        assertEquals(3 * RegionReplica.CHECKPOINT_EVERY, acked.size(), "batches still commit");
+        assertEquals(3 * CHECKPOINT_EVERY, acked.size(), "batches still commit");
     }
 
     /**
@@ -953,14 +991,14 @@ class PipelinedCommitTest {
     void aRestartedReplicaRefusesACorruptedOnDiskCheckpoint() throws Exception {
         RrsConfig c0 = configs.get(0);
         NodeId r = c0.replicas().get(1);
-        for (int b = 1; b <= 2 * RegionReplica.CHECKPOINT_EVERY; b++) {
+        for (int b = 1; b <= 2 * CHECKPOINT_EVERY; b++) {
             assertTrue(client.submit(List.of(new BlockWrite(b % 8, data(b)))) > 0);
             drain();
         }
-        long certified = 2 * RegionReplica.CHECKPOINT_EVERY - 1;
+        long certified = 2 * CHECKPOINT_EVERY - 1;
         RegionSnapshot good = RegionReplica.verifiedBase(cfg, c0, dir, membership, disks.get(r), coord);
         assertEquals(certified, good.throughIndex(), "restarts from the latest certified checkpoint");
-        assertArrayEquals(data(2 * RegionReplica.CHECKPOINT_EVERY), good.blocks().get(0L));
+        assertArrayEquals(data(2 * CHECKPOINT_EVERY), good.blocks().get(0L));
 
         assertTrue(disks.get(r).corruptCheckpoint(0, certified));
         io.salus.core.protocol.recovery.RecoveryException refused = assertThrows(
@@ -984,13 +1022,13 @@ class PipelinedCommitTest {
         RrsConfig c0 = configs.get(0);
         NodeId lost = c0.replicas().get(1);
         NodeId peer = c0.replicas().get(0);
-        int n = 2 * RegionReplica.CHECKPOINT_EVERY + 2; // two certified checkpoints, then two entries after
+        int n = 2 * CHECKPOINT_EVERY + 2; // two certified checkpoints, then two entries after
         for (int b = 1; b <= n; b++) {
             assertTrue(client.submit(List.of(new BlockWrite(b % 8, data(b)))) > 0);
             drain();
         }
         assertEquals(n, acked.size());
-        long certified = 2 * RegionReplica.CHECKPOINT_EVERY - 1;
+        long certified = 2 * CHECKPOINT_EVERY - 1;
         disks.get(lost).deleteAll();
         assertThrows(io.salus.core.protocol.recovery.RecoveryException.class,
                 () -> RegionReplica.verifiedBase(cfg, c0, dir, membership, disks.get(lost), coord));
@@ -1038,14 +1076,14 @@ class PipelinedCommitTest {
         replicas.put(lost, restarted);
         assertEquals(replicas.get(peer).appliedSeq(), restarted.appliedSeq(), "replayed the transferred entries");
         assertEquals(replicas.get(peer).regionRoot(), restarted.regionRoot());
-        for (int b = n + 1; b <= n + 2 * RegionReplica.CHECKPOINT_EVERY; b++) {
+        for (int b = n + 1; b <= n + 2 * CHECKPOINT_EVERY; b++) {
             assertTrue(client.submit(List.of(new BlockWrite(b % 8, data(b)))) > 0);
             drain();
         }
-        assertEquals(n + 2 * RegionReplica.CHECKPOINT_EVERY, acked.size(), "writes commit with the caught-up replica");
+        assertEquals(n + 2 * CHECKPOINT_EVERY, acked.size(), "writes commit with the caught-up replica");
         assertEquals(replicas.get(peer).regionRoot(), restarted.regionRoot());
         // its disk composes later checkpoints on top of the installed whole snapshot
-        long later = certified + 2 * RegionReplica.CHECKPOINT_EVERY;
+        long later = certified + 2 * CHECKPOINT_EVERY;
         RegionSnapshot again = RegionReplica.verifiedBase(cfg, c0, dir, membership, disks.get(lost), coord);
         assertEquals(later, again.throughIndex());
         assertEquals(disks.get(peer).readSnapshot(0, later).regionRoot(cfg.hash(), cfg.blockSize(), cfg.layout()),
@@ -1074,8 +1112,8 @@ class PipelinedCommitTest {
                     (to, m) -> send(new Envelope(rep, to, m)), disks.get(rep), coord, ReplicaHooks.NONE, empty,
                     cells.get(rep)));
         }
-        int certifiedWrites = 2 * RegionReplica.CHECKPOINT_EVERY; // indexes 0..7: certified through 7
-        int n = certifiedWrites + RegionReplica.CHECKPOINT_EVERY + 2; // then 8..13, crossing the flush at 11
+        int certifiedWrites = 2 * CHECKPOINT_EVERY; // indexes 0..7: certified through 7
+        int n = certifiedWrites + CHECKPOINT_EVERY + 2; // then 8..13, crossing the flush at 11
         for (int b = 1; b <= n; b++) {
             if (b == certifiedWrites + 1) { // from here the checkpoint writes stay in flight (lost at the stop)
                 c0.replicas().forEach(rep -> replicas.get(rep).writeCheckpointsOn(inFlight::add));
@@ -1085,7 +1123,7 @@ class PipelinedCommitTest {
         }
         assertEquals(n, acked.size());
         long certified = certifiedWrites - 1;
-        long crossed = certified + RegionReplica.CHECKPOINT_EVERY;
+        long crossed = certified + CHECKPOINT_EVERY;
         assertEquals(certified, ReplicaCatchUp.certified(c0, dir, membership, coord).throughIndex());
         assertEquals(3, inFlight.size(), "each replica's checkpoint through " + crossed + " is still being written");
         var expectedAtCrossed = replicas.get(c0.primary()).regionRootAt((long) crossed + 1); // seq = index + 1
@@ -1132,15 +1170,15 @@ class PipelinedCommitTest {
                 (to, m) -> send(new Envelope(lost, to, m)), disks.get(lost), coord, ReplicaHooks.NONE,
                 RegionReplica.verifiedBase(cfg, c0, dir, membership, disks.get(lost), coord), cells.get(lost)));
         drain();
-        for (int b = n + 1; b <= n + RegionReplica.CHECKPOINT_EVERY; b++) {
+        for (int b = n + 1; b <= n + CHECKPOINT_EVERY; b++) {
             assertTrue(client.submit(List.of(new BlockWrite(b % 8, data(b)))) > 0);
             drain();
         }
-        assertEquals(n + RegionReplica.CHECKPOINT_EVERY, acked.size());
-        assertEquals(crossed + RegionReplica.CHECKPOINT_EVERY,
+        assertEquals(n + CHECKPOINT_EVERY, acked.size());
+        assertEquals(crossed + CHECKPOINT_EVERY,
                 ReplicaCatchUp.certified(c0, dir, membership, coord).throughIndex());
         for (NodeId rep : c0.replicas()) {
-            assertEquals(crossed + RegionReplica.CHECKPOINT_EVERY, RegionReplica.verifiedBase(cfg, c0, dir,
+            assertEquals(crossed + CHECKPOINT_EVERY, RegionReplica.verifiedBase(cfg, c0, dir,
                     membership, disks.get(rep), coord).throughIndex());
         }
     }
@@ -1202,7 +1240,7 @@ class PipelinedCommitTest {
         start(c0, flaky);
         List<String> thrown = new ArrayList<>();
         long now = 0;
-        int n = 3 * RegionReplica.CHECKPOINT_EVERY; // checkpoints at entries 3 (fails), 7 and 11
+        int n = 3 * CHECKPOINT_EVERY; // checkpoints at entries 3 (fails), 7 and 11
         for (int b = 1; b <= n; b++) {
             assertTrue(client.submit(List.of(new BlockWrite(b % 8, data(b)))) > 0);
             for (int i = 0; i < 20 && acked.size() < b; i++) { // a message lost to a thrown failure is retransmitted
@@ -1229,19 +1267,19 @@ class PipelinedCommitTest {
         assertEquals(n, acked.size(), "every write acknowledged; thrown: " + thrown);
         Statement.Checkpoint cp = ReplicaCatchUp.certified(c0, dir, membership, coord);
         assertNotNull(cp, "no CHECKPOINT certificate formed in " + n + " entries after " + flaky + "'s checkpoint"
-                + " write through index " + (RegionReplica.CHECKPOINT_EVERY - 1) + " failed once: the checkpoints it"
+                + " write through index " + (CHECKPOINT_EVERY - 1) + " failed once: the checkpoints it"
                 + " wrote since: " + written + "; log entry 0 still on its disk: " + (disks.get(flaky).read(0, 0)
                 != null) + "; thrown: " + thrown);
         assertEquals(n - 1, cp.throughIndex(), "the checkpoints after the failed one are certified");
         assertEquals(1, thrown.size(), "the failed write is reported once: " + thrown);
-        assertTrue(thrown.get(0).contains("through index " + (RegionReplica.CHECKPOINT_EVERY - 1)), thrown.get(0));
+        assertTrue(thrown.get(0).contains("through index " + (CHECKPOINT_EVERY - 1)), thrown.get(0));
         assertEquals(1, replicas.get(flaky).checkpointWriteFailures());
         assertEquals(List.of(7L, 11L), written, "the failed checkpoint is not written again as such");
         // the flaky replica's disk composes the certified state without the failed checkpoint's file, and its log
         // prefix was collected
         assertEquals(n - 1, RegionReplica.verifiedBase(cfg, c0, dir, membership, disks.get(flaky), coord)
                 .throughIndex());
-        assertNull(disks.get(flaky).readSnapshot(0, RegionReplica.CHECKPOINT_EVERY - 1));
+        assertNull(disks.get(flaky).readSnapshot(0, CHECKPOINT_EVERY - 1));
         NodeId peer = c0.replicas().get(1);
         assertEquals(disks.get(peer).readSnapshot(0, 7).regionRoot(cfg.hash(), cfg.blockSize(), cfg.layout()),
                 disks.get(flaky).readSnapshot(0, 7).regionRoot(cfg.hash(), cfg.blockSize(), cfg.layout()),
@@ -1339,13 +1377,13 @@ class PipelinedCommitTest {
     @Test
     void aReplicaCaughtUpAtACheckpointWithNothingAfterItDoesNotStopTheMount() throws Exception {
         RrsConfig c0 = configs.get(0);
-        for (int b = 1; b <= 2 * RegionReplica.CHECKPOINT_EVERY; b++) {
+        for (int b = 1; b <= 2 * CHECKPOINT_EVERY; b++) {
             assertTrue(client.submit(List.of(new BlockWrite(b % 8, data(b)))) > 0);
             drain();
         }
-        assertEquals(2 * RegionReplica.CHECKPOINT_EVERY, acked.size());
+        assertEquals(2 * CHECKPOINT_EVERY, acked.size());
         long certified = ReplicaCatchUp.certified(c0, dir, membership, coord).throughIndex();
-        assertEquals(2L * RegionReplica.CHECKPOINT_EVERY - 1, certified, "the whole log is certified");
+        assertEquals(2L * CHECKPOINT_EVERY - 1, certified, "the whole log is certified");
         NodeId lost = c0.replicas().get(1);
         NodeId peer = c0.replicas().get(0);
         loseDiskAndCatchUp(c0, lost, peer);
@@ -1353,8 +1391,8 @@ class PipelinedCommitTest {
         w.beginRemount(31);
         var o = settle(w, h -> { });
         var m = assertInstanceOf(io.salus.core.protocol.client.ReplicaMount.Outcome.Mounted.class, o, String.valueOf(o));
-        assertEquals(2L * RegionReplica.CHECKPOINT_EVERY, m.seq());
-        assertTrue(m.nextBatchId() > 2L * RegionReplica.CHECKPOINT_EVERY, "the fence is above every batch id: "
+        assertEquals(2L * CHECKPOINT_EVERY, m.seq());
+        assertTrue(m.nextBatchId() > 2L * CHECKPOINT_EVERY, "the fence is above every batch id: "
                 + m.nextBatchId());
     }
 
@@ -1505,13 +1543,13 @@ class PipelinedCommitTest {
         List<Runnable> writes = new ArrayList<>();
         replicas.values().forEach(r -> r.writeCheckpointsOn(writes::add));
         RegionId region0 = configs.get(0).region();
-        for (int i = 0; i < 2 * RegionReplica.CHECKPOINT_EVERY; i++) {
+        for (int i = 0; i < 2 * CHECKPOINT_EVERY; i++) {
             assertTrue(client.submit(List.of(new BlockWrite(i % 8, data(i + 1)))) > 0);
             drain();
             replicas.values().forEach(RegionReplica::tick);
             drain();
         }
-        assertEquals(2 * RegionReplica.CHECKPOINT_EVERY, acked.size(), "every write committed, none waited for a flush");
+        assertEquals(2 * CHECKPOINT_EVERY, acked.size(), "every write committed, none waited for a flush");
         assertEquals(6, writes.size(), "each replica of region 0 flushed twice, nothing written yet");
         assertTrue(coord.latestCheckpoint(region0, c -> true).isEmpty(), "nothing signed before it is written");
         List<Runnable> flushes = new ArrayList<>(writes);
@@ -1525,9 +1563,9 @@ class PipelinedCommitTest {
         assertTrue(coord.latestCheckpoint(region0, c -> true).isEmpty(), "not stored on the loop");
         new ArrayList<>(writes).forEach(Runnable::run);
         Certificate cp = coord.latestCheckpoint(region0, c -> true).orElseThrow();
-        assertEquals(2L * RegionReplica.CHECKPOINT_EVERY - 1, cp.statement(Statement.Checkpoint.class).throughIndex());
+        assertEquals(2L * CHECKPOINT_EVERY - 1, cp.statement(Statement.Checkpoint.class).throughIndex());
         for (NodeId r : configs.get(0).replicas()) {
-            assertEquals(2L * RegionReplica.CHECKPOINT_EVERY, replicas.get(r).appliedSeq());
+            assertEquals(2L * CHECKPOINT_EVERY, replicas.get(r).appliedSeq());
         }
     }
 
@@ -1604,13 +1642,13 @@ class PipelinedCommitTest {
         assertEquals(2 * n, acked.size());
         System.out.println("storage after " + n + " batches: " + afterN + "; after " + 2 * n + ": " + after2N);
         Map<String, Integer> bound = Map.of(
-                "logEntries", 2 * RegionReplica.CHECKPOINT_EVERY,
+                "logEntries", 2 * CHECKPOINT_EVERY,
                 "checkpointFiles", InMemoryReplicaDisk.DELTAS_PER_WHOLE + 3,
                 // leader decisions kept for LEADER_DECISIONS_KEPT batch ids (half of them led here) + the marks and
                 // decisions of the entries since the last compaction
                 "decisionRecords", (int) RegionReplica.LEADER_DECISIONS_KEPT
-                        + 4 * RegionReplica.DECISION_GC_EVERY * RegionReplica.CHECKPOINT_EVERY,
-                "witnessCertificates", 2 * RegionReplica.CHECKPOINT_EVERY);
+                        + 4 * RegionReplica.DECISION_GC_EVERY * CHECKPOINT_EVERY,
+                "witnessCertificates", 2 * CHECKPOINT_EVERY);
         for (Map.Entry<String, Integer> b : bound.entrySet()) {
             assertTrue(after2N.get(b.getKey()) <= b.getValue(), b.getKey() + ": " + after2N.get(b.getKey())
                     + " after " + 2 * n + " batches, bound " + b.getValue() + " (" + afterN.get(b.getKey()) + " after "
@@ -1633,8 +1671,8 @@ class PipelinedCommitTest {
         NodeId peer = c1.replicas().get(0);
         RegionReplica caughtUp = loseDiskAndCatchUp(c1, lost, peer);
 
-        stream(2 * n + 1, 2 * n + 4 * RegionReplica.CHECKPOINT_EVERY);
-        assertEquals(2 * n + 4 * RegionReplica.CHECKPOINT_EVERY, acked.size(), "writes commit after GC and recovery");
+        stream(2 * n + 1, 2 * n + 4 * CHECKPOINT_EVERY);
+        assertEquals(2 * n + 4 * CHECKPOINT_EVERY, acked.size(), "writes commit after GC and recovery");
         assertEquals(replicas.get(c0.primary()).regionRoot(), restarted.regionRoot());
         assertEquals(replicas.get(peer).regionRoot(), caughtUp.regionRoot());
         assertTrue(recoveryReasons.isEmpty(), recoveryReasons.toString());
@@ -1653,18 +1691,18 @@ class PipelinedCommitTest {
         RrsConfig c0 = configs.get(0);
         RrsConfig c1 = configs.get(1);
         // region 1 gets a real certificate first (to replay it at region 0)
-        for (int b = 1; b <= RegionReplica.CHECKPOINT_EVERY; b++) {
+        for (int b = 1; b <= CHECKPOINT_EVERY; b++) {
             assertTrue(client.submit(List.of(new BlockWrite(8 + b % 8, data(b)))) > 0);
             drain();
         }
         Certificate foreign = coord.latestCheckpoint(c1.region(), c -> true).orElseThrow();
         hold = e -> e.m() instanceof Message.CheckpointVote && c0.replicas().contains(e.to());
-        for (int b = 1; b <= RegionReplica.CHECKPOINT_EVERY; b++) {
+        for (int b = 1; b <= CHECKPOINT_EVERY; b++) {
             assertTrue(client.submit(List.of(new BlockWrite(b % 8, data(b)))) > 0);
             drain();
         }
-        assertEquals(2 * RegionReplica.CHECKPOINT_EVERY, acked.size());
-        long k = RegionReplica.CHECKPOINT_EVERY - 1;
+        assertEquals(2 * CHECKPOINT_EVERY, acked.size());
+        long k = CHECKPOINT_EVERY - 1;
         List<Certificate> real = new ArrayList<>();
         for (Envelope e : held) {
             Certificate t = ((Message.CheckpointVote) e.m()).tentative();
@@ -1693,7 +1731,7 @@ class PipelinedCommitTest {
                 Certificate.of(CertType.TENTATIVE_CHECKPOINT, real.get(0).scheme(), st,
                         List.of(new Certificate.Sig(third, new byte[two.get(0).bytes().length]))),
                 foreign);
-        int before = RegionReplica.CHECKPOINT_EVERY;
+        int before = CHECKPOINT_EVERY;
         for (Certificate f : forged) {
             for (NodeId r : c0.replicas()) {
                 replicas.get(r).receive(third, new Message.CheckpointVote(f));
@@ -1796,6 +1834,189 @@ class PipelinedCommitTest {
         assertTrue(client.submit(List.of(new BlockWrite(2, data(3)))) > 0);
         drain();
         assertEquals(3, acked.size(), "and later writes commit");
+        assertTrue(recoveryReasons.isEmpty(), recoveryReasons.toString());
+    }
+
+    // ------------------------------------------------------------------ task tput18: the checkpoint interval
+
+    /**
+     * The checkpoint interval is the volume's {@link ProtocolConfig#checkpointEvery()} (it was the constant 4): with
+     * 5, the primary proposes and the replicas certify checkpoints through log indexes 4 and 9 only, the certificate
+     * in coordination is through 9 after 10 entries, and nothing was proposed at 3 or 7 (where the constant 4 put
+     * them). With the default (64), 10 entries make no checkpoint at all.
+     */
+    @Test
+    void replicasCheckpointAtTheConfiguredIntervalOnly() {
+        assertEquals(ProtocolConfig.DEFAULT_CHECKPOINT_EVERY, ProtocolConfig.of("v", 16, HashAlgorithm.SHA256,
+                RegionLayout.ofRegionSize(16, 8)).checkpointEvery());
+        assertEquals(64, ProtocolConfig.DEFAULT_CHECKPOINT_EVERY);
+        assertThrows(IllegalArgumentException.class, () -> cfg.withCheckpointEvery(0));
+        for (int every : new int[] {5, ProtocolConfig.DEFAULT_CHECKPOINT_EVERY}) {
+            cfg = cfg.withCheckpointEvery(every);
+            coord = new InMemoryCoordination();
+            acked.clear();
+            sent.clear();
+            for (RrsConfig c : configs.values()) {
+                for (NodeId rep : c.replicas()) {
+                    disks.put(rep, new InMemoryReplicaDisk()); // a fresh volume for each interval
+                    start(c, rep);
+                }
+                for (NodeId h : c.metadataHolders()) {
+                    stores.put(h, new WitnessLog(signers.get(h), dir, new InMemoryCertificateStore(),
+                            (r, g) -> configs.get(r.index()).replicaSet()));
+                }
+            }
+            client = new VolumeClient(cfg, clientId, signers.get(clientId), dir, membership,
+                    (to, m) -> send(new Envelope(clientId, to, m)), new ClientListener() {
+                        public void putSucceeded(long b, long f, long l, List<Certificate> certs) {
+                            acked.add(new long[] {b, f, l});
+                        }
+
+                        public void putFailed(long b) {
+                            failed.add(b);
+                        }
+
+                        public void recoveryNeeded(String reason) {
+                            recoveryReasons.add(reason);
+                        }
+
+                        public void getSucceeded(long id, long block, byte[] data) {
+                            got.put(block, data);
+                        }
+                    }, 4, 1000);
+            for (int b = 1; b <= 10; b++) {
+                assertTrue(client.submit(List.of(new BlockWrite(b % 8, data(b)))) > 0);
+                drain();
+            }
+            assertEquals(10, acked.size(), "interval " + every);
+            java.util.Set<Long> proposed = new java.util.TreeSet<>();
+            for (Envelope e : sent) {
+                if (e.m() instanceof Message.CheckpointPropose p) {
+                    proposed.add(p.throughIndex());
+                }
+            }
+            java.util.Optional<Certificate> cp = coord.latestCheckpoint(configs.get(0).region(), c -> true);
+            if (every == 5) {
+                assertEquals(java.util.Set.of(4L, 9L), proposed, "checkpoints through indexes 4 and 9 only");
+                assertEquals(9L, cp.orElseThrow().statement(Statement.Checkpoint.class).throughIndex());
+            } else {
+                assertEquals(java.util.Set.of(), proposed, "no checkpoint within the first 64 entries");
+                assertTrue(cp.isEmpty(), "no certificate: " + cp);
+            }
+        }
+        assertTrue(recoveryReasons.isEmpty(), recoveryReasons.toString());
+    }
+
+    // ------------------------------------------------------------------ task tput18: FLUSH hsyncs, writes hflush
+
+    /**
+     * Task tput18 (issue 13 item 3, "hflush per group of entries, hsync for FLUSH/FUA"): with the replicas writing
+     * through a {@link DurableWriter} (as on HBase), a write is acknowledged with its entry and mark written by the
+     * writer's group writes only ({@code appendAll}, {@code recordCommitMarks}: hflush on HDFS) and no sync. A FLUSH
+     * asks the three replicas of every region written since the previous FLUSH to sync, and is done only once all
+     * three answered after their sync, and after every earlier FLUSH: a replica whose sync is slow holds it (and a
+     * later FLUSH) back; replies forged in its name or by a replica of another region do not count; a region not
+     * written since is not asked; a FLUSH request from anyone but the client syncs nothing.
+     */
+    @Test
+    void aFlushIsDoneOnlyOnceEveryReplicaOfEveryWrittenRegionSyncedAndWritesAreNotSyncedOnTheirPath() {
+        Map<NodeId, HeldWriter> writers = new HashMap<>();
+        for (RrsConfig c : configs.values()) {
+            for (NodeId rep : c.replicas()) {
+                HeldWriter w = new HeldWriter(disks.get(rep));
+                replicas.get(rep).writeDiskOn(w);
+                writers.put(rep, w);
+                autoWriters.add(w);
+            }
+        }
+        List<Long> flushed = new ArrayList<>();
+        client = new VolumeClient(cfg, clientId, signers.get(clientId), dir, membership,
+                (to, m) -> send(new Envelope(clientId, to, m)), new ClientListener() {
+                    public void putSucceeded(long b, long f, long l, List<Certificate> certs) {
+                        acked.add(new long[] {b, f, l});
+                    }
+
+                    public void putFailed(long b) {
+                        failed.add(b);
+                    }
+
+                    public void recoveryNeeded(String reason) {
+                        recoveryReasons.add(reason);
+                    }
+
+                    public void getSucceeded(long id, long block, byte[] data) {
+                        got.put(block, data);
+                    }
+
+                    public void flushed(long id) {
+                        flushed.add(id);
+                    }
+                }, 4, 1000);
+        // a new client's first FLUSH asks every replica (it does not know what a predecessor left unsynced)
+        long f0 = client.flush();
+        drain();
+        assertEquals(List.of(f0), flushed);
+        disks.values().forEach(d -> assertEquals(1, d.syncs()));
+
+        for (int b = 1; b <= 3; b++) {
+            assertTrue(client.submit(List.of(new BlockWrite(b, data(b)))) > 0);
+        }
+        drain();
+        assertEquals(3, acked.size());
+        for (NodeId rep : configs.get(0).replicas()) {
+            assertEquals(2, disks.get(rep).lastIndex(0), "the entries are written");
+            assertEquals(1, disks.get(rep).syncs(), rep + ": no sync on a write's path");
+            assertEquals(0, disks.get(rep).syncedAppends(), rep + ": no synced append on a write's path");
+        }
+
+        NodeId slow = configs.get(0).replicas().get(1);
+        NodeId fast = configs.get(0).replicas().get(0);
+        writers.get(slow).holdSyncs = true;
+        sent.clear();
+        long f1 = client.flush();
+        drain();
+        assertTrue(flushed.equals(List.of(f0)), "FLUSH " + f1 + " done before " + slow + " synced: " + flushed);
+        for (NodeId rep : configs.get(1).replicas()) {
+            assertFalse(sent.stream().anyMatch(e -> e.to().equals(rep) && e.m() instanceof Message.FlushRequest),
+                    "region 1 was not written since the last FLUSH: not asked");
+        }
+        assertEquals(2, disks.get(fast).syncs());
+        assertEquals(1, disks.get(slow).syncs(), "its sync is held");
+        assertFalse(sentBy(slow, Message.FlushReply.class), "no FlushReply before the sync");
+
+        // hostile: replies in the slow replica's name signed by another key, or by a replica of another region
+        NodeId other = configs.get(1).replicas().get(0);
+        byte[] bytes = Message.FlushReply.signedBytes("v", 0, 0, f1);
+        client.receive(slow, new Message.FlushReply("v", 0, 0, f1, signers.get(fast).sign(bytes)));
+        client.receive(slow, new Message.FlushReply("v", 0, 0, f1, null));
+        client.receive(other, new Message.FlushReply("v", 0, 0, f1, signers.get(other).sign(bytes)));
+        client.receive(slow, new Message.FlushReply("v", 1, 0, f1,
+                signers.get(slow).sign(Message.FlushReply.signedBytes("v", 1, 0, f1))));
+        assertTrue(client.flushPending(f1), "a forged or misdirected reply completed the FLUSH");
+        // a FLUSH request from anyone but the client syncs nothing
+        replicas.get(fast).receive(other, new Message.FlushRequest(99));
+        drain();
+        assertEquals(2, disks.get(fast).syncs());
+
+        // a later FLUSH (region 1 written meanwhile) waits for the earlier one
+        assertTrue(client.submit(List.of(new BlockWrite(9, data(9)))) > 0);
+        drain();
+        assertEquals(4, acked.size());
+        long f2 = client.flush();
+        drain();
+        configs.get(1).replicas().forEach(rep -> assertEquals(2, disks.get(rep).syncs(), rep + " synced"));
+        assertEquals(List.of(f0), flushed, "FLUSH " + f2 + " must wait for FLUSH " + f1);
+
+        writers.get(slow).heldSyncs.forEach(Runnable::run);
+        writers.get(slow).heldSyncs.clear();
+        drain();
+        assertEquals(List.of(f0, f1, f2), flushed, "done in order once the slow replica synced");
+        assertEquals(2, disks.get(slow).syncs());
+        // nothing written since: done at once, nobody asked
+        sent.clear();
+        long f3 = client.flush();
+        assertEquals(List.of(f0, f1, f2, f3), flushed);
+        assertTrue(sent.isEmpty());
         assertTrue(recoveryReasons.isEmpty(), recoveryReasons.toString());
     }
 }

@@ -36,7 +36,8 @@ import org.junit.jupiter.api.Test;
 
 /** recoverRegionLog and identifyLCP against hand-built stores (no simulator). */
 class RecoveryTest {
-    final ProtocolConfig cfg = ProtocolConfig.of("v", 16, HashAlgorithm.SHA256, RegionLayout.ofRegionSize(16, 8));
+    final ProtocolConfig cfg = ProtocolConfig.of("v", 16, HashAlgorithm.SHA256, RegionLayout.ofRegionSize(16, 8))
+            .withCheckpointEvery(PipelinedCommitTest.CHECKPOINT_EVERY); // these tests were written for 4
     final KeyDirectory dir = new KeyDirectory(SignatureScheme.WEAK_CRC32C);
     final NodeKeys client = key("client");
     final List<NodeKeys> rs = List.of(key("rs0"), key("rs1"), key("rs2"));
@@ -529,7 +530,8 @@ class RecoveryTest {
      * @param retry after a failed adopt, recover and adopt again with {@code lie} cleared
      */
     RecoveryOrchestrator.Outcome orchestrate(boolean[] lie, boolean retry) throws RecoveryException {
-        ProtocolConfig one = ProtocolConfig.of("v", 16, HashAlgorithm.SHA256, RegionLayout.ofRegionSize(8, 8));
+        ProtocolConfig one = ProtocolConfig.of("v", 16, HashAlgorithm.SHA256, RegionLayout.ofRegionSize(8, 8))
+                .withCheckpointEvery(PipelinedCommitTest.CHECKPOINT_EVERY);
         RrsConfig[] current = {old};
         Membership m = new Membership() {
             public RrsConfig current(int region) {

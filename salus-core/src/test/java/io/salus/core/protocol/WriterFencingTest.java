@@ -50,7 +50,8 @@ class WriterFencingTest {
     record Envelope(NodeId from, NodeId to, Message m) {
     }
 
-    final ProtocolConfig cfg = ProtocolConfig.of("v", 16, HashAlgorithm.SHA256, RegionLayout.ofRegionSize(16, 8));
+    final ProtocolConfig cfg = ProtocolConfig.of("v", 16, HashAlgorithm.SHA256, RegionLayout.ofRegionSize(16, 8))
+            .withCheckpointEvery(PipelinedCommitTest.CHECKPOINT_EVERY); // these tests were written for 4
     final KeyDirectory dir = new KeyDirectory(SignatureScheme.ED25519);
     final Map<NodeId, Signer> signers = new HashMap<>();
     final Deque<Envelope> net = new ArrayDeque<>();

@@ -262,7 +262,8 @@ final class SalusSimulation {
         long blocks = (long) regions * perRegion - rnd.nextInt(3);
         HashAlgorithm alg = rnd.nextInt(10) == 0 ? HashAlgorithm.BLAKE3 : HashAlgorithm.SHA256;
         ProtocolConfig c = new ProtocolConfig(VOLUME, 32, alg, RegionLayout.ofRegionSize(blocks, perRegion),
-                mutations.isEmpty() ? Set.of() : EnumSet.copyOf(mutations));
+                mutations.isEmpty() ? Set.of() : EnumSet.copyOf(mutations), 4); // checkpoints every 4 entries:
+        // the simulated runs are short, and checkpoints, GC and catch-up are what they exercise
         this.cfg = c;
         int s = rnd.nextInt(100);
         this.scheme = schemeOverride != null ? schemeOverride

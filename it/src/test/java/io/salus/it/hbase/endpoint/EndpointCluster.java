@@ -72,6 +72,12 @@ import org.apache.log4j.LogManager;
  * Nothing is mocked; the deadlines are generous and never asserted as timings.
  */
 final class EndpointCluster implements AutoCloseable {
+    /**
+     * Log entries between checkpoints in these tests (set explicitly: the endpoint's default is 64, task tput18; the
+     * tests were written for checkpoints, log GC and witness truncation every 4 entries).
+     */
+    static final int CHECKPOINT_EVERY = 4;
+
     /** What the cluster is made of. */
     static final class Options {
         String volume;
@@ -183,6 +189,7 @@ final class EndpointCluster implements AutoCloseable {
         conf.set("hbase.coprocessor.master.classes", SalusPlacementObserver.class.getName());
         conf.setLong(SalusPlacementObserver.PERIOD_KEY, 1000);
         conf.setLong(EndpointKeyring.TEST_SEED_KEY, o.seed);
+        conf.setInt(SalusReplicaEndpoint.CHECKPOINT_EVERY_KEY, CHECKPOINT_EVERY);
         o.conf.accept(conf);
         if (o.witnesses) {
             dir = Files.createTempDirectory("salus-endpoint-" + o.volume);

@@ -166,7 +166,7 @@ class SalusWitnessStoresTest {
                                 + " through " + truncated + ")");
                         assertEquals(CertType.LOG_ENTRY, got.type(), "at " + w + " region " + r + " index " + i);
                     }
-                    assertTrue(truncated == -1 || (truncated + 1) % RegionReplica.CHECKPOINT_EVERY == 0,
+                    assertTrue(truncated == -1 || (truncated + 1) % EndpointCluster.CHECKPOINT_EVERY == 0,
                             "witness " + w + " truncated region " + r + " through " + truncated + ", not a"
                                     + " checkpoint index");
                 }

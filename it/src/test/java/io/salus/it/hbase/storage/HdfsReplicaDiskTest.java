@@ -257,18 +257,24 @@ class HdfsReplicaDiskTest extends ReplicaDiskContract {
 
     /**
      * Task tput17: the endpoint's disk writer hands a group of log entries to {@code appendAll} and a group of commit
-     * marks to {@code recordDecisions}: each group is covered by one hsync (per segment), and everything is durable
-     * when they return: the writing process crashes right after (its streams aborted, nothing closed) and a reopen
-     * reads every entry and decision, also for a group that crossed segment rolls.
+     * marks to {@code recordCommitMarks} (task tput18: {@code recordDecisions} before). Task tput18: each group is
+     * covered by one hflush (per segment) and no hsync, so the batch path does not wait for the DataNode's disk; it
+     * survives a crash of the writing process: the process crashes right after (its streams aborted, nothing closed)
+     * and a reopen reads every entry and decision, also for a group that crossed segment rolls (a roll hsyncs the
+     * segment it closes). {@code sync} (a client's FLUSH) then hsyncs the log and the decision records once each, and
+     * nothing when nothing new was written.
      */
     @Test
-    void appendAllAndRecordDecisionsShareOneHsyncAndSurviveACrash() throws Exception {
+    void appendAllAndCommitMarksShareOneHflushNoHsyncAndSurviveAProcessCrash() throws Exception {
         for (long segment : new long[] {HdfsReplicaDisk.DEFAULT_SEGMENT_BYTES, 4096}) {
             Path dir = new Path(ROOT, "append-all-" + segment);
             DistributedFileSystem rs = newClient();
             HdfsReplicaDisk d = new HdfsReplicaDisk(rs, dir, null, segment);
             d.append(1, 0, entry(0, 700)); // opens the segment
+            d.recordDecision(1, decision(100, true)); // a leader's decision record: hsynced at once
             long h0 = d.hsyncs();
+            long l0 = d.logHsyncs();
+            long f0 = d.hflushes();
             List<Long> idx = new ArrayList<>();
             List<byte[]> entries = new ArrayList<>();
             for (long i = 1; i <= 30; i++) {
@@ -276,26 +282,40 @@ class HdfsReplicaDiskTest extends ReplicaDiskContract {
                 entries.add(entry(i, 700));
             }
             d.appendAll(1, idx, entries);
-            long groupHsyncs = d.hsyncs() - h0;
+            long groupHflushes = d.hflushes() - f0;
             List<io.salus.core.cert.Certificate> marks = new ArrayList<>();
             for (long b = 0; b < 10; b++) {
                 marks.add(decision(b, true));
             }
-            d.recordDecision(1, decision(100, true));
-            long h1 = d.hsyncs();
-            d.recordDecisions(1, marks);
-            long markHsyncs = d.hsyncs() - h1;
-            System.out.printf("segment %d: 30 entries with %d hsync(s), 10 marks with %d%n", segment, groupHsyncs,
-                    markHsyncs);
+            long f1 = d.hflushes();
+            d.recordCommitMarks(1, marks);
+            long markHflushes = d.hflushes() - f1;
+            System.out.printf("segment %d: 30 entries with %d hflush(es), 10 marks with %d; hsyncs %d%n", segment,
+                    groupHflushes, markHflushes, d.hsyncs() - h0);
             if (segment == HdfsReplicaDisk.DEFAULT_SEGMENT_BYTES) {
-                assertEquals(1, groupHsyncs, "one hsync for the group of entries");
-                assertEquals(1, markHsyncs, "one hsync for the group of marks");
+                assertEquals(1, groupHflushes, "one hflush for the group of entries");
+                assertEquals(1, markHflushes, "one hflush for the group of marks");
+                assertEquals(h0, d.hsyncs(), "no hsync on the batch path");
+                assertEquals(l0, d.logHsyncs());
+                d.sync(1);
+                assertEquals(h0 + 2, d.hsyncs(), "a sync hsyncs the log and the decision records");
+                assertEquals(l0 + 1, d.logHsyncs());
+                d.sync(1);
+                assertEquals(h0 + 2, d.hsyncs(), "nothing new: no hsync");
+                d.appendAll(1, List.of(31L), List.of(entry(31, 700)));
+                d.sync(1);
+                assertEquals(h0 + 3, d.hsyncs(), "only the log has new frames");
+                assertEquals(3, d.syncs());
+            } else {
+                // every frame of 700 bytes fills a 4 KiB segment after 6: the rolls hsync the segments they close
+                assertTrue(d.logHsyncs() > l0, "rolled segments are hsynced");
+                d.appendAll(1, List.of(31L), List.of(entry(31, 700)));
             }
-            assertEquals(42, d.appends(), "appends counted (31 entries, 11 decisions)");
+            assertEquals(43, d.appends(), "appends counted (32 entries, 11 decisions)");
             crash(rs);
             HdfsReplicaDisk back = disk(fs, dir, null);
-            assertEquals(30, back.lastIndex(1));
-            for (long i = 0; i <= 30; i++) {
+            assertEquals(31, back.lastIndex(1));
+            for (long i = 0; i <= 31; i++) {
                 assertArrayEquals(entry(i, 700), back.read(1, i), "segment " + segment + ", index " + i);
             }
             java.util.Set<Long> ids = new java.util.TreeSet<>();

@@ -126,6 +126,11 @@ public final class HBaseVolumeClientRunner implements Closeable {
             }
 
             @Override
+            public void flushed(long flushId) {
+                listener.flushed(flushId);
+            }
+
+            @Override
             public void fenced(String reason) {
                 LOG.error("volume {}: this writer (epoch {}) is fenced: {}", addressing.geometry().volume(), epoch,
                         reason);
@@ -179,7 +184,7 @@ public final class HBaseVolumeClientRunner implements Closeable {
 
     /** On the loop: polls the regions the client awaits replies from, each when its back-off has passed. */
     private void pollAll() {
-        if (client.outstandingBatches() == 0 && client.outstandingGets() == 0
+        if (client.outstandingBatches() == 0 && client.outstandingGets() == 0 && client.outstandingFlushes() == 0
                 && (client.fenceOutstanding() == null || client.fenceOutstanding().isEmpty())
                 && !client.remounting()) {
             return;

@@ -68,8 +68,15 @@ public final class ReplicaHost {
     private final AtomicLong diskGroups = new AtomicLong();
     private final AtomicLong diskGroupRecords = new AtomicLong();
 
-    /** A log entry ({@code decision == null}) or a commit mark for the {@link #diskWriter}. */
-    private record DiskRecord(long generation, long index, byte[] entry, Certificate decision, Runnable then) {
+    /** hsyncs the disk writer made for a client's FLUSH ({@link io.salus.core.protocol.replica.DurableWriter#sync}). */
+    private final AtomicLong diskSyncs = new AtomicLong();
+
+    /**
+     * A log entry ({@code decision == null}), a commit mark, or ({@code sync}) a sync of everything before it for the
+     * {@link #diskWriter}.
+     */
+    private record DiskRecord(long generation, long index, byte[] entry, Certificate decision, boolean sync,
+                              Runnable then) {
     }
 
     /** Set by {@link #close}: checkpoint writes queued behind the one in progress are not started. */
@@ -315,12 +322,17 @@ public final class ReplicaHost {
         r.writeDiskOn(new io.salus.core.protocol.replica.DurableWriter() {
             @Override
             public void append(long generation, long index, byte[] entry, Runnable then) {
-                queueDiskRecord(new DiskRecord(generation, index, entry, null, then));
+                queueDiskRecord(new DiskRecord(generation, index, entry, null, false, then));
             }
 
             @Override
             public void recordDecision(long generation, Certificate decision, Runnable then) {
-                queueDiskRecord(new DiskRecord(generation, -1, null, decision, then));
+                queueDiskRecord(new DiskRecord(generation, -1, null, decision, false, then));
+            }
+
+            @Override
+            public void sync(long generation, Runnable then) {
+                queueDiskRecord(new DiskRecord(generation, -1, null, null, true, then));
             }
         });
         this.recoveryCheckedIndex = base.throughIndex();
@@ -390,7 +402,8 @@ public final class ReplicaHost {
 
     /**
      * On the disk writer: every record queued so far, the log entries with one {@link ReplicaDisk#appendAll} and the
-     * commit marks with one {@link ReplicaDisk#recordDecisions} (one hsync each on HDFS), then their continuations on
+     * commit marks with one {@link ReplicaDisk#recordCommitMarks} (one hflush each on HDFS), then, if a FLUSH asked for
+     * it, one {@link ReplicaDisk#sync} (hsync of each file), then their continuations on
      * the loop in queue order. Each queued record schedules this once; a run that finds the queue empty (an earlier
      * run took its record) does nothing.
      */
@@ -409,8 +422,11 @@ public final class ReplicaHost {
             Map<Long, List<Long>> indexes = new LinkedHashMap<>();
             Map<Long, List<byte[]>> entries = new LinkedHashMap<>();
             Map<Long, List<Certificate>> marks = new LinkedHashMap<>();
+            java.util.Set<Long> syncs = new java.util.LinkedHashSet<>();
             for (DiskRecord r : group) {
-                if (r.decision() == null) {
+                if (r.sync()) {
+                    syncs.add(r.generation());
+                } else if (r.decision() == null) {
                     indexes.computeIfAbsent(r.generation(), g -> new ArrayList<>()).add(r.index());
                     entries.computeIfAbsent(r.generation(), g -> new ArrayList<>()).add(r.entry());
                 } else {
@@ -421,7 +437,13 @@ public final class ReplicaHost {
                 disk.appendAll(e.getKey(), e.getValue(), entries.get(e.getKey()));
             }
             for (Map.Entry<Long, List<Certificate>> e : marks.entrySet()) {
-                disk.recordDecisions(e.getKey(), e.getValue());
+                disk.recordCommitMarks(e.getKey(), e.getValue());
+            }
+            // a client's FLUSH: everything written so far (this group's records too) made durable against a machine
+            // crash before its continuation answers the client (task tput18)
+            for (long g : syncs) {
+                disk.sync(g);
+                diskSyncs.incrementAndGet();
             }
         } catch (RuntimeException e) {
             diskFailure = e;
@@ -680,6 +702,8 @@ public final class ReplicaHost {
         // log appends and commit marks written off the loop: groups written (one hsync per file each) and records
         m.put("diskGroups", diskGroups.get());
         m.put("diskGroupRecords", diskGroupRecords.get());
+        // syncs (hsync of the log and decision records) a client's FLUSH or FUA write asked for (task tput18)
+        m.put("diskSyncs", diskSyncs.get());
         m.put("witnessTruncations", witnessTruncations.get());
         if (remoteHolders != null) {
             m.putAll(remoteHolders.counters());

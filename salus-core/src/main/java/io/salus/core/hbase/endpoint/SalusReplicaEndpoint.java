@@ -66,6 +66,27 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
     private int replicaIndex;
     private WitnessHolders.Settings witnesses;
 
+    /**
+     * Log entries between a replica's checkpoints (its checkpoint file, region flush and TENTATIVE_CHECKPOINT; the
+     * CHECKPOINT certificate after which the log, witness certificates and old checkpoint files are collected).
+     * Read from the region's configuration (hbase-site.xml of the region server, or the table's own configuration).
+     * Every region server hosting a replica of the volume must use the same value: the replicas of a region
+     * checkpoint at the same log indexes ({@code (index + 1) % value == 0}) and ignore proposals and votes at any
+     * other index, so a mismatch stops checkpoints and log GC for that region (never safety).
+     */
+    public static final String CHECKPOINT_EVERY_KEY = "salus.checkpoint.every-entries";
+
+    /** {@link #CHECKPOINT_EVERY_KEY}, default {@link io.salus.core.protocol.ProtocolConfig#DEFAULT_CHECKPOINT_EVERY}. */
+    public static int checkpointEvery(Configuration conf) throws CoprocessorException {
+        int n = conf.getInt(CHECKPOINT_EVERY_KEY, io.salus.core.protocol.ProtocolConfig.DEFAULT_CHECKPOINT_EVERY);
+        if (n < 1) {
+            throw new CoprocessorException(CHECKPOINT_EVERY_KEY + " must be at least 1 (log entries between"
+                    + " checkpoints), got " + n + "; default "
+                    + io.salus.core.protocol.ProtocolConfig.DEFAULT_CHECKPOINT_EVERY);
+        }
+        return n;
+    }
+
     @Override
     public Optional<RegionObserver> getRegionObserver() {
         return Optional.of(this);
@@ -98,7 +119,7 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
         } catch (IllegalArgumentException e) {
             throw new CoprocessorException("table " + td.getTableName() + ": " + e.getMessage());
         }
-        addressing = new VolumeAddressing(g);
+        addressing = new VolumeAddressing(g, checkpointEvery(renv.getConfiguration()));
         byte[] start = renv.getRegionInfo().getStartKey();
         this.region = start.length == 0 ? 0 : g.regionOf(org.apache.hadoop.hbase.util.Bytes.toLong(start));
         this.replicaIndex = k;

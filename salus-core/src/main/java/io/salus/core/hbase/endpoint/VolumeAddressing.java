@@ -64,9 +64,18 @@ public final class VolumeAddressing {
     private final Membership membership;
 
     public VolumeAddressing(VolumeGeometry geometry) {
+        this(geometry, ProtocolConfig.DEFAULT_CHECKPOINT_EVERY);
+    }
+
+    /**
+     * @param checkpointEvery log entries between a replica's checkpoints ({@link ProtocolConfig#checkpointEvery()};
+     *                        the replica endpoint reads it from {@code salus.checkpoint.every-entries})
+     */
+    public VolumeAddressing(VolumeGeometry geometry, int checkpointEvery) {
         this.geometry = geometry;
         this.cfg = ProtocolConfig.of(geometry.volume(), geometry.blockSize(), HASH,
-                RegionLayout.ofRegionSize(geometry.numBlocks(), geometry.blocksPerRegion()));
+                RegionLayout.ofRegionSize(geometry.numBlocks(), geometry.blocksPerRegion()))
+                .withCheckpointEvery(checkpointEvery);
         for (int i = 0; i < geometry.numRegions(); i++) {
             configs.add(new RrsConfig(new RegionId(geometry.volume(), i), 0,
                     List.of(node(i, 'r', 0), node(i, 'r', 1), node(i, 'r', 2)),

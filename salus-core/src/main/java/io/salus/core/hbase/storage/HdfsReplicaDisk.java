@@ -57,9 +57,14 @@ import org.apache.hadoop.hdfs.client.HdfsDataOutputStream;
  * checkpoints, one frame per file, written to a temporary name, hsynced and renamed.</li>
  * </ul>
  *
- * <p>Durability: {@link #append} and {@link #recordDecision} return after hsync. Concurrent appenders
- * share hsyncs (group commit): each writes its frame under the generation's lock, then one hsync covers
- * every frame written before it ({@link #appends()} / {@link #hsyncs()} count both).
+ * <p>Durability: {@link #append}, {@link #recordDecision} and {@link #recordDecisions} return after hsync. Concurrent
+ * appenders share hsyncs (group commit): each writes its frame under the generation's lock, then one hsync covers
+ * every frame written before it ({@link #appends()} / {@link #hsyncs()} count both). The batch path's group writes,
+ * {@link #appendAll} and {@link #recordCommitMarks}, return after hflush (the frames are in the DataNode: they
+ * survive a crash of this process, not of the DataNode's machine); {@link #sync} hsyncs each file with frames not
+ * hsynced yet (task tput18: a client's FLUSH or FUA write). A segment is hsynced before it is rolled (closed), and
+ * never spans two HDFS blocks (its block size is at least {@link #segmentBlockSize}), so the hsync of the active
+ * segment's current block covers every frame hflushed before it (a finished block is not fsynced by HDFS).
  *
  * <p>Reopen after a crash: the last segment of a log may still be open under the dead writer's lease;
  * it is recovered ({@code recoverLease}), and a torn tail (the prefix of a frame, from a write that was
@@ -83,6 +88,9 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
     private final Map<Long, FramedLog> decisionLogs = new HashMap<>();
     private final AtomicLong appends = new AtomicLong();
     private final AtomicLong hsyncs = new AtomicLong();
+    private final AtomicLong logHsyncs = new AtomicLong();
+    private final AtomicLong hflushes = new AtomicLong();
+    private final AtomicLong syncCalls = new AtomicLong();
     /**
      * This disk object's incarnation, in its temporary file names ({@code .delta.<k>.<incarnation>.tmp},
      * {@code .prefix.<incarnation>.tmp}): a replica reopened over the same directory (a new incarnation) and its old
@@ -146,6 +154,36 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
         return hsyncs.get();
     }
 
+    /** hsyncs of log segments (not decision records or state files): made by {@link #sync}, a roll, or {@link #append}. */
+    public long logHsyncs() {
+        return logHsyncs.get();
+    }
+
+    /** hflushes of the batch path's group writes ({@link #appendAll}, {@link #recordCommitMarks}). */
+    public long hflushes() {
+        return hflushes.get();
+    }
+
+    /** {@link #sync} calls (a client's FLUSH or FUA write reached this replica). */
+    public long syncs() {
+        return syncCalls.get();
+    }
+
+    /**
+     * The HDFS block size of a log or decision segment: at least the file system's default, and above the largest a
+     * segment gets (it is rolled once it holds {@code segmentBytes}; one more frame, at most a 64-block sub-batch of
+     * 256 KiB blocks, may follow), rounded up to a MiB. A segment must fit one block: hflushed frames of a finished
+     * block are never fsynced by the DataNode, and a later hsync reaches only the current block.
+     */
+    long segmentBlockSize(Path p) {
+        long need = segmentBytes + MAX_FRAME_SLACK;
+        long mib = 1L << 20;
+        return Math.max(fs.getDefaultBlockSize(p), (need + mib - 1) / mib * mib);
+    }
+
+    /** Room above {@code segmentBytes} in a segment's block: a frame larger than this starts a new segment. */
+    static final long MAX_FRAME_SLACK = 32L << 20;
+
     /** The files of the generation's log, oldest first (for tests and GC accounting). */
     public List<Path> logSegments(long generation) {
         return log(generation).segmentPaths();
@@ -158,10 +196,25 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
         log(generation).append(index, entry);
     }
 
-    /** Group commit: every frame is written, then one hsync (per segment written to) covers them all. */
+    /**
+     * Group commit of the batch path: every frame is written, then one hflush (per segment written to) covers them
+     * all; {@link #sync} makes them durable against a machine crash.
+     */
     @Override
     public void appendAll(long generation, List<Long> indexes, List<byte[]> entries) {
-        log(generation).appendAll(indexes, entries);
+        log(generation).appendAll(indexes, entries, false);
+    }
+
+    /** hsyncs the generation's active log and decision segments if they hold frames not hsynced yet. */
+    @Override
+    public void sync(long generation) {
+        syncCalls.incrementAndGet();
+        try {
+            log(generation).syncActive();
+            decisions(generation, true).syncActive();
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot sync " + dir + " generation " + generation, e);
+        }
     }
 
     @Override
@@ -199,11 +252,21 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
     /** Group commit: each decision numbered under the log's lock as in {@link #recordDecision}, one hsync for all. */
     @Override
     public void recordDecisions(long generation, List<Certificate> decisions) {
+        decisions(generation, true).appendAll(null, encoded(decisions), true);
+    }
+
+    /** As {@link #recordDecisions}, one hflush for all (the batch path's commit marks); {@link #sync} hsyncs them. */
+    @Override
+    public void recordCommitMarks(long generation, List<Certificate> marks) {
+        decisions(generation, true).appendAll(null, encoded(marks), false);
+    }
+
+    private static List<byte[]> encoded(List<Certificate> decisions) {
         List<byte[]> encoded = new ArrayList<>(decisions.size());
         for (Certificate d : decisions) {
             encoded.add(d.encode());
         }
-        decisions(generation, true).appendAll(null, encoded);
+        return encoded;
     }
 
     /** Decodes what was stored; a record that verifies (CRC) but does not decode is skipped, not trusted. */
@@ -469,6 +532,11 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
                 fs.getDefaultBlockSize(p), null, favored);
     }
 
+    private FSDataOutputStream createSegment(Path p) throws IOException {
+        return fs.create(p, FsPermission.getFileDefault(), false, 64 * 1024, (short) 1, segmentBlockSize(p), null,
+                favored);
+    }
+
     private void hsync(FSDataOutputStream out) throws IOException {
         if (out instanceof HdfsDataOutputStream h) {
             h.hsync(EnumSet.of(HdfsDataOutputStream.SyncFlag.UPDATE_LENGTH));
@@ -541,11 +609,16 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
         volatile long written; // updated under the owning FramedLog's lock, after the bytes are in the stream
         long maxIndex = -1;
         volatile long synced;
+        /** How far hflush (or hsync) made the frames reach the DataNode. */
+        volatile long flushed;
+        /** The segment's HDFS block size: it is rolled before a frame would cross it. */
+        final long blockSize;
         boolean closed;
 
-        Segment(Path path, FSDataOutputStream out) {
+        Segment(Path path, FSDataOutputStream out, long blockSize) {
             this.path = path;
             this.out = out;
+            this.blockSize = blockSize;
         }
     }
 
@@ -649,17 +722,31 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
             return new ArrayList<>(segments.values());
         }
 
-        private Segment activeForAppend() throws IOException {
-            if (active != null && active.written >= segmentBytes) {
-                roll();
+        private Segment activeForAppend(int frameBytes) throws IOException {
+            if (active != null && (active.written >= segmentBytes || active.written + frameBytes > active.blockSize)) {
+                roll(); // full, or the frame would cross into a second HDFS block (see segmentBlockSize)
             }
             if (active == null) {
                 Path p = new Path(ldir, String.format("seg-%020d.log", nextSegment));
                 segments.put(nextSegment++, p);
                 segmentMax.put(p, -1L);
-                active = new Segment(p, create(p, false));
+                active = new Segment(p, createSegment(p), segmentBlockSize(p));
             }
             return active;
+        }
+
+        /** hsyncs the active segment if it holds frames not hsynced yet (rolled segments were hsynced at the roll). */
+        void syncActive() throws IOException {
+            Segment s;
+            long end;
+            synchronized (this) {
+                s = active;
+                if (s == null) {
+                    return;
+                }
+                end = s.written;
+            }
+            syncTo(s, end);
         }
 
         void append(long idx, byte[] entry) {
@@ -685,7 +772,7 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
                     }
                     highestWritten = Math.max(highestWritten, idx);
                     byte[] frame = LogFrame.encode(idx, entry);
-                    s = activeForAppend();
+                    s = activeForAppend(frame.length);
                     off = s.written;
                     s.out.write(frame);
                     s.written += frame.length;
@@ -711,7 +798,7 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
          * {@code indexes} is null), then makes them all durable with one hsync per segment they went to (a roll in
          * between hsyncs the segment it closes), then indexes them. Returns once all are durable.
          */
-        void appendAll(List<Long> indexes, List<byte[]> entries) {
+        void appendAll(List<Long> indexes, List<byte[]> entries, boolean hsync) {
             if (entries.isEmpty()) {
                 return;
             }
@@ -730,7 +817,7 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
                         idx[i] = indexes == null ? highestWritten + 1 : indexes.get(i);
                         highestWritten = Math.max(highestWritten, idx[i]);
                         byte[] frame = LogFrame.encode(idx[i], entries.get(i));
-                        Segment s = activeForAppend();
+                        Segment s = activeForAppend(frame.length);
                         seg[i] = s;
                         off[i] = s.written;
                         s.out.write(frame);
@@ -741,7 +828,11 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
                     }
                 }
                 for (Map.Entry<Segment, Long> e : ends.entrySet()) {
-                    syncTo(e.getKey(), e.getValue());
+                    if (hsync) {
+                        syncTo(e.getKey(), e.getValue());
+                    } else {
+                        flushTo(e.getKey(), e.getValue());
+                    }
                 }
             } catch (IOException | RuntimeException e) {
                 throw appendFailed(counted, e, "cannot append " + entries.size() + " entries to " + ldir);
@@ -775,14 +866,31 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
                 }
                 long target = s.written; // bytes already in the stream; never take the log's lock here
                 hsync(s.out);
+                if (gcable) {
+                    logHsyncs.incrementAndGet();
+                }
                 s.synced = target;
+                s.flushed = Math.max(s.flushed, target);
+            }
+        }
+
+        /** Group commit without hsync: one hflush puts every frame written before it in the DataNode. */
+        private void flushTo(Segment s, long end) throws IOException {
+            synchronized (s.syncLock) {
+                if (s.flushed >= end || s.closed) {
+                    return;
+                }
+                long target = s.written;
+                s.out.hflush();
+                hflushes.incrementAndGet();
+                s.flushed = target;
             }
         }
 
         void appendRaw(byte[] bytes) {
             try {
                 synchronized (this) {
-                    Segment s = activeForAppend();
+                    Segment s = activeForAppend(bytes.length);
                     s.out.write(bytes);
                     s.written += bytes.length;
                     s.out.hflush();
@@ -858,6 +966,9 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
             synchronized (s.syncLock) {
                 if (s.synced < s.written) {
                     hsync(s.out);
+                    if (gcable) {
+                        logHsyncs.incrementAndGet();
+                    }
                 }
                 s.out.close();
                 s.synced = s.written;

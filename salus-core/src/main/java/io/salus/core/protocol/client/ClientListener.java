@@ -39,6 +39,14 @@ public interface ClientListener {
     }
 
     /**
+     * FLUSH {@code flushId} ({@link VolumeClient#flush}) is done: all three replicas of every region that had a write
+     * acknowledged before it reported that everything they held then is durable (hsync). FLUSHes complete in issue
+     * order. Default: nothing.
+     */
+    default void flushed(long flushId) {
+    }
+
+    /**
      * A replica holds a newer writer epoch than this client's: another writer took the volume's lease and fenced
      * this one. Called once, before {@link #putFailed} for each outstanding batch; the client refuses every write
      * and read from then on. Default: nothing.

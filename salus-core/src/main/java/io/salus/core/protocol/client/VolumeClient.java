@@ -92,6 +92,21 @@ public final class VolumeClient {
     private long fenceSentAt;
     /** The mount in progress (queries sent, answers collected), or null. */
     private ReplicaMount remount;
+    /** FLUSHes not done yet, in issue order (task tput18). */
+    private final TreeMap<Long, OutFlush> flushes = new TreeMap<>();
+    private long nextFlushId = 1;
+    /**
+     * Regions with a write acknowledged (PUT_SUCCESS) since the last FLUSH was issued: the next FLUSH asks their
+     * replicas to sync. All regions at first (a new client does not know what its predecessor left unsynced).
+     */
+    private final Set<Integer> unflushed = new java.util.TreeSet<>();
+
+    private static final class OutFlush {
+        /** Replicas that have not answered. */
+        final Set<NodeId> pending = new HashSet<>();
+        long sentAt;
+        int retries;
+    }
 
     private static final class OutBatch {
         BatchInfo info;
@@ -166,6 +181,7 @@ public final class VolumeClient {
         this.nextPrevNum = new long[cfg.regionCount()];
         for (int r = 0; r < cfg.regionCount(); r++) {
             regionRootHistory.computeIfAbsent(r, k -> new TreeMap<>()).put(0L, tree.node(layout.regionLevel(), r));
+            unflushed.add(r);
         }
     }
 
@@ -301,6 +317,74 @@ public final class VolumeClient {
             remount.offer(from, st);
         } else if (m instanceof Message.RecoveryState st && remount != null) {
             remount.offer(from, st);
+        } else if (m instanceof Message.FlushReply f) {
+            onFlushReply(from, f);
+        }
+    }
+
+    // ------------------------------------------------------------------ FLUSH (task tput18)
+
+    /**
+     * Issues a FLUSH: every write acknowledged before this call ({@link ClientListener#putSucceeded}) becomes durable
+     * against a machine crash on all three replicas of each region it wrote. Replicas make log entries and commit
+     * marks durable against a process crash only (hflush) on the write path; this asks every replica of every region
+     * with a write acknowledged since the previous FLUSH was issued to sync (hsync) what it holds, and the FLUSH is
+     * done ({@link ClientListener#flushed}) once all of them answered with a signed {@link Message.FlushReply}
+     * (unanimous: one faulty replica cannot make it done) and every earlier FLUSH is done (a region synced for an
+     * earlier FLUSH still in flight is not asked again). Retransmitted to the silent replicas at {@link #tick}; after
+     * the retries a batch gets, the client asks for recovery. Returns the FLUSH's id ({@link #flushPending}).
+     */
+    public long flush() {
+        long id = nextFlushId++;
+        OutFlush f = new OutFlush();
+        for (int r : unflushed) {
+            f.pending.addAll(membership.current(r).replicas());
+        }
+        unflushed.clear();
+        flushes.put(id, f);
+        sendFlush(id, f, f.pending);
+        completeFlushes();
+        return id;
+    }
+
+    /** FLUSHes not done yet (their replicas' replies are awaited: a polling transport must poll for them). */
+    public int outstandingFlushes() {
+        return flushes.size();
+    }
+
+    /** True while FLUSH {@code flushId} is not done. */
+    public boolean flushPending(long flushId) {
+        return flushes.containsKey(flushId);
+    }
+
+    private void sendFlush(long id, OutFlush f, Set<NodeId> to) {
+        f.sentAt = now;
+        for (NodeId n : to) {
+            net.send(n, new Message.FlushRequest(id));
+        }
+    }
+
+    private void onFlushReply(NodeId from, Message.FlushReply r) {
+        OutFlush f = flushes.get(r.flushId());
+        if (f == null || !f.pending.contains(from) || !r.volume().equals(cfg.volume()) || r.region() < 0
+                || r.region() >= cfg.regionCount()) {
+            return;
+        }
+        io.salus.core.protocol.RrsConfig rrs = membership.current(r.region());
+        if (rrs.generation() != r.generation() || !rrs.replicas().contains(from) || r.signature() == null
+                || !verifier.verify(from, Message.FlushReply.signedBytes(r.volume(), r.region(), r.generation(),
+                        r.flushId()), r.signature())) {
+            return; // not signed by that replica of the region it names
+        }
+        f.pending.remove(from);
+        completeFlushes();
+    }
+
+    /** Reports the FLUSHes whose replicas all answered, in issue order (a later one waits for the earlier ones). */
+    private void completeFlushes() {
+        while (!flushes.isEmpty() && flushes.firstEntry().getValue().pending.isEmpty()) {
+            long id = flushes.pollFirstEntry().getKey();
+            listener.flushed(id);
         }
     }
 
@@ -376,6 +460,7 @@ public final class VolumeClient {
         // and its GETs: one waiting for a refused write's seq was retried for ever, and its transport kept polling
         // the replicas, taking replies that the new writer (same client id) waits for (review rv15)
         gets.clear();
+        flushes.clear(); // never done: the listener's fenced covers them
         listener.fenced(needsRemount);
         ids.forEach(listener::putFailed);
     }
@@ -411,6 +496,16 @@ public final class VolumeClient {
                 if (++ob.retries >= retriesBeforeRecovery) {
                     requestRecovery("batch " + ob.info.batchId() + ": no PUT_SUCCESS after " + ob.retries
                             + " retries");
+                }
+            }
+        }
+        for (Map.Entry<Long, OutFlush> e : flushes.entrySet()) {
+            OutFlush f = e.getValue();
+            if (!f.pending.isEmpty() && now - f.sentAt >= retransmitEvery) {
+                sendFlush(e.getKey(), f, f.pending);
+                if (++f.retries >= retriesBeforeRecovery) {
+                    requestRecovery("FLUSH " + e.getKey() + ": replicas " + f.pending + " did not report their log"
+                            + " synced after " + f.retries + " retries");
                 }
             }
         }
@@ -477,6 +572,7 @@ public final class VolumeClient {
         }
         if (ob.success.size() == ob.subs.size()) {
             outstanding.remove(st.batchId());
+            unflushed.addAll(ob.subs.keySet()); // acknowledged below: the next FLUSH must sync these regions
             pruneRecentWrites();
             LatencyTrace.stage(st.batchId(), "done");
             for (OutBatch o : outstanding.values()) {
@@ -754,6 +850,9 @@ public final class VolumeClient {
         if (fencePending != null && needsRemount == null) {
             s.addAll(fencePending);
         }
+        for (OutFlush f : flushes.values()) {
+            s.addAll(f.pending); // a FLUSH waits for their FlushReply
+        }
         if (remount != null) {
             s.addAll(remount.toAsk()); // a mount waits for the replicas' MountState answers
         }
@@ -802,6 +901,10 @@ public final class VolumeClient {
     public void beginRemount(long nonce) {
         outstanding.clear();
         gets.clear();
+        flushes.clear();
+        for (int r = 0; r < cfg.regionCount(); r++) {
+            unflushed.add(r); // what the previous writer left unsynced: the next FLUSH syncs every region
+        }
         recentWrites.clear();
         needsRemount = "a mount against the replicas is in progress";
         remount = new ReplicaMount(cfg, membership, verifier, signer, nonce, me, recoveryCoordination);

@@ -106,6 +106,29 @@ public sealed interface Message {
     }
 
     /**
+     * Client → every replica of every region written since its previous FLUSH (task tput18): an NBD FLUSH, or a FUA
+     * write, needs every write acknowledged before it to be durable against a machine crash. Replicas make log
+     * entries and commit marks durable against a crash of the writing process only (HDFS hflush: in the DataNode,
+     * not yet on its disk); on this request a replica makes everything it wrote so far durable (hsync) and then
+     * answers {@link FlushReply}. The client answers the FLUSH only once all three replicas of each such region
+     * answered (unanimous). Bare: anyone may ask a replica to sync (it costs the asker a call; the endpoint
+     * authenticates calls), only the client is answered.
+     */
+    record FlushRequest(long flushId) implements Message {
+    }
+
+    /**
+     * Replica → client, signed by the replica over {@link #signedBytes}: everything this replica of {@code region}
+     * (generation {@code generation}) had logged and recorded when {@code flushId} arrived is durable (hsync).
+     */
+    record FlushReply(String volume, int region, long generation, long flushId, byte[] signature) implements Message {
+        public static byte[] signedBytes(String volume, int region, long generation, long flushId) {
+            return new io.salus.core.cert.Wire.Out().u8(0x48).str8(volume).i32(region).i64(generation).i64(flushId)
+                    .toByteArray();
+        }
+    }
+
+    /**
      * A new writer → every replica of every region, at mount (§3.3.3): report your region's state, bound to
      * {@code nonce} (fresh per mount, so an answer to an earlier mount cannot be replayed). With {@code fenceBelow}
      * > 0 the query is signed by the client over {@link #signedBytes} and fences the previous writer: from then on
@@ -251,7 +274,7 @@ public sealed interface Message {
 
         /** The bytes the replica signs: everything but the BatchInfos' own bytes (their ids are covered). */
         public byte[] signedBytes() {
-            io.salus.core.cert.Wire.Out o = new io.salus.core.cert.Wire.Out().u8(0x52).i64(nonce).str8(volume)
+            io.salus.core.cert.Wire.Out o = new io.salus.core.cert.Wire.Out().u8(0x54).i64(nonce).str8(volume)
                     .i32(region).i64(generation).str8(replica.name()).i64(fenceBelow).i32(pending.size());
             for (PendingEntry e : pending) {
                 o.i64(e.batchId()).i32(e.leaderRegion()).i32(e.seqs().size());

@@ -60,7 +60,9 @@ public final class MessageCodec {
         STATE_TRANSFER(18, Message.StateTransfer.class),
         CHECKPOINT_CERT(19, Message.CheckpointCert.class),
         RECOVERY_STATE(20, Message.RecoveryState.class),
-        RECOVERY_ABORT(21, Message.RecoveryAbort.class);
+        RECOVERY_ABORT(21, Message.RecoveryAbort.class),
+        FLUSH_REQUEST(22, Message.FlushRequest.class),
+        FLUSH_REPLY(23, Message.FlushReply.class);
 
         private final int code;
         private final Class<? extends Message> cls;
@@ -163,6 +165,12 @@ public final class MessageCodec {
             case CHECKPOINT_VOTE -> o.blob(cert(((Message.CheckpointVote) m).tentative(), t));
             case CHECKPOINT_CERT -> o.blob(cert(((Message.CheckpointCert) m).checkpoint(), t));
             case WRITER_FENCE -> o.blob(cert(((Message.WriterFence) m).writerEpoch(), t));
+            case FLUSH_REQUEST -> o.i64(((Message.FlushRequest) m).flushId());
+            case FLUSH_REPLY -> {
+                Message.FlushReply r = (Message.FlushReply) m;
+                o.str8(r.volume()).i32(r.region()).i64(r.generation()).i64(r.flushId())
+                        .blob(requireSigned(r.signature(), "FlushReply.signature"));
+            }
             case WRITER_EPOCH_REPLY -> {
                 Message.WriterEpochReply r = (Message.WriterEpochReply) m;
                 o.str8(r.volume()).i32(r.region()).i64(r.batchId()).i64(r.clientEpoch()).i64(r.replicaEpoch())
@@ -420,6 +428,9 @@ public final class MessageCodec {
                         in.blob("client signature"));
             }
             case WRITER_FENCE -> new Message.WriterFence(cert(in, t));
+            case FLUSH_REQUEST -> new Message.FlushRequest(in.i64("flush id"));
+            case FLUSH_REPLY -> new Message.FlushReply(in.str8("volume"), in.i32("region"), in.i64("generation"),
+                    in.i64("flush id"), in.blob("replica signature"));
             case WRITER_EPOCH_REPLY -> new Message.WriterEpochReply(in.str8("volume"), in.i32("region"),
                     in.i64("batch id"), in.i64("client epoch"), in.i64("replica epoch"), in.blob("replica signature"));
             case MOUNT_QUERY -> {

@@ -11,6 +11,11 @@ import io.salus.core.cert.Certificate;
  * What the record makes possible (the entry's tentative to the witness stores, its vote; applying a committed entry and
  * its PutReply) happens only in {@code then}, so nothing is acknowledged before it is on the disk.
  *
+ * <p>Durability (task tput18): {@link #append} and {@link #recordDecision} make the record survive a crash of the
+ * writing process ({@link ReplicaDisk#appendAll}, {@link ReplicaDisk#recordCommitMarks}: HDFS hflush); {@link #sync}
+ * makes every record submitted before it survive a machine crash ({@link ReplicaDisk#sync}: hsync), for a client's
+ * FLUSH.
+ *
  * <p>Contract: records become durable and their {@code then} run in submission order. A record that cannot be written
  * is never followed by a {@code then} of it or of a later record; the adapter calls
  * {@link RegionReplica#diskWriteFailed} on the loop instead.
@@ -21,4 +26,10 @@ public interface DurableWriter {
 
     /** {@link ReplicaDisk#recordDecision} (an entry's commit/abort mark), then {@code then} on the loop. */
     void recordDecision(long generation, Certificate decision, Runnable then);
+
+    /**
+     * Once every record submitted before this call is written: {@link ReplicaDisk#sync} (hsync), then {@code then} on
+     * the loop (in submission order with the records' continuations).
+     */
+    void sync(long generation, Runnable then);
 }

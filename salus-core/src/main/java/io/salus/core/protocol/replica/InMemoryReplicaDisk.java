@@ -35,8 +35,44 @@ public class InMemoryReplicaDisk implements ReplicaDisk {
         return out;
     }
 
+    private final java.util.concurrent.atomic.AtomicLong syncs = new java.util.concurrent.atomic.AtomicLong();
+    private final java.util.concurrent.atomic.AtomicLong syncedAppends = new java.util.concurrent.atomic.AtomicLong();
+
+    /** {@link #sync} calls (a client's FLUSH reached this replica). */
+    public long syncs() {
+        return syncs.get();
+    }
+
+    /**
+     * Log entries that were durable against a machine crash when they returned ({@link #append}), as opposed to the
+     * batch path's group writes ({@link #appendAll}), which wait for {@link #sync}.
+     */
+    public long syncedAppends() {
+        return syncedAppends.get();
+    }
+
+    @Override
+    public void sync(long generation) {
+        syncs.incrementAndGet();
+    }
+
+    @Override
+    public synchronized void appendAll(long generation, List<Long> indexes, List<byte[]> entries) {
+        for (int i = 0; i < entries.size(); i++) {
+            logs.computeIfAbsent(generation, g -> new TreeMap<>()).put(indexes.get(i), entries.get(i).clone());
+        }
+    }
+
+    @Override
+    public synchronized void recordCommitMarks(long generation, List<Certificate> marks) {
+        for (Certificate d : marks) {
+            decisionRecords.computeIfAbsent(generation, g -> new ArrayList<>()).add(d.encode());
+        }
+    }
+
     @Override
     public synchronized void append(long generation, long index, byte[] entry) {
+        syncedAppends.incrementAndGet();
         logs.computeIfAbsent(generation, g -> new TreeMap<>()).put(index, entry.clone());
     }
 

@@ -51,8 +51,6 @@ import java.util.concurrent.Executor;
  * All I/O goes through {@link Transport}, {@link ReplicaDisk} and {@link Coordination}.
  */
 public final class RegionReplica {
-    /** Committed entries between flush/compaction checkpoints. */
-    public static final int CHECKPOINT_EVERY = 4;
     /**
      * Batches whose BatchInfo has not arrived for which early votes and decision requests are kept;
      * beyond it they are dropped (their honest senders retransmit), so a faulty machine naming
@@ -505,6 +503,8 @@ public final class RegionReplica {
             onCheckpointVote(v.tentative());
         } else if (m instanceof Message.WriterFence f) {
             onWriterFence(from, f.writerEpoch());
+        } else if (m instanceof Message.FlushRequest f) {
+            onFlushRequest(from, f.flushId());
         } else if (m instanceof Message.MountQuery q) {
             onMountQuery(from, q);
         } else if (m instanceof Message.StateRequest r) {
@@ -1223,6 +1223,40 @@ public final class RegionReplica {
         sendEpochReply(-1, we.epoch());
     }
 
+    // ------------------------------------------------------------------ FLUSH (task tput18)
+
+    /**
+     * The client's FLUSH (an NBD FLUSH, or a FUA write): everything this replica logged and recorded before the request
+     * arrived, so every entry and commit mark of each write the client saw acknowledged (its PutReply was sent only
+     * after the mark was written), is made durable against a machine crash (hsync, {@link ReplicaDisk#sync}) before
+     * the signed {@link Message.FlushReply}. On the batch path log appends and commit marks only survive a crash of the
+     * writing process ({@link DurableWriter}: hflush). Through the writer, in order after every record handed to it
+     * before; a replica whose writer failed never answers (the client keeps asking, then asks for recovery). Only the
+     * client is answered; a repeated request is synced and answered again (the client retransmits).
+     */
+    private void onFlushRequest(NodeId from, long flushId) {
+        if (!from.equals(clientId) || diskBroken) {
+            return;
+        }
+        long gen = rrs.generation();
+        if (writeOffLoop()) {
+            diskWritesPending++;
+            diskWriter.sync(gen, () -> {
+                diskWritesPending--;
+                sendFlushReply(flushId);
+            });
+            return;
+        }
+        disk.sync(gen);
+        sendFlushReply(flushId);
+    }
+
+    private void sendFlushReply(long flushId) {
+        byte[] sig = signer.sign(Message.FlushReply.signedBytes(cfg.volume(), regionId.index(), rrs.generation(),
+                flushId));
+        net.send(clientId, new Message.FlushReply(cfg.volume(), regionId.index(), rrs.generation(), flushId, sig));
+    }
+
     // ------------------------------------------------------------------ batch leader role (PC3)
 
     private void onBatchInfo(NodeId from, BatchInfo info) {
@@ -1507,7 +1541,7 @@ public final class RegionReplica {
         appliedSeq = e.sb.lastSeq();
         rootHistory.put(appliedSeq, store.root());
         serveGets();
-        if ((e.index + 1) % CHECKPOINT_EVERY == 0) {
+        if (cfg.checkpointIndex(e.index)) {
             flush(e.index);
         }
     }
@@ -1651,7 +1685,7 @@ public final class RegionReplica {
     private void onCheckpointPropose(NodeId from, Message.CheckpointPropose p) {
         // deterministic criterion: only at the fixed flush interval, only from our primary
         if (!from.equals(rrs.primary()) || p.region() != regionId.index() || p.generation() != rrs.generation()
-                || (p.throughIndex() + 1) % CHECKPOINT_EVERY != 0 || p.throughIndex() <= checkpoints.checkpointedIndex) {
+                || !cfg.checkpointIndex(p.throughIndex()) || p.throughIndex() <= checkpoints.checkpointedIndex) {
             return;
         }
         checkpoints.propose(p.throughIndex());
@@ -1677,7 +1711,7 @@ public final class RegionReplica {
                 || st.throughIndex() <= checkpoints.checkpointedIndex) {
             return;
         }
-        if ((st.throughIndex() + 1) % CHECKPOINT_EVERY != 0 || st.throughIndex() >= log.nextIndex) {
+        if (!cfg.checkpointIndex(st.throughIndex()) || st.throughIndex() >= log.nextIndex) {
             // Not a flush index, or one this replica has not logged: an honest peer flushes an index only
             // once its entry is stored by the witnesses, which needs this replica's tentative, sent after
             // it logged the entry. Keeping such votes let one faulty peer grow memory without bound;
@@ -1717,8 +1751,11 @@ public final class RegionReplica {
             }
             long[] previous = checkpoints.certified(through, st.lastSeq());
             // memory lags one certificate: the entries this certificate covers stay until the next one,
-            // so a client whose reply was lost still gets its outcome resent for its retransmission (a
-            // client with at most CHECKPOINT_EVERY batches outstanding cannot be two checkpoints ahead)
+            // so a client whose reply was lost still gets its outcome resent for its retransmission while
+            // fewer than cfg.checkpointEvery() later entries of this region were logged since (SalusVolume
+            // keeps at most 32 batches outstanding, each at most one entry per region: below the default
+            // interval of 64). Liveness only: an entry freed from memory is never re-logged or re-decided
+            // (a retransmitted copy is then stale and dropped), the client's retries end in recovery
             if (previous != null) {
                 freeCoveredState(previous[0], previous[1]);
             }

@@ -10,6 +10,13 @@ import java.util.function.Predicate;
  * A replica's files on its colocated DataNode: the region log (one file per generation in HDFS,
  * entries addressed by logical index; the physical offset is the implementation's business) and
  * checkpoint (flush) files. {@link #append} returns only once the entry is durable (hsync).
+ *
+ * <p>Two levels of durability (task tput18): {@link #append}, {@link #recordDecision}, {@link #recordDecisions} and
+ * the checkpoint writes return once the record survives a crash of the whole machine (HDFS: hsync, on the
+ * DataNode's disk). {@link #appendAll} and {@link #recordCommitMarks}, the group writes of a replica's batch path
+ * ({@link DurableWriter}), return once it survives a crash of the writing process (HDFS: hflush, in the DataNode's
+ * memory, on its disk once the OS writes it back); {@link #sync} makes everything written so far survive a machine
+ * crash. A replica syncs when the client asks it to ({@code Message.FlushRequest}: an NBD FLUSH or FUA write).
  */
 public interface ReplicaDisk {
     /**
@@ -24,8 +31,9 @@ public interface ReplicaDisk {
     void append(long generation, long index, byte[] entry);
 
     /**
-     * Appends {@code entries.get(i)} at {@code indexes.get(i)}, in list order, and returns once all of them are
-     * durable. A disk may share one hsync among them (group commit); by default, one {@link #append} each.
+     * Appends {@code entries.get(i)} at {@code indexes.get(i)}, in list order, and returns once all of them survive
+     * a crash of the writing process (HDFS: one hflush for all: group commit); {@link #sync} makes them survive a
+     * machine crash. By default, one {@link #append} each (durable at once).
      */
     default void appendAll(long generation, List<Long> indexes, List<byte[]> entries) {
         for (int i = 0; i < entries.size(); i++) {
@@ -68,6 +76,22 @@ public interface ReplicaDisk {
         for (Certificate d : decisions) {
             recordDecision(generation, d);
         }
+    }
+
+    /**
+     * Records the commit/abort marks of the replica's log entries (COMMIT/ABORT certificates), in list order, as
+     * {@link #recordDecisions} does, but returns once they survive a crash of the writing process, like
+     * {@link #appendAll}; {@link #sync} makes them survive a machine crash. By default {@link #recordDecisions}.
+     */
+    default void recordCommitMarks(long generation, List<Certificate> marks) {
+        recordDecisions(generation, marks);
+    }
+
+    /**
+     * Makes everything written to the generation's log and decision records so far durable against a machine crash
+     * (HDFS: hsync of each file with data not hsynced yet). By default nothing: every write is durable at once.
+     */
+    default void sync(long generation) {
     }
 
     /** The decisions recorded for the generation, in recording order (empty if none). */

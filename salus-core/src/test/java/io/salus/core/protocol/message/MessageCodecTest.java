@@ -187,6 +187,8 @@ class MessageCodecTest {
                             anyLong(), anyLong(), anyLong(), anyLong(), hash(), hash(), anyLong(), leaves, bytes(64));
                 }
                 case STATE_REQUEST -> new Message.StateRequest(rnd.nextInt(64), rnd.nextInt(9), anyLong());
+                case FLUSH_REQUEST -> new Message.FlushRequest(anyLong());
+                case FLUSH_REPLY -> new Message.FlushReply(volume(), rnd.nextInt(64), rnd.nextInt(9), anyLong(), bytes(64));
                 case STATE_TRANSFER -> {
                     List<Message.StateBlock> blocks = new ArrayList<>();
                     long k = -1;
