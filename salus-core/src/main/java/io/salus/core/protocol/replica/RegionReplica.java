@@ -757,6 +757,27 @@ public final class RegionReplica {
         return peerLogRequests;
     }
 
+    /** Copies of sub-batches this replica had logged already that reached it (retransmissions), since it started. */
+    public long subBatchCopies() {
+        return subBatchCopies;
+    }
+
+    /** Their bytes (log-entry encoding). */
+    public long subBatchCopyBytes() {
+        return subBatchCopyBytes;
+    }
+
+    private volatile long subBatchCopies; // written on the replica's loop only; read by metrics
+    private volatile long subBatchCopyBytes;
+
+    /** The entry's log-entry length (what its tentative names), encoded once. */
+    private static int entryLength(ReplicaLog.Entry e) {
+        if (e.length < 0) {
+            e.length = e.sb.encode().length;
+        }
+        return e.length;
+    }
+
     /** Checkpoint writes of this replica that failed (each one's checkpoint is not signed; the next one retries). */
     public long checkpointWriteFailures() {
         return checkpointWriteFailures;
@@ -810,6 +831,8 @@ public final class RegionReplica {
         if (log.hasBatch(sb.batchId())) {
             ReplicaLog.Entry e = log.entryOfBatch(sb.batchId());
             if (e != null && e.sb.equals(sb)) {
+                subBatchCopies++;
+                subBatchCopyBytes += entryLength(e);
                 NodeId next = rrs.next(me);
                 if (next != null && hooks.forward(sb)) {
                     net.send(next, new Message.SubBatchMsg(sb));
@@ -870,6 +893,7 @@ public final class RegionReplica {
         if (writeOffLoop()) {
             // the entry takes its index now (later sub-batches follow it); nothing of it is sent before it is durable
             ReplicaLog.Entry e = log.add(idx, sb, digest);
+            e.length = bytes.length;
             e.logged = false;
             diskWritesPending++;
             long t0 = LatencyTrace.now();
@@ -888,6 +912,7 @@ public final class RegionReplica {
         disk.append(rrs.generation(), idx, hooks.onDiskWrite(bytes));
         LatencyTrace.took("diskAppend", t0);
         ReplicaLog.Entry e = log.add(idx, sb, digest);
+        e.length = bytes.length;
         if (legacy && next != null && hooks.forward(sb)) {
             net.send(next, new Message.SubBatchMsg(sb));
         }
@@ -913,7 +938,7 @@ public final class RegionReplica {
 
     private Certificate tentativeLogEntry(ReplicaLog.Entry e) {
         Statement.LogEntry st = new Statement.LogEntry(regionId, rrs.generation(), e.index,
-                hooks.digestToSign(e.digest), e.sb.encode().length);
+                hooks.digestToSign(e.digest), entryLength(e));
         return Certificate.sign(CertType.TENTATIVE_LOG_ENTRY, st, signer);
     }
 

@@ -39,6 +39,8 @@ final class ReplicaLog {
         int retransmitEvery;
         /** Retransmission rounds this entry has stayed unresolved. */
         int rounds;
+        /** Length of {@code sb.encode()} (-1: not computed yet). */
+        int length = -1;
 
         Entry(long index, SubBatch sb, Hash digest) {
             this.index = index;
