@@ -79,6 +79,14 @@ public final class RegionReplica {
     public static final int MAX_RETRANSMIT_TICKS = 16;
     /** A voted entry still unresolved after this many retransmission rounds is offered to every holder again. */
     public static final int STALLED_ROUNDS = 5;
+    /**
+     * An unresolved entry that every metadata holder acknowledged ({@link #chainLogged}) is sent to the chain
+     * successor again only every this many retransmission rounds (about 15 s at the back-off cap), for a successor
+     * that lost it without asking its peers for their log (a successor that restarts without it asks, and gets it
+     * at the next round: {@link #onStateRequest}). Before task net18 every round resent it: about ten copies of each
+     * 64-block sub-batch crossed the network in a pipelined fill.
+     */
+    public static final int PAYLOAD_RESEND_ROUNDS = 4 * STALLED_ROUNDS;
     private long ticks;
     /** Blocks of the region store set back to the verified base when this replica was built ({@link #resetStoreTo}). */
     private final int resetAtOpen;
@@ -524,6 +532,16 @@ public final class RegionReplica {
                 || r.generation() != rrs.generation()) {
             return;
         }
+        if (from.equals(rrs.next(me))) {
+            // the chain successor asks for the log: it reopened (maybe without its log) or waits for a predecessor.
+            // An undecided entry is not in any transfer it may take while serving (ReplicaCatchUp#continuation), so
+            // this replica's unresolved entries go to it again at their next round, even those its holders vouch for
+            for (ReplicaLog.Entry e : log.entries()) {
+                if (!e.resolved && r.throughIndex() < e.index) {
+                    e.successorAsked = true;
+                }
+            }
+        }
         Long last = stateAnswered.get(from);
         if (last != null && ticks - last < RETRANSMIT_TICKS) {
             return;
@@ -581,18 +599,29 @@ public final class RegionReplica {
             }
             if (!legacy) {
                 if (e.retransmitEvery == 0) {
-                    e.retransmitEvery = RETRANSMIT_TICKS; // first seen here: resent now, then backing off
+                    // first seen here: its messages went out when it was logged (at most one period ago); resent only
+                    // after a whole period (task net18: resending at once sent every 64-block sub-batch down the chain
+                    // a second time whenever its chain took longer than the rest of the current period)
+                    e.retransmitEvery = RETRANSMIT_TICKS;
+                    e.retransmitAt = ticks + RETRANSMIT_TICKS;
+                    continue;
                 } else if (ticks < e.retransmitAt) {
                     continue;
                 }
                 e.retransmitAt = ticks + e.retransmitEvery;
                 e.retransmitEvery = Math.min(2 * e.retransmitEvery, MAX_RETRANSMIT_TICKS);
             }
+            boolean stalled = ++e.rounds % STALLED_ROUNDS == 0;
             NodeId next = rrs.next(me);
-            if (next != null && hooks.forward(e.sb)) {
+            if (next != null && hooks.forward(e.sb) && (legacy || !chainLogged(e) || e.successorAsked
+                    || e.rounds % PAYLOAD_RESEND_ROUNDS == 0)) {
+                // the payload again only while the successor may lack it: before every holder stored the entry (see
+                // chainLogged), once the successor asked for the log (it restarted or has a gap), and, rarely, for a
+                // successor that lost it without asking (nothing else brings an undecided entry back to it)
+                e.successorAsked = false;
                 net.send(next, new Message.SubBatchMsg(e.sb));
             }
-            if (++e.rounds % STALLED_ROUNDS == 0 && !cfg.mutated(Mutation.SKIP_WITNESS_STORES)) {
+            if (stalled && !cfg.mutated(Mutation.SKIP_WITNESS_STORES)) {
                 // still unresolved after a while: a metadata holder that acknowledged the entry may have restarted
                 // empty since (an interim holder hosted in a replica region that moved or was reopened after a crash
                 // keeps its certificates in memory). It stores the entry only with the tentatives of all three
@@ -834,7 +863,12 @@ public final class RegionReplica {
                 subBatchCopies++;
                 subBatchCopyBytes += entryLength(e);
                 NodeId next = rrs.next(me);
-                if (next != null && hooks.forward(sb)) {
+                if (next != null && hooks.forward(sb) && (e.resolved || LatencyTrace.legacy())) {
+                    // passed on only once resolved here: the copy is then the client's retransmission for an outcome
+                    // it lacks (a lost reply), and each replica down the chain answers it again (below). While the
+                    // entry is unresolved this replica's own retransmission (tick) sends it to the successor as long
+                    // as the successor may lack it; passing every copy on as well sent each retransmission of the
+                    // predecessor and of the client down the rest of the chain again (task net18)
                     net.send(next, new Message.SubBatchMsg(sb));
                 }
                 Certificate d = log.decision(sb.batchId());
@@ -934,6 +968,18 @@ public final class RegionReplica {
             sendTentative(e);
         }
         voteIfStored(e); // acks that came before the entry was durable here (only a faulty holder sends them)
+    }
+
+    /**
+     * Whether every replica of the RRS has this entry durably in its log, as far as this replica can prove: every
+     * metadata holder acknowledged it. A holder acknowledges (signed, verified in {@link #onStoreAck}) only once it
+     * stored the LOG_ENTRY that combines the TENTATIVE_LOG_ENTRY of all three replicas for this index and digest
+     * ({@code WitnessLog#offer}), and a replica signs its tentative only once the entry is durable in its own log
+     * ({@link #logged}). With all holders' acks at least one comes from an honest holder, so the chain successor has
+     * logged it (or is faulty, and a copy would not help): sending it the entry's payload again is waste.
+     */
+    private boolean chainLogged(ReplicaLog.Entry e) {
+        return e.acks.size() >= rrs.metadataHolders().size();
     }
 
     private Certificate tentativeLogEntry(ReplicaLog.Entry e) {
