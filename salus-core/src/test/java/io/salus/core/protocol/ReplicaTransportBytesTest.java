@@ -403,50 +403,6 @@ class ReplicaTransportBytesTest {
         decideAndCommit(batch);
     }
 
-    /**
-     * The client's side: a batch that waits longer than the retransmission period (5 s) while the batches before it
-     * complete waits for them (batches commit in order), so the client does not send its sub-batch again; once the
-     * pipeline makes no progress for a whole period, it does (a lost message is still resent). Before task net18 the
-     * client resent every batch older than the period: in a 32-batch pipelined fill, 37 of the 69 sub-batches it
-     * sent were such copies.
-     */
-    @Test
-    void theClientResendsOnlyWhenThePipelineStopsNotBehindCompletingBatches() {
-        byte[] d = new byte[BLOCK];
-        hold = e -> e.m() instanceof Message.DecisionMsg;
-        client.tick(0);
-        long first = client.submit(List.of(new BlockWrite(1, d)));
-        long second = client.submit(write64KiB());
-        drain();
-        client.tick(4_000);
-        // the first batch's decisions arrive: it completes at 4 s
-        List<Envelope> decisions = new ArrayList<>(held);
-        held.clear();
-        decisions.stream().filter(e -> e.m() instanceof Message.DecisionMsg m
-                && m.tentative().statement(io.salus.core.cert.Statement.Decision.class).batchId() == first)
-                .forEach(this::deliver);
-        drain();
-        assertEquals(List.of(first), acked);
-        int mark = sent.size();
-        client.tick(6_000); // the second batch waited 6 s, behind a batch that completed 2 s ago
-        long resent = sent.subList(mark, sent.size()).stream()
-                .filter(e -> e.from().equals(clientId) && e.m() instanceof Message.SubBatchMsg).count();
-        assertEquals(0, resent, "the client resent the waiting 64 KiB sub-batch while the pipeline progressed");
-        client.tick(9_000); // no progress for 5 s: resent
-        resent = sent.subList(mark, sent.size()).stream()
-                .filter(e -> e.from().equals(clientId) && e.m() instanceof Message.SubBatchMsg).count();
-        assertEquals(1, resent, "the client resends once the pipeline made no progress for a period");
-        hold = e -> false;
-        decisions.stream().filter(e -> !held.contains(e)).forEach(net::add);
-        net.addAll(held);
-        held.clear();
-        drain();
-        for (int i = 0; i < 40 && !acked.contains(second); i++) {
-            tickAll();
-        }
-        assertEquals(List.of(first, second), acked);
-    }
-
     static String describe(Map<String, long[]> t) {
         StringBuilder b = new StringBuilder();
         t.forEach((k, c) -> b.append(k).append('=').append(c[0]).append(" msgs/").append(c[1]).append(" B; "));

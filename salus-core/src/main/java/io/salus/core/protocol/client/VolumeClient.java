@@ -73,11 +73,6 @@ public final class VolumeClient {
     private final Map<Long, OutGet> gets = new HashMap<>();
     private long nextGetId = 1;
     private long now;
-    /**
-     * When the pipeline last made progress: a batch completed (or failed), or one was issued into an empty pipeline.
-     * Batches are retransmitted only after a retransmission period without progress (see {@link #tick}).
-     */
-    private long progressAt;
     /** The writer's lease epoch (0: no lease, no fencing: simulations). */
     private final long epoch;
     /** Replicas that have not yet confirmed this writer's fence (null: {@link #fence} not called). */
@@ -233,9 +228,6 @@ public final class VolumeClient {
         ob.info = info.withSignature(signer.sign(info.signedBytes()));
         prevBatchId = batchId;
         prevLeader = leader;
-        if (outstanding.isEmpty()) {
-            progressAt = now; // an idle pipeline starts: its first batch gets a whole period
-        }
         outstanding.put(batchId, ob);
         byRegion.keySet().forEach(this::pruneHistory); // after the batch is outstanding: its floor counts
         LatencyTrace.stage(batchId, "submit");
@@ -393,15 +385,8 @@ public final class VolumeClient {
                 net.send(n, q);
             }
         }
-        // Batches commit in order (a batch's decision waits for the one before it), so while batches complete, a
-        // later one that waits longer than a period waits for those before it, not for a lost message: resending
-        // it (a whole sub-batch of up to 64 blocks) was waste, and its primary passed the copy on once resolved
-        // (task net18: 37 of 69 sub-batches the client sent in a 32-batch fill were such copies). Only after a
-        // period without progress is every batch that waited a period sent again (a lost message stops the
-        // pipeline at its batch at the latest, so it is resent at most a period after the batches before it completed)
-        boolean stalled = now - progressAt >= retransmitEvery || LatencyTrace.legacy();
         for (OutBatch ob : outstanding.values()) {
-            if (stalled && now - ob.sentAt >= retransmitEvery) {
+            if (now - ob.sentAt >= retransmitEvery) {
                 send(ob); // retry: no proof of misbehaviour yet
                 if (++ob.retries >= retriesBeforeRecovery) {
                     requestRecovery("batch " + ob.info.batchId() + ": no PUT_SUCCESS after " + ob.retries
@@ -472,7 +457,6 @@ public final class VolumeClient {
         }
         if (ob.success.size() == ob.subs.size()) {
             outstanding.remove(st.batchId());
-            progressAt = now;
             pruneRecentWrites();
             LatencyTrace.stage(st.batchId(), "done");
             for (OutBatch o : outstanding.values()) {
@@ -500,7 +484,6 @@ public final class VolumeClient {
             }
             return false;
         });
-        progressAt = now;
         ids.forEach(listener::putFailed);
         requestRecovery(needsRemount);
     }

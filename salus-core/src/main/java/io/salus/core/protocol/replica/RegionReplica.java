@@ -863,12 +863,13 @@ public final class RegionReplica {
                 subBatchCopies++;
                 subBatchCopyBytes += entryLength(e);
                 NodeId next = rrs.next(me);
-                if (next != null && hooks.forward(sb) && (e.resolved || LatencyTrace.legacy())) {
-                    // passed on only once resolved here: the copy is then the client's retransmission for an outcome
-                    // it lacks (a lost reply), and each replica down the chain answers it again (below). While the
-                    // entry is unresolved this replica's own retransmission (tick) sends it to the successor as long
-                    // as the successor may lack it; passing every copy on as well sent each retransmission of the
-                    // predecessor and of the client down the rest of the chain again (task net18)
+                if (next != null && hooks.forward(sb)) {
+                    // passed on: a client's retransmission of a resolved entry is how the replicas down the chain
+                    // answer a lost reply again (below). (Task net18 tried passing on only copies of resolved
+                    // entries: the simulator's seed 9711 then found an aborted write in a recovered prefix, while
+                    // passing every copy on, as before, and passing none both pass it; see docs/salus-on-hbase.md.)
+                    // Copies are rare now: the predecessor resends only while the successor may lack the entry
+                    // (tick, chainLogged) and the client only when its pipeline stopped (VolumeClient#tick)
                     net.send(next, new Message.SubBatchMsg(sb));
                 }
                 Certificate d = log.decision(sb.batchId());
