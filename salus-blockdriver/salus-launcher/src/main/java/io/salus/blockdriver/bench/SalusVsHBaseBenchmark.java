@@ -142,9 +142,28 @@ public final class SalusVsHBaseBenchmark implements Callable<Integer> {
   enum Target { SALUS, HBASE, CEILING }
 
   /** What one fill window of a volume cost on the servers. */
-  record Traffic(ServerByteCounters.Snapshot delta, long clientBytes, int replication) {
+  record Traffic(ServerByteCounters.Snapshot delta, long clientBytes, int replication, long clientRpcBytes) {
     double rpcPerByte() {
       return (double) delta.rpcBytes() / clientBytes;
+    }
+
+    /**
+     * RPC bytes of the client's own calls (its requests and their responses) per client byte: for Salus what the
+     * endpoints counted for the client's deliver and poll calls ({@code ReplicaHost#traffic}, protobuf sizes without
+     * HBase's per-call framing); for the baseline every RPC byte of the window (its region servers talk to no other
+     * server over RPC: WAL and flush go to the DataNodes).
+     */
+    double clientRpcPerByte() {
+      return (double) clientRpcBytes / clientBytes;
+    }
+
+    /**
+     * Network bytes per byte without the client's own calls: the paper's measure ("Salus only uses two bytes per byte
+     * written to forward the request to replicas"; HBase's 5.3 is "two network transfers each for logging and
+     * flushing" plus compaction: neither counts the client's request).
+     */
+    double networkPerByteWithoutClient() {
+      return networkPerByte() - clientRpcPerByte();
     }
 
     /** Block bytes the DataNodes received (every replica of every block) per client byte: copies written. */
@@ -320,12 +339,15 @@ public final class SalusVsHBaseBenchmark implements Callable<Integer> {
           ServerByteCounters.Snapshot before = ServerByteCounters.take(hbase, dfs);
           long[] msgBefore = replicaMessages(hbase, g);
           Map<String, Long> linkBefore = salus.counters();
+          Map<String, long[]> trafficBefore = endpointTraffic(hbase, g);
           Fio f = runFio(t, uris.get(t), FILL, ws, 0);
           if (t == Target.SALUS) {
             long[] msgAfter = replicaMessages(hbase, g);
             Map<String, Long> linkAfter = salus.counters();
             protocolCounters.put("replica_messages_received", msgAfter[0] - msgBefore[0]);
             protocolCounters.put("replica_outbox_dropped", msgAfter[1] - msgBefore[1]);
+            protocolCounters.put("replica_sub_batch_copies_received", msgAfter[2] - msgBefore[2]);
+            protocolCounters.put("replica_sub_batch_copy_bytes_received", msgAfter[3] - msgBefore[3]);
             for (Map.Entry<String, Long> e : linkAfter.entrySet()) {
               protocolCounters.put("client_link_" + e.getKey(), e.getValue() - linkBefore.getOrDefault(e.getKey(), 0L));
             }
@@ -337,7 +359,18 @@ public final class SalusVsHBaseBenchmark implements Callable<Integer> {
           if (t != Target.CEILING) {
             flushTables(util, t);
             ServerByteCounters.Snapshot after = ServerByteCounters.take(hbase, dfs);
-            traffic.put(t, new Traffic(after.minus(before), workingSet, t == Target.SALUS ? 1 : replication));
+            ServerByteCounters.Snapshot delta = after.minus(before);
+            long clientRpc = delta.rpcBytes(); // the baseline: every RPC byte is the client's (see Traffic)
+            if (t == Target.SALUS) {
+              Map<String, long[]> msgs = minus(endpointTraffic(hbase, g), trafficBefore);
+              salusTraffic.putAll(msgs);
+              clientRpc = 0;
+              for (String k : List.of("in:client:deliverCall", "in:client:pollCall", "out:client:deliverResponse",
+                  "out:client:pollResponse")) {
+                clientRpc += msgs.getOrDefault(k, new long[2])[1];
+              }
+            }
+            traffic.put(t, new Traffic(delta, workingSet, t == Target.SALUS ? 1 : replication, clientRpc));
           }
           System.out.printf(Locale.ROOT, "    %-8s %9.1f MiB/s%n", t, f.mibps());
         }
@@ -373,6 +406,7 @@ public final class SalusVsHBaseBenchmark implements Callable<Integer> {
       }
       writeResults(header, results);
       writeNetwork(header, traffic);
+      writeTraffic(header, traffic);
       List<String[]> goals = goals(results, traffic, ddMibps);
       writeGoals(header, goals);
       plot(results);
@@ -425,7 +459,7 @@ public final class SalusVsHBaseBenchmark implements Callable<Integer> {
 
   /** Sum over every replica endpoint of the volume: {messages received by RPC, replies dropped on a full outbox}. */
   private static long[] replicaMessages(MiniHBaseCluster hbase, VolumeGeometry g) {
-    long[] sum = new long[2];
+    long[] sum = new long[4];
     for (int k = 0; k < SalusTableLayout.REPLICAS; k++) {
       TableName t = SalusTableLayout.tableName(g.volume(), k);
       for (org.apache.hadoop.hbase.util.JVMClusterUtil.RegionServerThread rst : hbase.getLiveRegionServerThreads()) {
@@ -435,11 +469,44 @@ public final class SalusVsHBaseBenchmark implements Callable<Integer> {
             Map<String, Long> c = ep.host().counters();
             sum[0] += c.getOrDefault("received", 0L);
             sum[1] += c.getOrDefault("outboxDropped", 0L);
+            sum[2] += c.getOrDefault("subBatchCopies", 0L);
+            sum[3] += c.getOrDefault("subBatchCopyBytes", 0L);
           }
         }
       }
     }
     return sum;
+  }
+
+  /** The Salus endpoints' RPC traffic per direction and message type over the Salus fill window (traffic CSV). */
+  private final Map<String, long[]> salusTraffic = new java.util.TreeMap<>();
+
+  /** Sum over every replica endpoint of the volume of {@code ReplicaHost#traffic}: key to {messages, bytes}. */
+  private static Map<String, long[]> endpointTraffic(MiniHBaseCluster hbase, VolumeGeometry g) {
+    Map<String, long[]> sum = new java.util.TreeMap<>();
+    for (int k = 0; k < SalusTableLayout.REPLICAS; k++) {
+      TableName t = SalusTableLayout.tableName(g.volume(), k);
+      for (org.apache.hadoop.hbase.util.JVMClusterUtil.RegionServerThread rst : hbase.getLiveRegionServerThreads()) {
+        for (org.apache.hadoop.hbase.regionserver.HRegion region : rst.getRegionServer().getRegions(t)) {
+          var ep = region.getCoprocessorHost().findCoprocessor(io.salus.core.hbase.endpoint.SalusReplicaEndpoint.class);
+          if (ep != null && ep.host() != null) {
+            io.salus.core.protocol.message.TrafficCounters.sumInto(sum, ep.host().traffic().snapshot());
+          }
+        }
+      }
+    }
+    return sum;
+  }
+
+  private static Map<String, long[]> minus(Map<String, long[]> after, Map<String, long[]> before) {
+    Map<String, long[]> d = new java.util.TreeMap<>();
+    after.forEach((k, v) -> {
+      long[] b = before.getOrDefault(k, new long[2]);
+      if (v[0] - b[0] != 0 || v[1] - b[1] != 0) {
+        d.put(k, new long[] {v[0] - b[0], v[1] - b[1]});
+      }
+    });
+    return d;
   }
 
   /** Failed fio runs ("target workload: error"), reported in the CSV and the summary instead of a number. */
@@ -605,7 +672,52 @@ public final class SalusVsHBaseBenchmark implements Callable<Integer> {
         pw.printf(Locale.ROOT, "%s,datanode_bytes_read_per_byte,,%.3f,%n", t, tr.dnReadPerByte());
         pw.printf(Locale.ROOT, "%s,datanode_network_bytes_per_byte,,%.3f,%n", t, tr.dnNetworkPerByte());
         pw.printf(Locale.ROOT, "%s,network_bytes_per_byte,,%.3f,%n", t, tr.networkPerByte());
+        pw.printf(Locale.ROOT, "%s,client_rpc_bytes_per_byte,,%.3f,%n", t, tr.clientRpcPerByte());
+        pw.printf(Locale.ROOT, "%s,network_bytes_per_byte_without_client,,%.3f,%n", t,
+            tr.networkPerByteWithoutClient());
       }
+    }
+    System.out.println("wrote " + csv);
+  }
+
+  /**
+   * {@code <name>-traffic.csv}: what the Salus endpoints' RPCs carried over the Salus fill window, per direction and
+   * message type, largest first, with bytes per client byte; and the endpoints' whole requests and responses against
+   * the region servers' own RPC byte counters (the difference is HBase's per-call framing and anything else the
+   * region servers' RPC servers carried: master calls, meta lookups, the flush).
+   */
+  private void writeTraffic(String header, Map<Target, Traffic> traffic) throws IOException {
+    Traffic t = traffic.get(Target.SALUS);
+    if (t == null) {
+      return;
+    }
+    File csv = new File(out, name + "-traffic.csv");
+    try (PrintWriter pw = new PrintWriter(csv, StandardCharsets.UTF_8)) {
+      pw.println(header);
+      pw.println("# window = the salus " + FILL.name() + " fill plus a flush of its tables; counted by every replica"
+          + " endpoint (ReplicaHost#traffic): in:client:<TYPE> / in:peer:<TYPE> = protocol messages in deliver calls"
+          + " from the client / from region servers (MessageCodec bytes), in:*:deliverCall and in:client:pollCall ="
+          + " whole requests (protobuf), out:client:<TYPE> = replies returned to the client, out:*:*Response = whole"
+          + " responses; rpc_server_bytes = the region servers' receivedBytes + sentBytes");
+      pw.println("key,messages,bytes,bytes_per_client_byte");
+      List<Map.Entry<String, long[]>> rows = new ArrayList<>(salusTraffic.entrySet());
+      rows.sort((a, b) -> Long.compare(b.getValue()[1], a.getValue()[1]));
+      long calls = 0;
+      for (Map.Entry<String, long[]> e : rows) {
+        pw.printf(Locale.ROOT, "%s,%d,%d,%.4f%n", e.getKey(), e.getValue()[0], e.getValue()[1],
+            (double) e.getValue()[1] / t.clientBytes());
+        if (e.getKey().endsWith("Call") || e.getKey().endsWith("Response")) {
+          calls += e.getValue()[1];
+        }
+      }
+      long rs = 0;
+      for (ServerByteCounters.Server s : t.delta().servers()) {
+        if (s.kind().equals("hbase-rpc") && s.name().contains("rs:")) {
+          rs += s.received() + s.sent();
+        }
+      }
+      pw.printf(Locale.ROOT, "endpoint_calls_and_responses,,%d,%.4f%n", calls, (double) calls / t.clientBytes());
+      pw.printf(Locale.ROOT, "rpc_server_bytes,,%d,%.4f%n", rs, (double) rs / t.clientBytes());
     }
     System.out.println("wrote " + csv);
   }
@@ -622,9 +734,13 @@ public final class SalusVsHBaseBenchmark implements Callable<Integer> {
     g.add(goal("hbase barrier (fsync per write) / hbase without barriers (for reference)", hbBarrier, 0.9, true));
     boolean salusFilled = !Double.isNaN(r.get(FILL.name()).get(Target.SALUS).mibps());
     boolean hbaseFilled = !Double.isNaN(r.get(FILL.name()).get(Target.HBASE).mibps());
-    g.add(goal("salus network bytes per byte written",
+    g.add(goal("salus network bytes per byte written, without the client's own request (the paper's measure)",
+        salusFilled ? traffic.get(Target.SALUS).networkPerByteWithoutClient() : Double.NaN, 2.4, false));
+    g.add(goal("salus network bytes per byte written, the client's request included",
         salusFilled ? traffic.get(Target.SALUS).networkPerByte() : Double.NaN, 2.4, false));
-    g.add(goal("hbase network bytes per byte written (baseline, for reference)",
+    g.add(goal("hbase network bytes per byte written, without the client's request (baseline, for reference)",
+        hbaseFilled ? traffic.get(Target.HBASE).networkPerByteWithoutClient() : Double.NaN, 2.4, false));
+    g.add(goal("hbase network bytes per byte written, the client's request included (baseline, for reference)",
         hbaseFilled ? traffic.get(Target.HBASE).networkPerByte() : Double.NaN, 2.4, false));
     String rr = "rand-read-4k-qd32";
     g.add(goal("salus 4k random read QD32 / ceiling", ratio(r.get(rr).get(Target.SALUS), r.get(rr).get(Target.CEILING)),
@@ -694,9 +810,10 @@ public final class SalusVsHBaseBenchmark implements Callable<Integer> {
     for (Map.Entry<Target, Traffic> e : traffic.entrySet()) {
       Traffic t = e.getValue();
       System.out.printf(Locale.ROOT, "%-6s network bytes per byte written %.3f = RPC %.3f + DataNode across machines"
-          + " %.3f (DataNodes received %.3f copies, r=%d; read %.3f; location hints followed %d, fallbacks %d)%n",
+          + " %.3f (DataNodes received %.3f copies, r=%d; read %.3f; location hints followed %d, fallbacks %d);"
+          + " without the client's own request (the paper's measure) %.3f%n",
           e.getKey(), t.networkPerByte(), t.rpcPerByte(), t.dnNetworkPerByte(), t.copiesPerByte(), t.replication(),
-          t.dnReadPerByte(), t.delta().hintsFollowed(), t.delta().hintFallbacks());
+          t.dnReadPerByte(), t.delta().hintsFollowed(), t.delta().hintFallbacks(), t.networkPerByteWithoutClient());
     }
     for (String f : failures) {
       System.out.println("FAILED: " + f);

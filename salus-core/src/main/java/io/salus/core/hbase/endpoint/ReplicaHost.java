@@ -94,6 +94,9 @@ public final class ReplicaHost {
     private final ConcurrentLinkedQueue<Envelope> outbox = new ConcurrentLinkedQueue<>();
     private final AtomicInteger outboxSize = new AtomicInteger();
     private final AtomicLong received = new AtomicLong();
+    /** What the endpoint's RPCs carried for this region, per direction and message type ({@link #traffic()}). */
+    private final io.salus.core.protocol.message.TrafficCounters traffic =
+            new io.salus.core.protocol.message.TrafficCounters();
     private final AtomicLong outboxDropped = new AtomicLong();
     private final AtomicLong toClient = new AtomicLong();
     /** CHECKPOINT certificates the interim holders hosted here verified and truncated their stores with. */
@@ -691,6 +694,9 @@ public final class ReplicaHost {
         m.put("peerLogTransfers", r == null ? 0L : r.peerLogTransfers());
         m.put("peerLogRequests", r == null ? 0L : r.peerLogRequests());
         m.put("checkpointWriteFailures", r == null ? 0L : r.checkpointWriteFailures());
+        // copies of sub-batches this replica had logged already (retransmissions that arrived), and their bytes
+        m.put("subBatchCopies", r == null ? 0L : r.subBatchCopies());
+        m.put("subBatchCopyBytes", r == null ? 0L : r.subBatchCopyBytes());
         // 1: its own disk could not be read at this open and was moved aside (diskQuarantined() says where)
         m.put("recoveryDiskQuarantined", diskQuarantined == null ? 0L : 1L);
         // GETs not answered because the region's cells could not be read (a damaged store file block)
@@ -709,6 +715,17 @@ public final class ReplicaHost {
             m.putAll(remoteHolders.counters());
         }
         return m;
+    }
+
+    /**
+     * Messages and bytes the endpoint's RPCs carried for this region ({@code SalusReplicaEndpoint} counts them):
+     * {@code in:client:<TYPE>} / {@code in:peer:<TYPE>} the envelopes of deliver calls from the client / from region
+     * servers (message bytes), {@code in:*:deliverCall} and {@code in:client:pollCall} the whole requests,
+     * {@code out:client:<TYPE>} the replies returned to the client, {@code out:*:deliverResponse} and
+     * {@code out:client:pollResponse} the whole responses.
+     */
+    public io.salus.core.protocol.message.TrafficCounters traffic() {
+        return traffic;
     }
 
     /** Where this open moved the replica's unreadable Salus disk, or null. */

@@ -13,6 +13,7 @@ import io.salus.core.hbase.endpoint.generated.SalusReplicaProtos.PollRequest;
 import io.salus.core.hbase.endpoint.generated.SalusReplicaProtos.SalusReplicaService;
 import io.salus.core.protocol.message.Message;
 import io.salus.core.protocol.message.MessageCodec;
+import io.salus.core.protocol.message.TrafficCounters;
 import io.salus.core.hbase.storage.HdfsReplicaStorage;
 import java.io.IOException;
 import java.util.Collections;
@@ -261,6 +262,11 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
             return;
         }
         String replyTo = request.hasReplyTo() ? request.getReplyTo() : null;
+        // what the call carries, per message type (the benchmark's network breakdown): the client's calls and the
+        // region servers' calls apart, each whole request as the RPC carried it and each envelope's message bytes
+        String side = replyTo != null ? "in:client:" : "in:peer:";
+        TrafficCounters traffic = h.traffic();
+        traffic.add(side + "deliverCall", request.getSerializedSize());
         NodeId caller = h.auth().authenticate(CallAuth.DELIVER, request.hasAuth() ? request.getAuth() : null, replyTo,
                 request.getEnvelopesList());
         if (caller == null) {
@@ -274,10 +280,13 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
             if (replyTo != null) {
                 h.auth().refusedReplies();
             }
-            done.run(resp.build());
+            DeliverResponse refused = resp.build();
+            countReplies(traffic, side.replace("in:", "out:") + "deliverResponse", refused);
+            done.run(refused);
             return;
         }
         for (Envelope e : request.getEnvelopesList()) {
+            traffic.add(side + typeOf(e), e.getMessage().size());
             try {
                 NodeId from = NodeId.of(e.getFrom());
                 NodeId to = NodeId.of(e.getTo());
@@ -305,7 +314,23 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
                 h.auth().refusedReplies();
             }
         }
-        done.run(resp.build());
+        DeliverResponse built = resp.build();
+        countReplies(traffic, side.replace("in:", "out:") + "deliverResponse", built);
+        done.run(built);
+    }
+
+    /** The envelope's message type, from its first two bytes (the message is not copied). */
+    private static String typeOf(Envelope e) {
+        com.google.protobuf.ByteString b = e.getMessage();
+        return b.size() < 2 ? "UNKNOWN" : TrafficCounters.typeOf(b.byteAt(0), b.byteAt(1));
+    }
+
+    /** The response's size, and each reply it carries to the client per message type. */
+    private static void countReplies(TrafficCounters traffic, String call, DeliverResponse r) {
+        traffic.add(call, r.getSerializedSize());
+        for (Envelope e : r.getRepliesList()) {
+            traffic.add("out:client:" + typeOf(e), e.getMessage().size());
+        }
     }
 
     @Override
@@ -316,6 +341,7 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
             done.run(null);
             return;
         }
+        h.traffic().add("in:client:pollCall", request.getSerializedSize());
         NodeId caller = h.auth().authenticate(CallAuth.POLL, request.hasAuth() ? request.getAuth() : null,
                 request.getClient(), Collections.emptyList());
         if (caller == null || !caller.name().equals(request.getClient())) {
@@ -323,6 +349,8 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
             done.run(DeliverResponse.getDefaultInstance());
             return;
         }
-        done.run(DeliverResponse.newBuilder().addAllReplies(h.takeReplies(request.getClient())).build());
+        DeliverResponse built = DeliverResponse.newBuilder().addAllReplies(h.takeReplies(request.getClient())).build();
+        countReplies(h.traffic(), "out:client:pollResponse", built);
+        done.run(built);
     }
 }

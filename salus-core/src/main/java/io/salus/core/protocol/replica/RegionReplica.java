@@ -77,6 +77,14 @@ public final class RegionReplica {
     public static final int MAX_RETRANSMIT_TICKS = 16;
     /** A voted entry still unresolved after this many retransmission rounds is offered to every holder again. */
     public static final int STALLED_ROUNDS = 5;
+    /**
+     * An unresolved entry that every metadata holder acknowledged ({@link #chainLogged}) is sent to the chain
+     * successor again only every this many retransmission rounds (about 15 s at the back-off cap), for a successor
+     * that lost it without asking its peers for their log (a successor that restarts without it asks, and gets it
+     * at the next round: {@link #onStateRequest}). Before task net18 every round resent it: about ten copies of each
+     * 64-block sub-batch crossed the network in a pipelined fill.
+     */
+    public static final int PAYLOAD_RESEND_ROUNDS = 4 * STALLED_ROUNDS;
     private long ticks;
     /** Blocks of the region store set back to the verified base when this replica was built ({@link #resetStoreTo}). */
     private final int resetAtOpen;
@@ -526,6 +534,16 @@ public final class RegionReplica {
                 || r.generation() != rrs.generation()) {
             return;
         }
+        if (from.equals(rrs.next(me))) {
+            // the chain successor asks for the log: it reopened (maybe without its log) or waits for a predecessor.
+            // An undecided entry is not in any transfer it may take while serving (ReplicaCatchUp#continuation), so
+            // this replica's unresolved entries go to it again at their next round, even those its holders vouch for
+            for (ReplicaLog.Entry e : log.entries()) {
+                if (!e.resolved && r.throughIndex() < e.index) {
+                    e.successorAsked = true;
+                }
+            }
+        }
         Long last = stateAnswered.get(from);
         if (last != null && ticks - last < RETRANSMIT_TICKS) {
             return;
@@ -774,18 +792,29 @@ public final class RegionReplica {
             }
             if (!legacy) {
                 if (e.retransmitEvery == 0) {
-                    e.retransmitEvery = RETRANSMIT_TICKS; // first seen here: resent now, then backing off
+                    // first seen here: its messages went out when it was logged (at most one period ago); resent only
+                    // after a whole period (task net18: resending at once sent every 64-block sub-batch down the chain
+                    // a second time whenever its chain took longer than the rest of the current period)
+                    e.retransmitEvery = RETRANSMIT_TICKS;
+                    e.retransmitAt = ticks + RETRANSMIT_TICKS;
+                    continue;
                 } else if (ticks < e.retransmitAt) {
                     continue;
                 }
                 e.retransmitAt = ticks + e.retransmitEvery;
                 e.retransmitEvery = Math.min(2 * e.retransmitEvery, MAX_RETRANSMIT_TICKS);
             }
+            boolean stalled = ++e.rounds % STALLED_ROUNDS == 0;
             NodeId next = rrs.next(me);
-            if (next != null && hooks.forward(e.sb)) {
+            if (next != null && hooks.forward(e.sb) && (legacy || !chainLogged(e) || e.successorAsked
+                    || e.rounds % PAYLOAD_RESEND_ROUNDS == 0)) {
+                // the payload again only while the successor may lack it: before every holder stored the entry (see
+                // chainLogged), once the successor asked for the log (it restarted or has a gap), and, rarely, for a
+                // successor that lost it without asking (nothing else brings an undecided entry back to it)
+                e.successorAsked = false;
                 net.send(next, new Message.SubBatchMsg(e.sb));
             }
-            if (++e.rounds % STALLED_ROUNDS == 0 && !cfg.mutated(Mutation.SKIP_WITNESS_STORES)) {
+            if (stalled && !cfg.mutated(Mutation.SKIP_WITNESS_STORES)) {
                 // still unresolved after a while: a metadata holder that acknowledged the entry may have restarted
                 // empty since (an interim holder hosted in a replica region that moved or was reopened after a crash
                 // keeps its certificates in memory). It stores the entry only with the tentatives of all three
@@ -950,6 +979,27 @@ public final class RegionReplica {
         return peerLogRequests;
     }
 
+    /** Copies of sub-batches this replica had logged already that reached it (retransmissions), since it started. */
+    public long subBatchCopies() {
+        return subBatchCopies;
+    }
+
+    /** Their bytes (log-entry encoding). */
+    public long subBatchCopyBytes() {
+        return subBatchCopyBytes;
+    }
+
+    private volatile long subBatchCopies; // written on the replica's loop only; read by metrics
+    private volatile long subBatchCopyBytes;
+
+    /** The entry's log-entry length (what its tentative names), encoded once. */
+    private static int entryLength(ReplicaLog.Entry e) {
+        if (e.length < 0) {
+            e.length = e.sb.encode().length;
+        }
+        return e.length;
+    }
+
     /** Checkpoint writes of this replica that failed (each one's checkpoint is not signed; the next one retries). */
     public long checkpointWriteFailures() {
         return checkpointWriteFailures;
@@ -1003,8 +1053,16 @@ public final class RegionReplica {
         if (log.hasBatch(sb.batchId())) {
             ReplicaLog.Entry e = log.entryOfBatch(sb.batchId());
             if (e != null && e.sb.equals(sb)) {
+                subBatchCopies++;
+                subBatchCopyBytes += entryLength(e);
                 NodeId next = rrs.next(me);
                 if (next != null && hooks.forward(sb)) {
+                    // passed on: a client's retransmission of a resolved entry is how the replicas down the chain
+                    // answer a lost reply again (below). (Task net18 tried passing on only copies of resolved
+                    // entries: the simulator's seed 9711 then found an aborted write in a recovered prefix, while
+                    // passing every copy on, as before, and passing none both pass it; see docs/salus-on-hbase.md.)
+                    // Copies are rare now: the predecessor resends only while the successor may lack the entry
+                    // (tick, chainLogged) and the client only when its pipeline stopped (VolumeClient#tick)
                     net.send(next, new Message.SubBatchMsg(sb));
                 }
                 Certificate d = log.decision(sb.batchId());
@@ -1063,6 +1121,7 @@ public final class RegionReplica {
         if (writeOffLoop()) {
             // the entry takes its index now (later sub-batches follow it); nothing of it is sent before it is durable
             ReplicaLog.Entry e = log.add(idx, sb, digest);
+            e.length = bytes.length;
             e.logged = false;
             diskWritesPending++;
             long t0 = LatencyTrace.now();
@@ -1081,6 +1140,7 @@ public final class RegionReplica {
         disk.append(rrs.generation(), idx, hooks.onDiskWrite(bytes));
         LatencyTrace.took("diskAppend", t0);
         ReplicaLog.Entry e = log.add(idx, sb, digest);
+        e.length = bytes.length;
         if (legacy && next != null && hooks.forward(sb)) {
             net.send(next, new Message.SubBatchMsg(sb));
         }
@@ -1104,9 +1164,21 @@ public final class RegionReplica {
         voteIfStored(e); // acks that came before the entry was durable here (only a faulty holder sends them)
     }
 
+    /**
+     * Whether every replica of the RRS has this entry durably in its log, as far as this replica can prove: every
+     * metadata holder acknowledged it. A holder acknowledges (signed, verified in {@link #onStoreAck}) only once it
+     * stored the LOG_ENTRY that combines the TENTATIVE_LOG_ENTRY of all three replicas for this index and digest
+     * ({@code WitnessLog#offer}), and a replica signs its tentative only once the entry is durable in its own log
+     * ({@link #logged}). With all holders' acks at least one comes from an honest holder, so the chain successor has
+     * logged it (or is faulty, and a copy would not help): sending it the entry's payload again is waste.
+     */
+    private boolean chainLogged(ReplicaLog.Entry e) {
+        return e.acks.size() >= rrs.metadataHolders().size();
+    }
+
     private Certificate tentativeLogEntry(ReplicaLog.Entry e) {
         Statement.LogEntry st = new Statement.LogEntry(regionId, rrs.generation(), e.index,
-                hooks.digestToSign(e.digest), e.sb.encode().length);
+                hooks.digestToSign(e.digest), entryLength(e));
         return Certificate.sign(CertType.TENTATIVE_LOG_ENTRY, st, signer);
     }
 

@@ -39,6 +39,10 @@ final class ReplicaLog {
         int retransmitEvery;
         /** Retransmission rounds this entry has stayed unresolved. */
         int rounds;
+        /** Length of {@code sb.encode()} (-1: not computed yet). */
+        int length = -1;
+        /** The chain successor asked for the log since this entry was last sent to it: send it again. */
+        boolean successorAsked;
 
         Entry(long index, SubBatch sb, Hash digest) {
             this.index = index;
