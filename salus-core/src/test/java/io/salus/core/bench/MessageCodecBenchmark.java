@@ -115,6 +115,8 @@ public class MessageCodecBenchmark {
             case STATE_REQUEST -> new Message.StateRequest(17, 3, 123_455);
             case STATE_TRANSFER -> new Message.StateTransfer(17, 3, 123_455, 1249, h, 1249,
                     List.of(new Message.StateBlock(5, block)), List.of(), List.of());
+            case REBUILD_REQUEST -> new Message.RebuildRequest(17, 3, 123_455, List.of(5L, 6L));
+            case REBUILD_BLOCKS -> new Message.RebuildBlocks(17, 3, 123_455, List.of(new Message.StateBlock(5, block)));
         };
     }
 }

@@ -104,33 +104,76 @@ public final class HdfsReplicaStorage implements ReplicaStorageFactory {
     @Override
     public RegionStore regionStore(RegionCoprocessorEnvironment env, ProtocolConfig cfg, int regionIndex) {
         HRegionStore store = HRegionStore.open(env.getRegion(), cfg, regionIndex);
-        java.util.concurrent.atomic.AtomicBoolean asked = new java.util.concurrent.atomic.AtomicBoolean();
-        String encoded = env.getRegionInfo().getEncodedName();
         store.onReadFailure(e -> {
             DistributedFileSystem f;
             synchronized (this) {
                 f = fs;
             }
-            if (f == null || !io.salus.core.hbase.SalusStoreQuarantine.damaged(f, e) || !asked.compareAndSet(false, true)) {
+            if (f == null || !io.salus.core.hbase.SalusStoreQuarantine.damaged(f, e)) {
                 return;
             }
-            LOG.warn("Salus region {}: a read of its cells failed on a damaged store file ({}); asking the master to"
-                    + " move it, so its reopen moves the damaged files aside and the replica restores its cells",
-                    encoded, io.salus.core.hbase.SalusStoreQuarantine.oneLine(e));
-            Thread t = new Thread(() -> {
-                try (org.apache.hadoop.hbase.client.Admin admin = env.getConnection().getAdmin()) {
-                    admin.move(env.getRegionInfo().getEncodedNameAsBytes());
-                } catch (IOException | RuntimeException moveFailed) {
-                    asked.set(false); // the next damaged read asks again
-                    LOG.warn("Salus region {}: the move after a damaged read failed: {}", encoded,
-                            moveFailed.toString());
-                }
-            }, "salus-reopen-" + encoded);
-            t.setDaemon(true);
-            t.start();
+            askToMove(env, "a read of its cells failed on a damaged or lost store file ("
+                    + io.salus.core.hbase.SalusStoreQuarantine.oneLine(e) + "); its reopen moves the damaged files"
+                    + " aside and the replica restores its cells");
         });
         return store;
     }
+
+    /**
+     * A log append or commit mark failed while the region is open (e.g. the DataNode holding the log's only copy lost
+     * its disk): the replica is stopped for good in this incarnation, so the region is moved (its reopen elsewhere is
+     * the replica's recovery: the log's lost blocks are found at open, the log moved aside, and the replica catches up
+     * from a peer).
+     */
+    @Override
+    public void diskFailed(RegionCoprocessorEnvironment env, RuntimeException error) {
+        askToMove(env, "its Salus log could not be written (" + io.salus.core.hbase.SalusStoreQuarantine.oneLine(error)
+                + "); it logs nothing more here, its reopen elsewhere recovers it");
+    }
+
+    /** Whether a move of this region was asked and has not failed (one per region open). */
+    private final java.util.concurrent.atomic.AtomicBoolean moveAsked = new java.util.concurrent.atomic.AtomicBoolean();
+    /** Moves asked by this JVM's replica regions (tests and metrics). */
+    private static final java.util.concurrent.atomic.AtomicLong MOVES_ASKED = new java.util.concurrent.atomic.AtomicLong();
+
+    /** Moves of replica regions this JVM asked the master for after a damaged read or a failed disk write. */
+    public static long movesAsked() {
+        return MOVES_ASKED.get();
+    }
+
+    /**
+     * Asks the master, once per region open, to move the region to another server ({@code Admin.move}); off the
+     * caller's thread. A move that fails is asked again up to {@value #MOVE_ATTEMPTS} times, 5 s apart (e.g. the
+     * region is still in transition).
+     */
+    private void askToMove(RegionCoprocessorEnvironment env, String why) {
+        if (!moveAsked.compareAndSet(false, true)) {
+            return;
+        }
+        String encoded = env.getRegionInfo().getEncodedName();
+        LOG.warn("Salus region {}: {}; asking the master to move it", encoded, why);
+        MOVES_ASKED.incrementAndGet();
+        Thread t = new Thread(() -> {
+            for (int attempt = 1; attempt <= MOVE_ATTEMPTS; attempt++) {
+                try (org.apache.hadoop.hbase.client.Admin admin = env.getConnection().getAdmin()) {
+                    admin.move(env.getRegionInfo().getEncodedNameAsBytes());
+                    return;
+                } catch (IOException | RuntimeException moveFailed) {
+                    LOG.warn("Salus region {}: move attempt {} failed: {}", encoded, attempt, moveFailed.toString());
+                }
+                try {
+                    Thread.sleep(5_000);
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
+            moveAsked.set(false); // the next failure asks again
+        }, "salus-reopen-" + encoded);
+        t.setDaemon(true);
+        t.start();
+    }
+
+    static final int MOVE_ATTEMPTS = 6;
 
     @Override
     public synchronized Coordination coordination(RegionCoprocessorEnvironment env, String volume) {
@@ -181,7 +224,12 @@ public final class HdfsReplicaStorage implements ReplicaStorageFactory {
     @Override
     public synchronized void close() {
         if (disk != null) {
-            disk.close();
+            try {
+                disk.close();
+            } catch (RuntimeException e) {
+                // e.g. the active segment's only DataNode is gone (a lost disk): the rest is closed anyway
+                LOG.warn("closing the Salus log {}: {}", disk.directory(), e.toString());
+            }
         }
         if (zk != null) {
             zk.close();
