@@ -114,7 +114,7 @@ public final class HdfsReplicaStorage implements ReplicaStorageFactory {
             }
             askToMove(env, "a read of its cells failed on a damaged or lost store file ("
                     + io.salus.core.hbase.SalusStoreQuarantine.oneLine(e) + "); its reopen moves the damaged files"
-                    + " aside and the replica restores its cells");
+                    + " aside and the replica restores its cells", false);
         });
         return store;
     }
@@ -128,7 +128,7 @@ public final class HdfsReplicaStorage implements ReplicaStorageFactory {
     @Override
     public void diskFailed(RegionCoprocessorEnvironment env, RuntimeException error) {
         askToMove(env, "its Salus log could not be written (" + io.salus.core.hbase.SalusStoreQuarantine.oneLine(error)
-                + "); it logs nothing more here, its reopen elsewhere recovers it");
+                + "); it logs nothing more here, its reopen recovers it", true);
     }
 
     /** Whether a move of this region was asked and has not failed (one per region open). */
@@ -142,21 +142,34 @@ public final class HdfsReplicaStorage implements ReplicaStorageFactory {
     }
 
     /**
-     * Asks the master, once per region open, to move the region to another server ({@code Admin.move}); off the
-     * caller's thread. A move that fails is asked again up to {@value #MOVE_ATTEMPTS} times, 5 s apart (e.g. the
-     * region is still in transition).
+     * Asks the master, once per region open, to reopen the region: {@code inPlace}, closed and assigned again (HBase
+     * assigns a closed region to its last server), else moved to another server ({@code Admin.move}); off the
+     * caller's thread. A request that fails is made again up to {@value #MOVE_ATTEMPTS} times, 5 s apart (e.g. the
+     * region is still in transition). In place keeps the replica on its server (and its files on that server's
+     * DataNode): a move lands on a server that holds another replica of the same RRS (three servers, three replicas),
+     * and the placement observer then moves one of them again, two reopens of a replica for one failure.
      */
-    private void askToMove(RegionCoprocessorEnvironment env, String why) {
+    private void askToMove(RegionCoprocessorEnvironment env, String why, boolean inPlace) {
         if (!moveAsked.compareAndSet(false, true)) {
             return;
         }
         String encoded = env.getRegionInfo().getEncodedName();
-        LOG.warn("Salus region {}: {}; asking the master to move it", encoded, why);
+        LOG.warn("Salus region {}: {}; asking the master to {} it", encoded, why, inPlace ? "reopen" : "move");
         MOVES_ASKED.incrementAndGet();
         Thread t = new Thread(() -> {
+            boolean closed = false;
             for (int attempt = 1; attempt <= MOVE_ATTEMPTS; attempt++) {
                 try (org.apache.hadoop.hbase.client.Admin admin = env.getConnection().getAdmin()) {
-                    admin.move(env.getRegionInfo().getEncodedNameAsBytes());
+                    if (inPlace) {
+                        byte[] name = env.getRegionInfo().getRegionName();
+                        if (!closed) {
+                            admin.unassign(name, true);
+                            closed = true;
+                        }
+                        admin.assign(name);
+                    } else {
+                        admin.move(env.getRegionInfo().getEncodedNameAsBytes());
+                    }
                     return;
                 } catch (IOException | RuntimeException moveFailed) {
                     LOG.warn("Salus region {}: move attempt {} failed: {}", encoded, attempt, moveFailed.toString());
