@@ -825,7 +825,7 @@ class SalusFaultTableTest {
         String back = awaitRebuilt(g, there, t0, 180_000);
         long moves = io.salus.core.hbase.storage.HdfsReplicaStorage.movesAsked() - movesBefore;
         var quarantined = io.salus.core.hbase.SalusStoreQuarantine.counters();
-        notes.append(moves).append(" replica regions asked to be moved (a failed log write or an unreadable read); ")
+        notes.append(moves).append(" reopens of replica regions asked (a failed log or decision write: in place; an unreadable read: a move); ")
             .append(quarantined.get("quarantinedRegions") - quarantinedBefore.get("quarantinedRegions"))
             .append(" reopened regions had lost store files (moved aside); ").append(back);
       } else {

@@ -209,7 +209,7 @@ public final class ReplicaHost {
         this.cfg = cfg;
         this.rrs = rrs;
         this.keys = keys;
-        this.disk = disk;
+        this.disk = new ReportingDisk(disk, this::reportDiskFailure);
         this.coordination = coordination;
         this.store = store;
         NodeId me = rrs.replicas().get(replicaIndex);
@@ -498,11 +498,7 @@ public final class ReplicaHost {
             diskFailure = e;
             LOG.warn("{}: writing {} log record(s) failed; this replica logs and commits nothing more until its region"
                     + " reopens: {}", me, group.size(), e.toString());
-            try {
-                onDiskFailure.accept(e);
-            } catch (RuntimeException ignored) {
-                LOG.warn("{}: reporting the disk failure failed: {}", me, ignored.toString());
-            }
+            reportDiskFailure(e); // (the reporting disk has already, once)
             try {
                 loop.execute(() -> {
                     RegionReplica r = replica;
@@ -546,15 +542,133 @@ public final class ReplicaHost {
      */
     public void onDiskFailure(java.util.function.Consumer<RuntimeException> action) {
         this.onDiskFailure = action;
-        RuntimeException already = diskFailure;
+        RuntimeException already = logWriteFailure.get();
         if (already != null) {
             action.accept(already);
         }
     }
 
-    /** The disk failure that stopped this replica's logging, or null. */
+    /** The first log or decision write of this replica that failed, or null. */
     public RuntimeException diskFailure() {
-        return diskFailure;
+        return logWriteFailure.get();
+    }
+
+    private final java.util.concurrent.atomic.AtomicReference<RuntimeException> logWriteFailure =
+            new java.util.concurrent.atomic.AtomicReference<>();
+
+    /**
+     * A log append, commit mark or decision record failed (on the disk writer, or on the loop: a batch-leader replica
+     * records its TENTATIVE decision there before it sends it): reported once. Before, a leader replica whose decision
+     * record failed only logged each retransmitted vote it dropped, decided nothing more, and every batch it led
+     * stalled (the fault table's lost-disk row: region 1 stopped at committed index 4).
+     */
+    private void reportDiskFailure(RuntimeException e) {
+        if (!logWriteFailure.compareAndSet(null, e)) {
+            return;
+        }
+        try {
+            onDiskFailure.accept(e);
+        } catch (RuntimeException failed) {
+            LOG.warn("{}: reporting the disk failure failed: {}", me, failed.toString());
+        }
+    }
+
+    /** The replica's disk, reporting a failed log or decision write ({@link #reportDiskFailure}). */
+    private static final class ReportingDisk implements ReplicaDisk {
+        private final ReplicaDisk d;
+        private final java.util.function.Consumer<RuntimeException> failed;
+
+        ReportingDisk(ReplicaDisk d, java.util.function.Consumer<RuntimeException> failed) {
+            this.d = d;
+            this.failed = failed;
+        }
+
+        private RuntimeException report(RuntimeException e) {
+            failed.accept(e);
+            return e;
+        }
+
+        @Override
+        public void append(long generation, long index, byte[] entry) {
+            try {
+                d.append(generation, index, entry);
+            } catch (RuntimeException e) {
+                throw report(e);
+            }
+        }
+
+        @Override
+        public void appendAll(long generation, List<Long> indexes, List<byte[]> entries) {
+            try {
+                d.appendAll(generation, indexes, entries);
+            } catch (RuntimeException e) {
+                throw report(e);
+            }
+        }
+
+        @Override
+        public void recordDecision(long generation, Certificate decision) {
+            try {
+                d.recordDecision(generation, decision);
+            } catch (RuntimeException e) {
+                throw report(e);
+            }
+        }
+
+        @Override
+        public void recordDecisions(long generation, List<Certificate> decisions) {
+            try {
+                d.recordDecisions(generation, decisions);
+            } catch (RuntimeException e) {
+                throw report(e);
+            }
+        }
+
+        @Override
+        public byte[] read(long generation, long index) {
+            return d.read(generation, index);
+        }
+
+        @Override
+        public long lastIndex(long generation) {
+            return d.lastIndex(generation);
+        }
+
+        @Override
+        public void writeSnapshot(RegionSnapshot s) {
+            d.writeSnapshot(s);
+        }
+
+        @Override
+        public void writeCheckpoint(long generation, long throughIndex, long lastSeq, Map<Long, byte[]> changed,
+                                    io.salus.core.merkle.VolumeRootRecord rootRecord) {
+            d.writeCheckpoint(generation, throughIndex, lastSeq, changed, rootRecord); // retried by the next one
+        }
+
+        @Override
+        public RegionSnapshot readSnapshot(long generation, long throughIndex) {
+            return d.readSnapshot(generation, throughIndex);
+        }
+
+        @Override
+        public List<Certificate> decisions(long generation) {
+            return d.decisions(generation);
+        }
+
+        @Override
+        public void truncateLogPrefix(long generation, long throughIndex) {
+            d.truncateLogPrefix(generation, throughIndex);
+        }
+
+        @Override
+        public void collectCheckpoints(long generation, long throughIndex) {
+            d.collectCheckpoints(generation, throughIndex);
+        }
+
+        @Override
+        public void compactDecisions(long generation, java.util.function.Predicate<Certificate> keep) {
+            d.compactDecisions(generation, keep);
+        }
     }
 
     public NodeId replicaId() {
@@ -787,7 +901,7 @@ public final class ReplicaHost {
         // log appends and commit marks written off the loop: groups written (one hsync per file each) and records
         m.put("diskGroups", diskGroups.get());
         // 1: a log append or commit mark failed (e.g. its DataNode's disk lost): it logs nothing more in this open
-        m.put("diskFailed", diskFailure == null ? 0L : 1L);
+        m.put("diskFailed", logWriteFailure.get() == null ? 0L : 1L);
         m.put("diskGroupRecords", diskGroupRecords.get());
         m.put("witnessTruncations", witnessTruncations.get());
         if (remoteHolders != null) {
