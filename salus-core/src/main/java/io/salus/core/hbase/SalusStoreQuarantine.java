@@ -112,7 +112,17 @@ public final class SalusStoreQuarantine implements RegionCoprocessor, RegionObse
         }
         Path bad = null;
         IOException why = null;
-        for (Path p : files) {
+        if (fs instanceof DistributedFileSystem dfs) {
+            // a block lost for good (a DataNode's disk lost) is known to the NameNode: no read (and none of HDFS's
+            // read retries, seconds per file) is needed to prove it
+            String lost = firstLost(dfs, files);
+            if (lost != null) {
+                bad = new Path(lost.substring(0, lost.indexOf(' ')));
+                why = new BlockMissingException(bad.toUri().getPath(), lost, 0);
+                UNREADABLE.incrementAndGet();
+            }
+        }
+        for (Path p : bad != null ? List.<Path>of() : files) {
             IOException e = readFully(fs, p);
             if (e != null) {
                 bad = p;
@@ -207,18 +217,42 @@ public final class SalusStoreQuarantine implements RegionCoprocessor, RegionObse
      * first such block, or null (not proven lost, or the NameNode could not be asked).
      */
     public static String lost(DistributedFileSystem dfs, String file) {
+        return firstLost(dfs, List.of(new Path(file)));
+    }
+
+    /**
+     * The first of {@code files} with a block {@link #lost lost for good} ("path block …: why"), or null. Asks the
+     * NameNode for its DataNodes once, then for each file's block locations.
+     */
+    public static String firstLost(DistributedFileSystem dfs, List<Path> files) {
+        java.util.Set<String> live;
         try {
-            if (dfs.setSafeMode(org.apache.hadoop.hdfs.protocol.HdfsConstants.SafeModeAction.SAFEMODE_GET)) {
+            if (files.isEmpty()
+                    || dfs.setSafeMode(org.apache.hadoop.hdfs.protocol.HdfsConstants.SafeModeAction.SAFEMODE_GET)) {
                 return null;
             }
             if (dfs.getDataNodeStats(org.apache.hadoop.hdfs.protocol.HdfsConstants.DatanodeReportType.DEAD).length
                     > 0) {
                 return null;
             }
-            java.util.Set<String> live = new java.util.HashSet<>();
+            live = new java.util.HashSet<>();
             for (var dn : dfs.getDataNodeStats(org.apache.hadoop.hdfs.protocol.HdfsConstants.DatanodeReportType.LIVE)) {
                 live.add(dn.getDatanodeUuid());
             }
+        } catch (IOException | RuntimeException notKnown) {
+            return null;
+        }
+        for (Path p : files) {
+            String why = lostBlock(dfs, p.toUri().getPath(), live);
+            if (why != null) {
+                return why;
+            }
+        }
+        return null;
+    }
+
+    private static String lostBlock(DistributedFileSystem dfs, String file, java.util.Set<String> live) {
+        try {
             for (LocatedBlock lb : dfs.getClient().getLocatedBlocks(file, 0, Long.MAX_VALUE).getLocatedBlocks()) {
                 if (lb.getBlockSize() == 0 && lb.getLocations().length == 0) {
                     continue; // an empty last block: nothing to lose

@@ -86,6 +86,17 @@ public final class HdfsReplicaStorage implements ReplicaStorageFactory {
         disk = HdfsReplicaDisk.forRegion(fs, new Path(conf.get(LOG_ROOT_KEY, DEFAULT_LOG_ROOT)),
                 env.getRegionInfo().getTable().getNameAsString(), env.getRegionInfo().getEncodedName(), dn);
         LOG.info("Salus log of {} at {} (favored DataNode {})", replica, disk.directory(), dn);
+        // a DataNode's disk lost for good: the NameNode knows which of the log's blocks no live DataNode holds, so
+        // the log is moved aside before anything reads it (each read of a lost block costs HDFS's read retries,
+        // seconds, while the replica's RRS cannot commit); the replica then catches up from a peer
+        String lost = lostFile(fs, disk.directory());
+        if (lost != null) {
+            Path dest = quarantineDest(env);
+            boolean moved = disk.quarantine(dest);
+            LOG.warn("Salus log of region {} at {} has a block lost for good ({}): {} before it is read (not"
+                    + " deleted); the replica catches up from a peer", env.getRegionInfo().getEncodedName(),
+                    disk.directory(), lost, moved ? "moved aside to " + dest : "nothing to move");
+        }
         return disk;
     }
 
@@ -217,16 +228,38 @@ public final class HdfsReplicaStorage implements ReplicaStorageFactory {
             return null;
         }
         String why = io.salus.core.hbase.SalusStoreQuarantine.oneLine(error);
-        Configuration conf = env.getConfiguration();
-        Path dest = new Path(new Path(new Path(new Path(conf.get(io.salus.core.hbase.SalusStoreQuarantine.ROOT_KEY,
-                io.salus.core.hbase.SalusStoreQuarantine.DEFAULT_ROOT), "logs"),
-                env.getRegionInfo().getTable().getNameAsString().replace(':', '=')),
-                env.getRegionInfo().getEncodedName()), io.salus.core.hbase.SalusStoreQuarantine.timestamp());
+        Path dest = quarantineDest(env);
         boolean moved = disk.quarantine(dest);
         LOG.warn("Salus log of region {} at {} cannot be read ({}): {} (not deleted); the replica catches up from a"
                 + " peer", env.getRegionInfo().getEncodedName(), disk.directory(), why,
                 moved ? "moved aside to " + dest : "nothing to move");
         return moved ? dest.toString() : disk.directory() + " (absent)";
+    }
+
+    /** Where this region's Salus log directory is moved aside: {@code <quarantine root>/logs/<table>/<region>/<time>}. */
+    private static Path quarantineDest(RegionCoprocessorEnvironment env) {
+        Configuration conf = env.getConfiguration();
+        return new Path(new Path(new Path(new Path(conf.get(io.salus.core.hbase.SalusStoreQuarantine.ROOT_KEY,
+                io.salus.core.hbase.SalusStoreQuarantine.DEFAULT_ROOT), "logs"),
+                env.getRegionInfo().getTable().getNameAsString().replace(':', '=')),
+                env.getRegionInfo().getEncodedName()), io.salus.core.hbase.SalusStoreQuarantine.timestamp());
+    }
+
+    /** The first file under {@code dir} with a block lost for good (SalusStoreQuarantine.lost), or null. */
+    private static String lostFile(DistributedFileSystem fs, Path dir) {
+        java.util.List<Path> files = new java.util.ArrayList<>();
+        try {
+            if (!fs.exists(dir)) {
+                return null;
+            }
+            var it = fs.listFiles(dir, true);
+            while (it.hasNext()) {
+                files.add(it.next().getPath());
+            }
+        } catch (IOException e) {
+            return null; // not proven: the reads find out
+        }
+        return io.salus.core.hbase.SalusStoreQuarantine.firstLost(fs, files);
     }
 
     /** The log of this region (tests and metrics); null before {@link #disk}. */
