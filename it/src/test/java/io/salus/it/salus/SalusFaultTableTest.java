@@ -960,6 +960,18 @@ class SalusFaultTableTest {
       }
       which.append(which.length() == 0 ? "" : "; ").append(r.fault()).append(" / ").append(r.kind());
     }
+    // an earlier such line naming only rows this run replaced is dropped (with the blank line before it)
+    java.util.Set<String> now = new java.util.HashSet<>(List.of(which.toString().split("; ")));
+    for (int i = lines.size() - 1; i > last; i--) {
+      String l = lines.get(i);
+      if (l.startsWith("Rows regenerated alone") && l.endsWith(".") && l.contains(": ")
+          && now.containsAll(List.of(l.substring(l.indexOf(": ") + 2, l.length() - 1).split("; ")))) {
+        lines.remove(i);
+        if (lines.get(i - 1).isEmpty()) {
+          lines.remove(i - 1);
+        }
+      }
+    }
     lines.add(last + 1, "");
     lines.add(last + 2, "Rows regenerated alone (`-Dsalus.faults.merge=true`) " + started + " to " + Instant.now()
         + ", load average " + loadBefore + " at the start and " + load() + " at the end: " + which + ".");
