@@ -73,15 +73,22 @@ class SalusFaultTableTest {
     started = Instant.now();
     loadBefore = load();
     // the run is longer than HBase's 20-minute abort timeout, whose default task halts the JVM (the killed server's)
-    cluster = new SalusMiniCluster(c -> c.set("hbase.regionserver.abort.timeout.task",
-        NoHaltOnAbortTimeout.class.getName()));
+    cluster = new SalusMiniCluster(c -> {
+      c.set("hbase.regionserver.abort.timeout.task", NoHaltOnAbortTimeout.class.getName());
+      LoseDataNodeDisk.configure(c);
+    });
   }
 
   @AfterAll
   static void stop() throws Exception {
     try {
       if (!rows.isEmpty()) {
-        writeTable(Path.of(System.getProperty("salus.faults.out")));
+        Path out = Path.of(System.getProperty("salus.faults.out"));
+        if (Boolean.getBoolean("salus.faults.merge") && Files.exists(out)) {
+          mergeRows(out);
+        } else {
+          writeTable(out);
+        }
       }
     } finally {
       if (cluster != null) {
@@ -796,6 +803,13 @@ class SalusFaultTableTest {
   }
 
   @Test
+  @Order(20) // last: it restarts a DataNode, after which MiniDFSCluster's DataNode indexes (the flip row's) shift
+  void aDataNodesDiskLostForGood() throws Exception {
+    run(LoseDataNodeDisk.FAULT, HBASE, new LoseDataNodeDisk());
+    assertSalusRow(run(LoseDataNodeDisk.FAULT, SALUS, new LoseDataNodeDisk()));
+  }
+
+  @Test
   @Order(6)
   void theClientCrashesMidStream() throws Exception {
     run("the client crashes mid-stream", HBASE, new ClientCrash());
@@ -810,7 +824,217 @@ class SalusFaultTableTest {
         new PartialBatchCrash()));
   }
 
+  // ------------------------------------------------------------------ a DataNode's disk lost for good (task disk18)
+
+  /**
+   * Loses a DataNode's disk for good, for real: the DataNode is stopped, its data directories deleted, and it starts
+   * again empty on the same port (a new storage identity, so the NameNode drops the old one and every replica it
+   * held). Salus: the DataNode paired with the region server of replica 0/0 (the replicas' logs, checkpoint files and
+   * store files there have one HDFS copy, on it); the replicas there are rebuilt from their peers. Baseline: the
+   * DataNode paired with the server of data region 0 (HBase replication 3: the NameNode re-replicates).
+   */
+  static final class LoseDataNodeDisk implements Fault {
+    static final String FAULT = "a DataNode's disk lost for good (stopped, data directories deleted, restarted empty)";
+
+    /**
+     * The NameNode honours the favored nodes as production does (`salus up` sets the same policy), so a replica's
+     * files are on its own server's DataNode and a lost disk loses the replicas of one server, not a third of every
+     * replica's files (the mini cluster's default policy does not resolve the favored node's name).
+     */
+    static void configure(org.apache.hadoop.conf.Configuration c) {
+      c.set("dfs.block.replicator.classname", io.salus.hdfs.placement.LocationHintPlacementPolicy.class.getName());
+      // With three DataNodes, a write pipeline of replication 3 that loses one has no DataNode to replace it with, and
+      // HDFS's default fails the stream: the first run of this row aborted the baseline's region server ("Failed log
+      // close in log roller") and the master (its MasterRegion WAL). A cluster with more DataNodes replaces the lost
+      // one; here the stream goes on with the two left (HDFS's setting for small clusters).
+      c.setBoolean("dfs.client.block.write.replace-datanode-on-failure.best-effort", true);
+    }
+
+    @Override
+    public void inject(Kind kind, VolumeGeometry g, Volume v, StringBuilder notes) throws Exception {
+      if (kind == SALUS) {
+        ServerName s = cluster.locate(g, 0, 0);
+        int dn = dataNodeOf(s);
+        List<int[]> there = new ArrayList<>();
+        for (int r = 0; r < g.numRegions(); r++) {
+          for (int k = 0; k < 3; k++) {
+            if (s.equals(cluster.locate(g, r, k))) {
+              there.add(new int[] {r, k});
+            }
+          }
+        }
+        long movesBefore = io.salus.core.hbase.storage.HdfsReplicaStorage.movesAsked();
+        var quarantinedBefore = io.salus.core.hbase.SalusStoreQuarantine.counters();
+        long t0 = System.currentTimeMillis();
+        int lost = loseDisk(cluster, cluster.dataNodes.get(dn));
+        notes.append("DataNode ").append(dn).append(" (paired with ").append(s.getHostAndPort()).append("): ")
+            .append(lost).append(" block replicas lost with its disk (the ").append(there.size())
+            .append(" replica regions there hold their Salus logs and store files on it, one copy). ");
+        String back = awaitRebuilt(g, there, t0, 180_000);
+        long moves = io.salus.core.hbase.storage.HdfsReplicaStorage.movesAsked() - movesBefore;
+        var quarantined = io.salus.core.hbase.SalusStoreQuarantine.counters();
+        notes.append(moves).append(" reopens of replica regions asked (a failed log or decision write: in place; an unreadable read: a move); ")
+            .append(quarantined.get("quarantinedRegions") - quarantinedBefore.get("quarantinedRegions"))
+            .append(" reopened regions had lost store files (moved aside); ").append(back);
+      } else {
+        ServerName s = hbaseServer(g, 0);
+        int dn = Math.max(0, dataNodeOf(s));
+        int lost = loseDisk(cluster, cluster.dataNodes.get(dn));
+        notes.append("DataNode ").append(dn).append(" (paired with ").append(s.getHostAndPort()).append("): ")
+            .append(lost).append(" block replicas lost with its disk (HDFS replication 3: the other copies serve, ")
+            .append("the NameNode re-replicates). ");
+      }
+    }
+
+    /**
+     * Waits until every replica of {@code there} serves again after a peer catch-up (or {@code millis} pass); says
+     * what happened, with the time from the loss to the last one serving.
+     */
+    static String awaitRebuilt(VolumeGeometry g, List<int[]> there, long t0, long millis) throws Exception {
+      long end = t0 + millis;
+      while (System.currentTimeMillis() < end) {
+        int done = 0;
+        for (int[] rk : there) {
+          var ep = cluster.endpoint(g, rk[0], rk[1]);
+          var host = ep == null ? null : ep.host();
+          if (host != null && host.serving() && host.counters().get("recoveryFromPeer") == 1
+              && host.counters().get("rebuilding") == 0) {
+            done++;
+          }
+        }
+        if (done == there.size()) {
+          StringBuilder b = new StringBuilder();
+          b.append("all ").append(done).append(" rebuilt from their peers ")
+              .append((System.currentTimeMillis() - t0) / 1000).append(" s after the loss (");
+          for (int[] rk : there) {
+            var c = cluster.endpoint(g, rk[0], rk[1]).host().counters();
+            b.append("replica ").append(rk[0]).append('/').append(rk[1]).append(": ")
+                .append(c.get("recoveryMetadataFirst") == 1 ? "metadata first, serving " : "whole state, serving ")
+                .append(c.get("recoveryMillis")).append(" ms after its open, ")
+                .append(c.get("recoveryPeerBlocks")).append(" blocks (")
+                .append(c.get("rebuildBlocks")).append(" fetched in the background in ").append(c.get("rebuildMillis"))
+                .append(" ms), ").append(c.get("recoveryPeerEntries")).append(" log entries; ");
+          }
+          b.setLength(b.length() - 2);
+          return b.append("). ").toString();
+        }
+        Thread.sleep(250);
+      }
+      return "**not every replica there was rebuilt from a peer within " + millis / 1000 + " s**. ";
+    }
+
+    /** The MiniDFSCluster index of the DataNode with transfer address {@code xfer} (indexes shift at a restart). */
+    static int dfsIndex(SalusMiniCluster c, String xfer) {
+      var dns = c.util.getDFSCluster().getDataNodes();
+      for (int i = 0; i < dns.size(); i++) {
+        if (("127.0.0.1:" + dns.get(i).getXferAddress().getPort()).equals(xfer)) {
+          return i;
+        }
+      }
+      throw new IllegalArgumentException("no DataNode at " + xfer);
+    }
+
+    /**
+     * Stops the DataNode at {@code xfer}, deletes everything in its data directories, starts it again on the same
+     * port and waits until the NameNode has registered it (empty, a new storage identity). Returns the number of
+     * block replicas it held.
+     */
+    static int loseDisk(SalusMiniCluster c, String xfer) throws Exception {
+      var dfs = c.util.getDFSCluster();
+      int i = dfsIndex(c, xfer);
+      var dn = dfs.getDataNodes().get(i);
+      String oldUuid = dn.getDatanodeUuid();
+      var dm = dfs.getNamesystem().getBlockManager().getDatanodeManager();
+      int blocks = dm.getDatanode(dn.getDatanodeId()).numBlocks();
+      List<java.io.File> dirs = new ArrayList<>();
+      for (String d : dn.getConf().getTrimmedStrings("dfs.datanode.data.dir")) {
+        String u = d.replaceFirst("^\\[[A-Za-z_]+\\]", ""); // a storage type prefix, e.g. [DISK]
+        dirs.add(u.startsWith("file:") ? new java.io.File(java.net.URI.create(u)) : new java.io.File(u));
+      }
+      var props = dfs.stopDataNode(i);
+      for (java.io.File d : dirs) {
+        org.apache.commons.io.FileUtils.deleteDirectory(d); // the disk is gone: blocks, VERSION, everything
+        if (!d.mkdirs()) {
+          throw new java.io.IOException("cannot recreate the empty data directory " + d);
+        }
+      }
+      dfs.restartDataNode(props, true);
+      dfs.waitActive();
+      long end = System.currentTimeMillis() + 60_000;
+      while (System.currentTimeMillis() < end) {
+        var now = dfs.getDataNodes().get(dfsIndex(c, xfer));
+        if (now.getDatanodeUuid() != null && !now.getDatanodeUuid().equals(oldUuid)
+            && dm.getDatanode(now.getDatanodeId()) != null) {
+          return blocks;
+        }
+        Thread.sleep(100);
+      }
+      throw new AssertionError("DataNode " + xfer + " did not register again with an empty disk within 60 s");
+    }
+  }
+
+  /**
+   * Writes this run's rows into an existing table ({@code -Dsalus.faults.merge=true}: a run of some rows only, e.g.
+   * {@code -Dtest='SalusFaultTableTest#aDataNodesDiskLostForGood'}): a row of the same fault and volume kind is
+   * replaced, a new one appended after the last table row; the rest of the document is kept, and a line under the
+   * table says which rows this run wrote, when.
+   */
+  static void mergeRows(Path out) throws Exception {
+    List<String> lines = new ArrayList<>(Files.readAllLines(out, StandardCharsets.UTF_8));
+    int last = -1;
+    for (int i = 0; i < lines.size(); i++) {
+      if (lines.get(i).startsWith("| ") && !lines.get(i).startsWith("| fault |")) {
+        last = i;
+      }
+    }
+    if (last < 0) {
+      writeTable(out);
+      return;
+    }
+    StringBuilder which = new StringBuilder();
+    for (Row r : rows) {
+      String line = "| " + r.fault() + " | " + r.kind() + " | " + r.writes() + " | " + r.live() + " | "
+          + r.whileFaulty() + " | " + r.afterRemount() + " | " + r.ordered() + " | " + r.notes() + " |";
+      String prefix = "| " + r.fault() + " | " + r.kind() + " | ";
+      boolean replaced = false;
+      for (int i = 0; i < lines.size() && !replaced; i++) {
+        if (lines.get(i).startsWith(prefix)) {
+          lines.set(i, line);
+          replaced = true;
+        }
+      }
+      if (!replaced) {
+        lines.add(++last, line);
+      }
+      which.append(which.length() == 0 ? "" : "; ").append(r.fault()).append(" / ").append(r.kind());
+    }
+    // an earlier such line naming only rows this run replaced is dropped (with the blank line before it)
+    java.util.Set<String> now = new java.util.HashSet<>(List.of(which.toString().split("; ")));
+    for (int i = lines.size() - 1; i > last; i--) {
+      String l = lines.get(i);
+      if (l.startsWith("Rows regenerated alone") && l.endsWith(".") && l.contains(": ")
+          && now.containsAll(List.of(l.substring(l.indexOf(": ") + 2, l.length() - 1).split("; ")))) {
+        lines.remove(i);
+        if (lines.get(i - 1).isEmpty()) {
+          lines.remove(i - 1);
+        }
+      }
+    }
+    lines.add(last + 1, "");
+    lines.add(last + 2, "Rows regenerated alone (`-Dsalus.faults.merge=true`) " + started + " to " + Instant.now()
+        + ", load average " + loadBefore + " at the start and " + load() + " at the end: " + which + ".");
+    lines.replaceAll(l -> l.startsWith("Rows of the paper's table not generated yet") ? notYet() : l);
+    Files.writeString(out, String.join("\n", lines) + "\n", StandardCharsets.UTF_8);
+    System.out.println("merged " + rows.size() + " rows into " + out);
+  }
+
   // ------------------------------------------------------------------ the generated document
+
+  /** The line under the table naming the paper's rows not generated yet. */
+  static String notYet() {
+    return "Rows of the paper's table not generated yet (issue 14): a region server that refuses or reorders "
+        + "writes (needs RRS replacement by the master).";
+  }
 
   static void writeTable(Path out) throws Exception {
     StringBuilder s = new StringBuilder();
@@ -844,9 +1068,7 @@ class SalusFaultTableTest {
           .append(r.live()).append(" | ").append(r.whileFaulty()).append(" | ").append(r.afterRemount())
           .append(" | ").append(r.ordered()).append(" | ").append(r.notes()).append(" |\n");
     }
-    s.append("\nRows of the paper's table not generated yet (issue 14): a DataNode's disk lost for good (replica ")
-        .append("rebuild while serving), a region server that refuses or reorders writes (needs RRS replacement by ")
-        .append("the master).\n");
+    s.append("\n").append(notYet()).append("\n");
     Files.createDirectories(out.toAbsolutePath().getParent());
     Files.writeString(out, s.toString(), StandardCharsets.UTF_8);
     System.out.println("wrote " + out);

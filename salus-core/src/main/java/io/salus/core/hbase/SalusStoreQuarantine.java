@@ -112,7 +112,17 @@ public final class SalusStoreQuarantine implements RegionCoprocessor, RegionObse
         }
         Path bad = null;
         IOException why = null;
-        for (Path p : files) {
+        if (fs instanceof DistributedFileSystem dfs) {
+            // a block lost for good (a DataNode's disk lost) is known to the NameNode: no read (and none of HDFS's
+            // read retries, seconds per file) is needed to prove it
+            String lost = firstLost(dfs, files);
+            if (lost != null) {
+                bad = new Path(lost.substring(0, lost.indexOf(' ')));
+                why = new BlockMissingException(bad.toUri().getPath(), lost, 0);
+                UNREADABLE.incrementAndGet();
+            }
+        }
+        for (Path p : bad != null ? List.<Path>of() : files) {
             IOException e = readFully(fs, p);
             if (e != null) {
                 bad = p;
@@ -169,7 +179,8 @@ public final class SalusStoreQuarantine implements RegionCoprocessor, RegionObse
      * Whether {@code e} proves the bytes on disk damaged: an HDFS {@code ChecksumException}, a
      * {@code CorruptReplicaLogException} (a Salus frame that does not verify), or a {@code BlockMissingException} (no
      * replica of a block could be read) for a block the NameNode now lists as corrupt (the reading client reported
-     * its checksum failure; with replication 1 that is the only replica). A block that is only unavailable (its
+     * its checksum failure; with replication 1 that is the only replica), or for a block {@link #lost lost for good}
+     * (no live DataNode holds it and none is dead: a DataNode's disk lost). A block that is only unavailable (its
      * DataNode down, or not reported yet after a NameNode restart) is not damage: its files are not moved.
      */
     public static boolean damaged(FileSystem fs, Throwable e) {
@@ -188,9 +199,77 @@ public final class SalusStoreQuarantine implements RegionCoprocessor, RegionObse
                 } catch (IOException | RuntimeException notKnown) {
                     return false;
                 }
+                if (lost(dfs, m.getFile()) != null) {
+                    return true;
+                }
             }
         }
         return false;
+    }
+
+    /**
+     * Whether a block of {@code file} is <b>lost for good</b> (a DataNode's disk lost: the fault table's "lose a
+     * DataNode's disk for good" row): no DataNode the NameNode counts as live holds a replica of it, while the
+     * NameNode is out of safe mode and counts no DataNode as dead (a dead DataNode, or one not reported yet after a
+     * NameNode restart, may still bring the replica back: that is unavailability, not loss). A DataNode that comes
+     * back with an empty disk registers with a new storage identity, and the NameNode drops the old one with every
+     * replica it had: the block then has no live holder while every DataNode is live. Returns a description of the
+     * first such block, or null (not proven lost, or the NameNode could not be asked).
+     */
+    public static String lost(DistributedFileSystem dfs, String file) {
+        return firstLost(dfs, List.of(new Path(file)));
+    }
+
+    /**
+     * The first of {@code files} with a block {@link #lost lost for good} ("path block …: why"), or null. Asks the
+     * NameNode for its DataNodes once, then for each file's block locations.
+     */
+    public static String firstLost(DistributedFileSystem dfs, List<Path> files) {
+        java.util.Set<String> live;
+        try {
+            if (files.isEmpty()
+                    || dfs.setSafeMode(org.apache.hadoop.hdfs.protocol.HdfsConstants.SafeModeAction.SAFEMODE_GET)) {
+                return null;
+            }
+            if (dfs.getDataNodeStats(org.apache.hadoop.hdfs.protocol.HdfsConstants.DatanodeReportType.DEAD).length
+                    > 0) {
+                return null;
+            }
+            live = new java.util.HashSet<>();
+            for (var dn : dfs.getDataNodeStats(org.apache.hadoop.hdfs.protocol.HdfsConstants.DatanodeReportType.LIVE)) {
+                live.add(dn.getDatanodeUuid());
+            }
+        } catch (IOException | RuntimeException notKnown) {
+            return null;
+        }
+        for (Path p : files) {
+            String why = lostBlock(dfs, p.toUri().getPath(), live);
+            if (why != null) {
+                return why;
+            }
+        }
+        return null;
+    }
+
+    private static String lostBlock(DistributedFileSystem dfs, String file, java.util.Set<String> live) {
+        try {
+            for (LocatedBlock lb : dfs.getClient().getLocatedBlocks(file, 0, Long.MAX_VALUE).getLocatedBlocks()) {
+                if (lb.getBlockSize() == 0 && lb.getLocations().length == 0) {
+                    continue; // an empty last block: nothing to lose
+                }
+                boolean held = false;
+                for (var loc : lb.getLocations()) {
+                    held |= live.contains(loc.getDatanodeUuid());
+                }
+                if (!held) {
+                    return file + " block " + lb.getBlock().getBlockName() + " (" + lb.getBlockSize()
+                            + " bytes): no live DataNode holds a replica and none is dead";
+                }
+            }
+            return null;
+        } catch (IOException | RuntimeException notKnown) {
+            return null;
+        }
     }
 
     /** Renames {@code from} to {@code to} (creating its parent); false if {@code from} is gone. */

@@ -120,6 +120,8 @@ public class MessageCodecBenchmark {
             case RECOVERY_STATE -> recoveryState(sig);
             case RECOVERY_ABORT -> new Message.RecoveryAbort("volume-0001", 1L << 32, 99, 17, 1249, 1252,
                     List.of(recoveryState(sig), recoveryState(sig), recoveryState(sig)), sig);
+            case REBUILD_REQUEST -> new Message.RebuildRequest(17, 3, 123_455, List.of(5L, 6L));
+            case REBUILD_BLOCKS -> new Message.RebuildBlocks(17, 3, 123_455, List.of(new Message.StateBlock(5, block)));
         };
     }
 

@@ -1092,6 +1092,126 @@ class PipelinedCommitTest {
     }
 
     /**
+     * Issue 14 item 3, rebuild while serving (task disk18): a replica whose disk is lost takes the certified state's
+     * metadata from a peer first (leaf hashes checked against the certified region root, the log after it) and serves
+     * at once: writes commit with it while it holds none of the old blocks, a GET of a block it does not hold yet is
+     * not answered (never with other bytes), it signs no checkpoint. Then it fetches the blocks in the background at
+     * its throttled rate, refusing a peer's block whose leaf hash is not the certified one; once it has them all it
+     * writes the checkpoint, signs again, answers the GET with the right bytes, and its disk verifies at a restart.
+     */
+    @Test
+    void aReplicaRebuiltWhileServingTakesTheMetadataFirstAndItsBlocksInTheBackground() throws Exception {
+        RrsConfig c0 = configs.get(0);
+        NodeId lost = c0.replicas().get(1);
+        NodeId peer = c0.replicas().get(0);
+        int n = 2 * CHECKPOINT_EVERY + 2;
+        for (int b = 1; b <= n; b++) {
+            assertTrue(client.submit(List.of(new BlockWrite(b % 8, data(b)))) > 0);
+            drain();
+        }
+        assertEquals(n, acked.size());
+        long certified = ReplicaCatchUp.certified(c0, dir, membership, coord).throughIndex();
+        disks.get(lost).deleteAll();
+        sent.clear();
+        replicas.get(peer).receive(lost, new Message.RebuildRequest(0, 0, certified, List.of()));
+        Message.StateTransfer x = null;
+        for (Envelope e : sent) {
+            if (e.m() instanceof Message.StateTransfer t && e.to().equals(lost)) {
+                x = t;
+            }
+        }
+        assertNotNull(x, "the peer answered the metadata request");
+        assertTrue(x.metadataOnly() && x.blocks().isEmpty(), "leaf hashes, no block: " + x);
+        assertEquals(2, x.entries().size(), "the log entries after the certified checkpoint");
+        // a forged leaf hash does not give the certified root: refused, nothing written
+        java.util.TreeMap<Long, io.salus.core.merkle.Hash> forgedLeaves = new java.util.TreeMap<>(x.leaves());
+        forgedLeaves.put(forgedLeaves.firstKey(), cfg.hash().leafHash(data(99)));
+        Message.StateTransfer forged = new Message.StateTransfer(0, 0, certified, x.lastSeq(), x.recordRoot(),
+                x.recordSeq(), List.of(), x.entries(), x.decisions(), forgedLeaves);
+        assertThrows(io.salus.core.protocol.recovery.RecoveryException.class, () -> ReplicaCatchUp.installMetadata(cfg,
+                c0, clientId, dir, dir, membership, coord, disks.get(lost),
+                new io.salus.core.protocol.replica.InMemoryRegionStore(cfg, Map.of()), forged));
+        assertEquals(-1, disks.get(lost).lastIndex(0), "a refused transfer writes nothing");
+
+        var store = new io.salus.core.protocol.replica.InMemoryRegionStore(cfg, Map.of());
+        ReplicaCatchUp.MetadataInstalled in = ReplicaCatchUp.installMetadata(cfg, c0, clientId, dir, dir, membership,
+                coord, disks.get(lost), store, x);
+        RegionReplica rebuilt = new RegionReplica(cfg, c0, lost, clientId, signers.get(lost), dir, membership,
+                (to, m) -> send(new Envelope(lost, to, m)), disks.get(lost), coord, ReplicaHooks.NONE,
+                new RegionSnapshot(0, in.throughIndex(), in.lastSeq(), Map.of(), in.rootRecord()), store, in.leaves());
+        rebuilt.rebuildRate(1); // one block a second: nothing is fetched during the writes below
+        replicas.put(lost, rebuilt);
+        assertTrue(rebuilt.rebuilding());
+        assertEquals(replicas.get(peer).regionRoot(), rebuilt.regionRoot(), "its tree is complete at once");
+        assertEquals(replicas.get(peer).appliedSeq(), rebuilt.appliedSeq(), "replayed the transferred entries");
+
+        // it serves: writes commit (they need its YES) before any old block is here, over 2 checkpoint intervals
+        sent.clear();
+        for (int b = n + 1; b <= n + 2 * CHECKPOINT_EVERY; b++) {
+            assertTrue(client.submit(List.of(new BlockWrite(b % 4, data(b)))) > 0); // blocks 0-3 only
+            drain();
+        }
+        assertEquals(n + 2 * CHECKPOINT_EVERY, acked.size(), "writes commit with the rebuilding replica");
+        assertEquals(0, rebuilt.rebuildCounters().get("rebuildBlocks"));
+        for (Envelope e : sent) {
+            assertFalse(e.from().equals(lost) && e.m() instanceof Message.CheckpointVote,
+                    "no checkpoint signed while its disk lacks the certified one: " + e);
+        }
+        // a block not overwritten since the checkpoint (7 was last written by write 7 or 15) is not served yet
+        long old = 7;
+        assertTrue(x.leaves().containsKey(old));
+        sent.clear();
+        rebuilt.receive(clientId, new Message.GetRequest(5001, old, 0));
+        assertTrue(sent.stream().noneMatch(e -> e.m() instanceof Message.GetReply), "not answered: " + sent);
+        assertEquals(1, rebuilt.rebuildCounters().get("rebuildDroppedGets"));
+
+        // the background phase: a request to a peer, whose forged block is refused
+        Thread.sleep(1100);
+        sent.clear();
+        rebuilt.tick();
+        Envelope ask = sent.stream().filter(e -> e.m() instanceof Message.RebuildRequest).findFirst().orElseThrow();
+        Message.RebuildRequest r = (Message.RebuildRequest) ask.m();
+        assertEquals(1, r.blocks().size(), "one block: the throttle allows one a second");
+        byte[] bad = new byte[cfg.blockSize()];
+        bad[0] = 42;
+        rebuilt.receive(ask.to(), new Message.RebuildBlocks(0, 0, certified,
+                List.of(new Message.StateBlock(r.blocks().get(0), bad))));
+        assertEquals(0, rebuilt.rebuildCounters().get("rebuildBlocks"), "a block that is not the certified one");
+        // then at full speed from the peers (answers delivered), until every block is there
+        rebuilt.rebuildRate(1_000_000);
+        long end = System.currentTimeMillis() + 30_000;
+        while (rebuilt.rebuilding() && System.currentTimeMillis() < end) {
+            Thread.sleep(3);
+            for (NodeId rep : c0.replicas()) {
+                replicas.get(rep).tick(); // a peer answers each replica once per tick
+            }
+            drain();
+        }
+        assertFalse(rebuilt.rebuilding(), "rebuilt: " + rebuilt.rebuildCounters());
+        assertEquals((long) x.leaves().size(), rebuilt.rebuildCounters().get("rebuildBlocks"));
+        sent.clear();
+        rebuilt.receive(clientId, new Message.GetRequest(5002, old, 0));
+        Message.GetReply reply = sent.stream().filter(e -> e.m() instanceof Message.GetReply)
+                .map(e -> (Message.GetReply) e.m()).findFirst().orElseThrow();
+        assertArrayEquals(replicas.get(peer).block(old), reply.data(), "the rebuilt block");
+        assertArrayEquals(replicas.get(peer).block(old), store.read(old));
+        // it signs checkpoints again: the next ones certify, and a restart verifies its disk
+        for (int b = n + 2 * CHECKPOINT_EVERY + 1; b <= n + 4 * CHECKPOINT_EVERY; b++) {
+            assertTrue(client.submit(List.of(new BlockWrite(b % 8, data(b)))) > 0);
+            drain();
+            for (int t = 0; t < RegionReplica.RETRANSMIT_TICKS; t++) {
+                rebuilt.tick();
+            }
+            drain();
+        }
+        long later = ReplicaCatchUp.certified(c0, dir, membership, coord).throughIndex();
+        assertTrue(later > certified + 2L * CHECKPOINT_EVERY, "certificates form again: " + later);
+        RegionSnapshot base = RegionReplica.verifiedBase(cfg, c0, dir, membership, disks.get(lost), coord);
+        assertEquals(later, base.throughIndex());
+        assertEquals(replicas.get(peer).regionRoot(), rebuilt.regionRoot());
+    }
+
+    /**
      * rec15: a replica's region store (the HBase region's cells) survives a stop with MORE than the certified
      * checkpoint (HBase flushes the memstore when it closes the region; a checkpoint write still in flight on the
      * off-loop writer is lost, so the certificate lags). All three replicas restart from the certified base and

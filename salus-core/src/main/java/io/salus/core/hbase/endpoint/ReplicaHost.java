@@ -65,6 +65,8 @@ public final class ReplicaHost {
     private final ConcurrentLinkedQueue<DiskRecord> diskRecords = new ConcurrentLinkedQueue<>();
     /** A record could not be written: no later one is written (their continuations never run). */
     private volatile RuntimeException diskFailure;
+    /** Told once, off the loop, when {@link #diskFailure} is set (the endpoint has the region reopened). */
+    private volatile java.util.function.Consumer<RuntimeException> onDiskFailure = e -> { };
     private final AtomicLong diskGroups = new AtomicLong();
     private final AtomicLong diskGroupRecords = new AtomicLong();
 
@@ -125,6 +127,10 @@ public final class ReplicaHost {
     /** Where this open moved the replica's unreadable disk (null: it did not). */
     private volatile String diskQuarantined;
     private final long openedAt = System.currentTimeMillis();
+    private final RebuildSettings rebuildSettings;
+    /** 1: this open caught up metadata first and fetched the blocks while serving. */
+    private volatile long recoveryMetadataFirst;
+    private volatile boolean rebuildLogged;
     /** How often a catching-up replica asks its peers for their state again. */
     public static final long CATCH_UP_RETRY_MILLIS = 1_000;
 
@@ -177,6 +183,30 @@ public final class ReplicaHost {
                        Coordination coordination, ReplicaFaultInjector faults, RegionStore store,
                        WitnessHolders.Settings remote, Function<Integer, CompletableFuture<String>> regionServer,
                        Function<RuntimeException, String> quarantineDisk) {
+        this(addressing, region, replicaIndex, keys, link, disk, stores, coordination, faults, store, remote,
+                regionServer, quarantineDisk, RebuildSettings.DEFAULT);
+    }
+
+    /**
+     * How a replica that catches up from a peer at open is rebuilt (issue 14 item 3). {@code background}: in two
+     * phases, the certified state's metadata first (leaf hashes, log entries and decisions after the checkpoint: it
+     * serves as soon as they are installed), then its blocks in the background at {@code blocksPerSecond}; false: one
+     * transfer of the whole state, nothing served until it is installed.
+     */
+    public record RebuildSettings(boolean background, int blocksPerSecond) {
+        public static final String BACKGROUND_KEY = "salus.rebuild.background";
+        public static final String RATE_KEY = "salus.rebuild.blocks.per.second";
+        public static final RebuildSettings DEFAULT = new RebuildSettings(true,
+                RegionReplica.DEFAULT_REBUILD_BLOCKS_PER_SECOND);
+    }
+
+    /** As above, with the rebuild's settings. */
+    public ReplicaHost(VolumeAddressing addressing, int region, int replicaIndex, EndpointKeyring keys,
+                       ReplicaLink link, ReplicaDisk disk, Function<NodeId, CertificateStore> stores,
+                       Coordination coordination, ReplicaFaultInjector faults, RegionStore store,
+                       WitnessHolders.Settings remote, Function<Integer, CompletableFuture<String>> regionServer,
+                       Function<RuntimeException, String> quarantineDisk, RebuildSettings rebuildSettings) {
+        this.rebuildSettings = rebuildSettings;
         this.addressing = addressing;
         this.client = addressing.client();
         this.region = region;
@@ -189,7 +219,7 @@ public final class ReplicaHost {
         this.cfg = cfg;
         this.rrs = rrs;
         this.keys = keys;
-        this.disk = disk;
+        this.disk = new ReportingDisk(disk, this::reportDiskFailure);
         this.coordination = coordination;
         this.store = store;
         NodeId me = rrs.replicas().get(replicaIndex);
@@ -303,12 +333,18 @@ public final class ReplicaHost {
 
     /** Builds the replica from a verified base: the restart replay of the certified entries runs here. */
     private void build(RegionSnapshot base) {
+        build(base, store, null);
+    }
+
+    /** {@code leaves} non-null: the replica is rebuilt while serving over {@code st}, which holds them (see above). */
+    private void build(RegionSnapshot base, RegionStore st, java.util.Map<Long, io.salus.core.merkle.Hash> leaves) {
         long logEnd = disk.lastIndex(rrs.generation());
-        RegionReplica r = store == null
+        RegionReplica r = st == null
                 ? new RegionReplica(cfg, rrs, me, client, keys.signer(me), keys.replicaVerifier(), addressing.membership(),
                         transport(me), disk, coordination, faults.hooks(me), base)
                 : new RegionReplica(cfg, rrs, me, client, keys.signer(me), keys.replicaVerifier(), addressing.membership(),
-                        transport(me), disk, coordination, faults.hooks(me), base, store);
+                        transport(me), disk, coordination, faults.hooks(me), base, st, leaves);
+        r.rebuildRate(rebuildSettings.blocksPerSecond());
         // checkpoints are written off the loop (lat13), in order, and not started any more once the host is closed
         r.writeCheckpointsOn(task -> {
             try {
@@ -363,7 +399,10 @@ public final class ReplicaHost {
             if (cp != null) {
                 for (NodeId peer : rrs.replicas()) {
                     if (!peer.equals(me)) {
-                        link.send(me, peer, new Message.StateRequest(region, rrs.generation(), cp.throughIndex()));
+                        // rebuilt while serving: the metadata first (a RebuildRequest without blocks); else the whole
+                        link.send(me, peer, rebuildSettings.background()
+                                ? new Message.RebuildRequest(region, rrs.generation(), cp.throughIndex(), List.of())
+                                : new Message.StateRequest(region, rrs.generation(), cp.throughIndex()));
                     }
                 }
             }
@@ -376,6 +415,10 @@ public final class ReplicaHost {
     /** A peer's state: installed if it checks (ReplicaCatchUp), then the replica starts from the disk as on a restart. */
     private void onStateTransfer(NodeId from, Message.StateTransfer x) {
         if (from.equals(me) || !rrs.replicas().contains(from)) {
+            return;
+        }
+        if (x.metadataOnly()) {
+            onMetadataTransfer(from, x);
             return;
         }
         try {
@@ -391,6 +434,34 @@ public final class ReplicaHost {
         } catch (RecoveryException | RuntimeException e) {
             recoveryRefused.incrementAndGet();
             LOG.warn("{} refused the state transfer from {}: {}", me, from, e.getMessage());
+        }
+    }
+
+    /**
+     * The first phase of a rebuild while serving: the certified state's leaf hashes and the log after it, checked
+     * and installed ({@link ReplicaCatchUp#installMetadata}); the replica serves from now on and fetches the blocks
+     * in the background ({@link RegionReplica}'s rebuild, throttled to {@link RebuildSettings#blocksPerSecond}).
+     */
+    private void onMetadataTransfer(NodeId from, Message.StateTransfer x) {
+        try {
+            RegionStore st = store != null ? store
+                    : new io.salus.core.protocol.replica.InMemoryRegionStore(cfg, java.util.Map.of());
+            ReplicaCatchUp.MetadataInstalled in = ReplicaCatchUp.installMetadata(cfg, rrs, client, keys.verifier(),
+                    keys.replicaVerifier(), addressing.membership(), coordination, disk, st, x);
+            RegionSnapshot base = new RegionSnapshot(rrs.generation(), in.throughIndex(), in.lastSeq(),
+                    java.util.Map.of(), in.rootRecord());
+            build(base, st, in.leaves());
+            recoveryFromPeer = 1;
+            recoveryMetadataFirst = 1;
+            recoveryPeerBlocks = in.leaves().size();
+            recoveryPeerEntries = in.entries();
+            LOG.warn("{} rebuilt from peer {}, metadata first: leaf hashes of {} blocks through certified index {}, {}"
+                    + " log entries, {} decisions; serving again after {} ms; fetching the blocks in the background at"
+                    + " {} blocks/s", me, from, in.leaves().size(), in.throughIndex(), in.entries(), in.decisions(),
+                    recoveryMillis, rebuildSettings.blocksPerSecond());
+        } catch (RecoveryException | RuntimeException e) {
+            recoveryRefused.incrementAndGet();
+            LOG.warn("{} refused the metadata transfer from {}: {}", me, from, e.getMessage());
         }
     }
 
@@ -452,6 +523,7 @@ public final class ReplicaHost {
             diskFailure = e;
             LOG.warn("{}: writing {} log record(s) failed; this replica logs and commits nothing more until its region"
                     + " reopens: {}", me, group.size(), e.toString());
+            reportDiskFailure(e); // (the reporting disk has already, once)
             try {
                 loop.execute(() -> {
                     RegionReplica r = replica;
@@ -486,6 +558,141 @@ public final class ReplicaHost {
             });
         } catch (java.util.concurrent.RejectedExecutionException closedLoop) {
             // the host is closed: nothing more is sent
+        }
+    }
+
+    /**
+     * Called once, on the disk writer's thread, when a log append or commit mark of this replica fails (the replica
+     * logs and commits nothing more until its region reopens): the endpoint asks for the region to be reopened.
+     */
+    public void onDiskFailure(java.util.function.Consumer<RuntimeException> action) {
+        this.onDiskFailure = action;
+        RuntimeException already = logWriteFailure.get();
+        if (already != null) {
+            action.accept(already);
+        }
+    }
+
+    /** The first log or decision write of this replica that failed, or null. */
+    public RuntimeException diskFailure() {
+        return logWriteFailure.get();
+    }
+
+    private final java.util.concurrent.atomic.AtomicReference<RuntimeException> logWriteFailure =
+            new java.util.concurrent.atomic.AtomicReference<>();
+
+    /**
+     * A log append, commit mark or decision record failed (on the disk writer, or on the loop: a batch-leader replica
+     * records its TENTATIVE decision there before it sends it): reported once. Before, a leader replica whose decision
+     * record failed only logged each retransmitted vote it dropped, decided nothing more, and every batch it led
+     * stalled (the fault table's lost-disk row: region 1 stopped at committed index 4).
+     */
+    private void reportDiskFailure(RuntimeException e) {
+        if (!logWriteFailure.compareAndSet(null, e)) {
+            return;
+        }
+        try {
+            onDiskFailure.accept(e);
+        } catch (RuntimeException failed) {
+            LOG.warn("{}: reporting the disk failure failed: {}", me, failed.toString());
+        }
+    }
+
+    /** The replica's disk, reporting a failed log or decision write ({@link #reportDiskFailure}). */
+    private static final class ReportingDisk implements ReplicaDisk {
+        private final ReplicaDisk d;
+        private final java.util.function.Consumer<RuntimeException> failed;
+
+        ReportingDisk(ReplicaDisk d, java.util.function.Consumer<RuntimeException> failed) {
+            this.d = d;
+            this.failed = failed;
+        }
+
+        private RuntimeException report(RuntimeException e) {
+            failed.accept(e);
+            return e;
+        }
+
+        @Override
+        public void append(long generation, long index, byte[] entry) {
+            try {
+                d.append(generation, index, entry);
+            } catch (RuntimeException e) {
+                throw report(e);
+            }
+        }
+
+        @Override
+        public void appendAll(long generation, List<Long> indexes, List<byte[]> entries) {
+            try {
+                d.appendAll(generation, indexes, entries);
+            } catch (RuntimeException e) {
+                throw report(e);
+            }
+        }
+
+        @Override
+        public void recordDecision(long generation, Certificate decision) {
+            try {
+                d.recordDecision(generation, decision);
+            } catch (RuntimeException e) {
+                throw report(e);
+            }
+        }
+
+        @Override
+        public void recordDecisions(long generation, List<Certificate> decisions) {
+            try {
+                d.recordDecisions(generation, decisions);
+            } catch (RuntimeException e) {
+                throw report(e);
+            }
+        }
+
+        @Override
+        public byte[] read(long generation, long index) {
+            return d.read(generation, index);
+        }
+
+        @Override
+        public long lastIndex(long generation) {
+            return d.lastIndex(generation);
+        }
+
+        @Override
+        public void writeSnapshot(RegionSnapshot s) {
+            d.writeSnapshot(s);
+        }
+
+        @Override
+        public void writeCheckpoint(long generation, long throughIndex, long lastSeq, Map<Long, byte[]> changed,
+                                    io.salus.core.merkle.VolumeRootRecord rootRecord) {
+            d.writeCheckpoint(generation, throughIndex, lastSeq, changed, rootRecord); // retried by the next one
+        }
+
+        @Override
+        public RegionSnapshot readSnapshot(long generation, long throughIndex) {
+            return d.readSnapshot(generation, throughIndex);
+        }
+
+        @Override
+        public List<Certificate> decisions(long generation) {
+            return d.decisions(generation);
+        }
+
+        @Override
+        public void truncateLogPrefix(long generation, long throughIndex) {
+            d.truncateLogPrefix(generation, throughIndex);
+        }
+
+        @Override
+        public void collectCheckpoints(long generation, long throughIndex) {
+            d.collectCheckpoints(generation, throughIndex);
+        }
+
+        @Override
+        public void compactDecisions(long generation, java.util.function.Predicate<Certificate> keep) {
+            d.compactDecisions(generation, keep);
         }
     }
 
@@ -597,6 +804,11 @@ public final class ReplicaHost {
         try {
             r.tick();
             io.salus.core.protocol.LatencyTrace.took("loop:tick", t0);
+            if (recoveryMetadataFirst == 1 && !rebuildLogged && !r.rebuilding()) {
+                rebuildLogged = true;
+                LOG.warn("{} rebuilt: every block of its certified state fetched from its peers and its checkpoint"
+                        + " written ({})", me, r.rebuildCounters());
+            }
         } catch (RuntimeException e) {
             LOG.warn("{} tick failed: {}", replica.id(), e.toString());
         }
@@ -697,6 +909,15 @@ public final class ReplicaHost {
         // copies of sub-batches this replica had logged already (retransmissions that arrived), and their bytes
         m.put("subBatchCopies", r == null ? 0L : r.subBatchCopies());
         m.put("subBatchCopyBytes", r == null ? 0L : r.subBatchCopyBytes());
+        // rebuild while serving (issue 14 item 3): 1 if this open took the metadata first; then the blocks fetched
+        // in the background, those still missing, whether it still fetches, GETs of missing blocks not answered, and
+        // the time from serving to its checkpoint written
+        m.put("recoveryMetadataFirst", recoveryMetadataFirst);
+        if (r != null) {
+            m.putAll(r.rebuildCounters());
+        } else {
+            m.put("rebuilding", 0L);
+        }
         // 1: its own disk could not be read at this open and was moved aside (diskQuarantined() says where)
         m.put("recoveryDiskQuarantined", diskQuarantined == null ? 0L : 1L);
         // GETs not answered because the region's cells could not be read (a damaged store file block)
@@ -707,6 +928,8 @@ public final class ReplicaHost {
         m.put("replayResetBlocks", replayResetBlocks);
         // log appends and commit marks written off the loop: groups written (one hsync per file each) and records
         m.put("diskGroups", diskGroups.get());
+        // 1: a log append or commit mark failed (e.g. its DataNode's disk lost): it logs nothing more in this open
+        m.put("diskFailed", logWriteFailure.get() == null ? 0L : 1L);
         m.put("diskGroupRecords", diskGroupRecords.get());
         // syncs (hsync of the log and decision records) a client's FLUSH or FUA write asked for (task tput18)
         m.put("diskSyncs", diskSyncs.get());

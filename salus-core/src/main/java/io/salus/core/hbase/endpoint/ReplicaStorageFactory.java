@@ -50,6 +50,16 @@ public interface ReplicaStorageFactory {
         return null;
     }
 
+    /**
+     * The replica's disk failed while its region is open (a log append or commit mark could not be made durable, e.g.
+     * its DataNode's disk was lost): the replica logs and commits nothing more until its region reopens. Called once,
+     * off the replica's event loop. The storage may have the region reopened elsewhere (its open is the replica's
+     * recovery: a disk that cannot be read is moved aside and the replica catches up from a peer). Default: nothing
+     * (the region stays open without a working replica until someone reopens it).
+     */
+    default void diskFailed(RegionCoprocessorEnvironment env, RuntimeException error) {
+    }
+
     /** Releases what this factory opened (log files, ZooKeeper session). */
     default void close() {
     }

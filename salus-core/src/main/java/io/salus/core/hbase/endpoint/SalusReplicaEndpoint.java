@@ -186,13 +186,18 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
             try {
                 host = new ReplicaHost(addressing, region, replicaIndex, keys, link, disk,
                         h -> storage.certificateStore(renv, h), coordination, faults, store, witnesses, regionServer,
-                        error -> storage.quarantineDisk(renv, error));
+                        error -> storage.quarantineDisk(renv, error), new ReplicaHost.RebuildSettings(
+                                renv.getConfiguration().getBoolean(ReplicaHost.RebuildSettings.BACKGROUND_KEY, true),
+                                renv.getConfiguration().getInt(ReplicaHost.RebuildSettings.RATE_KEY,
+                                        io.salus.core.protocol.replica.RegionReplica.DEFAULT_REBUILD_BLOCKS_PER_SECOND)));
             } catch (RuntimeException e) {
                 link.close();
                 releaseConnection();
                 link = null;
                 throw e;
             }
+            ReplicaStorageFactory st = storage;
+            host.onDiskFailure(e -> st.diskFailed(renv, e)); // a lost disk: the region is reopened (= recovery)
             LOG.info("Salus replica {} started on region {} ({})", host.replicaId(), name, host.counters());
         } catch (RuntimeException e) {
             startError = "the Salus replica endpoint of " + name + " is not running: " + e.getMessage();

@@ -145,6 +145,32 @@ public final class HRegionStore implements RegionStore {
     }
 
     @Override
+    public synchronized Hash leaf(long localBlock) {
+        checkLocal(localBlock);
+        return tree.leaf(localBlock);
+    }
+
+    /**
+     * Sets the region tree to {@code leaves} without the blocks: each block's {@code h0} and the nodes above it are
+     * written, its data cell emptied (reads as zeros); every block not in {@code leaves} is emptied (data and leaf).
+     * Not in the dirty set: nothing of it is new since the certified checkpoint the leaves come from.
+     */
+    @Override
+    public synchronized void setLeaves(Map<Long, Hash> leaves) {
+        java.util.Set<Long> all = new java.util.TreeSet<>(leafHashes().keySet());
+        all.addAll(leaves.keySet());
+        for (long k : all) {
+            checkLocal(k);
+            Hash leaf = leaves.get(k);
+            nodes.timestamp = nextTimestamp();
+            nodes.pending(k).addColumn(SalusTableLayout.FAMILY, DATA, new byte[0]);
+            tree.setLeaf(k, leaf == null ? tree.emptyHash(0) : leaf);
+            nodes.writePending();
+            dirty.remove(k);
+        }
+    }
+
+    @Override
     public synchronized byte[] read(long localBlock) {
         checkLocal(localBlock);
         byte[] b = dirty.get(localBlock);

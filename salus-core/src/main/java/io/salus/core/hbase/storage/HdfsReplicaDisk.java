@@ -553,6 +553,14 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
             if (fs.recoverLease(p)) {
                 return;
             }
+            // the last block's only replica went with a DataNode's disk (replication 1): block recovery has no replica
+            // to work from and the NameNode never closes the file; say so at once (the replica's open moves the disk
+            // aside and catches up from a peer) instead of waiting out LEASE_RECOVERY_MS
+            String lost = io.salus.core.hbase.SalusStoreQuarantine.lost(fs, p.toUri().getPath());
+            if (lost != null) {
+                throw new org.apache.hadoop.hdfs.BlockMissingException(p.toUri().getPath(), "the previous writer's"
+                        + " lease cannot be recovered: " + lost, 0);
+            }
             if (System.currentTimeMillis() > deadline) {
                 throw new IOException(p + ": the NameNode did not recover the previous writer's lease within "
                         + LEASE_RECOVERY_MS + " ms; is the DataNode holding its last block down?");

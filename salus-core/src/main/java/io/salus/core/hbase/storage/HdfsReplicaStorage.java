@@ -86,6 +86,17 @@ public final class HdfsReplicaStorage implements ReplicaStorageFactory {
         disk = HdfsReplicaDisk.forRegion(fs, new Path(conf.get(LOG_ROOT_KEY, DEFAULT_LOG_ROOT)),
                 env.getRegionInfo().getTable().getNameAsString(), env.getRegionInfo().getEncodedName(), dn);
         LOG.info("Salus log of {} at {} (favored DataNode {})", replica, disk.directory(), dn);
+        // a DataNode's disk lost for good: the NameNode knows which of the log's blocks no live DataNode holds, so
+        // the log is moved aside before anything reads it (each read of a lost block costs HDFS's read retries,
+        // seconds, while the replica's RRS cannot commit); the replica then catches up from a peer
+        String lost = lostFile(fs, disk.directory());
+        if (lost != null) {
+            Path dest = quarantineDest(env);
+            boolean moved = disk.quarantine(dest);
+            LOG.warn("Salus log of region {} at {} has a block lost for good ({}): {} before it is read (not"
+                    + " deleted); the replica catches up from a peer", env.getRegionInfo().getEncodedName(),
+                    disk.directory(), lost, moved ? "moved aside to " + dest : "nothing to move");
+        }
         return disk;
     }
 
@@ -104,33 +115,89 @@ public final class HdfsReplicaStorage implements ReplicaStorageFactory {
     @Override
     public RegionStore regionStore(RegionCoprocessorEnvironment env, ProtocolConfig cfg, int regionIndex) {
         HRegionStore store = HRegionStore.open(env.getRegion(), cfg, regionIndex);
-        java.util.concurrent.atomic.AtomicBoolean asked = new java.util.concurrent.atomic.AtomicBoolean();
-        String encoded = env.getRegionInfo().getEncodedName();
         store.onReadFailure(e -> {
             DistributedFileSystem f;
             synchronized (this) {
                 f = fs;
             }
-            if (f == null || !io.salus.core.hbase.SalusStoreQuarantine.damaged(f, e) || !asked.compareAndSet(false, true)) {
+            if (f == null || !io.salus.core.hbase.SalusStoreQuarantine.damaged(f, e)) {
                 return;
             }
-            LOG.warn("Salus region {}: a read of its cells failed on a damaged store file ({}); asking the master to"
-                    + " move it, so its reopen moves the damaged files aside and the replica restores its cells",
-                    encoded, io.salus.core.hbase.SalusStoreQuarantine.oneLine(e));
-            Thread t = new Thread(() -> {
-                try (org.apache.hadoop.hbase.client.Admin admin = env.getConnection().getAdmin()) {
-                    admin.move(env.getRegionInfo().getEncodedNameAsBytes());
-                } catch (IOException | RuntimeException moveFailed) {
-                    asked.set(false); // the next damaged read asks again
-                    LOG.warn("Salus region {}: the move after a damaged read failed: {}", encoded,
-                            moveFailed.toString());
-                }
-            }, "salus-reopen-" + encoded);
-            t.setDaemon(true);
-            t.start();
+            askToMove(env, "a read of its cells failed on a damaged or lost store file ("
+                    + io.salus.core.hbase.SalusStoreQuarantine.oneLine(e) + "); its reopen moves the damaged files"
+                    + " aside and the replica restores its cells", false);
         });
         return store;
     }
+
+    /**
+     * A log append or commit mark failed while the region is open (e.g. the DataNode holding the log's only copy lost
+     * its disk): the replica is stopped for good in this incarnation, so the region is moved (its reopen elsewhere is
+     * the replica's recovery: the log's lost blocks are found at open, the log moved aside, and the replica catches up
+     * from a peer).
+     */
+    @Override
+    public void diskFailed(RegionCoprocessorEnvironment env, RuntimeException error) {
+        askToMove(env, "its Salus log could not be written (" + io.salus.core.hbase.SalusStoreQuarantine.oneLine(error)
+                + "); it logs nothing more here, its reopen recovers it", true);
+    }
+
+    /** Whether a move of this region was asked and has not failed (one per region open). */
+    private final java.util.concurrent.atomic.AtomicBoolean moveAsked = new java.util.concurrent.atomic.AtomicBoolean();
+    /** Moves asked by this JVM's replica regions (tests and metrics). */
+    private static final java.util.concurrent.atomic.AtomicLong MOVES_ASKED = new java.util.concurrent.atomic.AtomicLong();
+
+    /** Moves of replica regions this JVM asked the master for after a damaged read or a failed disk write. */
+    public static long movesAsked() {
+        return MOVES_ASKED.get();
+    }
+
+    /**
+     * Asks the master, once per region open, to reopen the region: {@code inPlace}, closed and assigned again (HBase
+     * assigns a closed region to its last server), else moved to another server ({@code Admin.move}); off the
+     * caller's thread. A request that fails is made again up to {@value #MOVE_ATTEMPTS} times, 5 s apart (e.g. the
+     * region is still in transition). In place keeps the replica on its server (and its files on that server's
+     * DataNode): a move lands on a server that holds another replica of the same RRS (three servers, three replicas),
+     * and the placement observer then moves one of them again, two reopens of a replica for one failure.
+     */
+    private void askToMove(RegionCoprocessorEnvironment env, String why, boolean inPlace) {
+        if (!moveAsked.compareAndSet(false, true)) {
+            return;
+        }
+        String encoded = env.getRegionInfo().getEncodedName();
+        LOG.warn("Salus region {}: {}; asking the master to {} it", encoded, why, inPlace ? "reopen" : "move");
+        MOVES_ASKED.incrementAndGet();
+        Thread t = new Thread(() -> {
+            boolean closed = false;
+            for (int attempt = 1; attempt <= MOVE_ATTEMPTS; attempt++) {
+                try (org.apache.hadoop.hbase.client.Admin admin = env.getConnection().getAdmin()) {
+                    if (inPlace) {
+                        byte[] name = env.getRegionInfo().getRegionName();
+                        if (!closed) {
+                            admin.unassign(name, true);
+                            closed = true;
+                        }
+                        admin.assign(name);
+                    } else {
+                        admin.move(env.getRegionInfo().getEncodedNameAsBytes());
+                    }
+                    return;
+                } catch (IOException | RuntimeException moveFailed) {
+                    LOG.warn("Salus region {}: move attempt {} failed: {}", encoded, attempt, moveFailed.toString());
+                }
+                try {
+                    Thread.sleep(5_000);
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
+            moveAsked.set(false); // the next failure asks again
+        }, "salus-reopen-" + encoded);
+        t.setDaemon(true);
+        t.start();
+    }
+
+    static final int MOVE_ATTEMPTS = 6;
 
     @Override
     public synchronized Coordination coordination(RegionCoprocessorEnvironment env, String volume) {
@@ -161,16 +228,38 @@ public final class HdfsReplicaStorage implements ReplicaStorageFactory {
             return null;
         }
         String why = io.salus.core.hbase.SalusStoreQuarantine.oneLine(error);
-        Configuration conf = env.getConfiguration();
-        Path dest = new Path(new Path(new Path(new Path(conf.get(io.salus.core.hbase.SalusStoreQuarantine.ROOT_KEY,
-                io.salus.core.hbase.SalusStoreQuarantine.DEFAULT_ROOT), "logs"),
-                env.getRegionInfo().getTable().getNameAsString().replace(':', '=')),
-                env.getRegionInfo().getEncodedName()), io.salus.core.hbase.SalusStoreQuarantine.timestamp());
+        Path dest = quarantineDest(env);
         boolean moved = disk.quarantine(dest);
         LOG.warn("Salus log of region {} at {} cannot be read ({}): {} (not deleted); the replica catches up from a"
                 + " peer", env.getRegionInfo().getEncodedName(), disk.directory(), why,
                 moved ? "moved aside to " + dest : "nothing to move");
         return moved ? dest.toString() : disk.directory() + " (absent)";
+    }
+
+    /** Where this region's Salus log directory is moved aside: {@code <quarantine root>/logs/<table>/<region>/<time>}. */
+    private static Path quarantineDest(RegionCoprocessorEnvironment env) {
+        Configuration conf = env.getConfiguration();
+        return new Path(new Path(new Path(new Path(conf.get(io.salus.core.hbase.SalusStoreQuarantine.ROOT_KEY,
+                io.salus.core.hbase.SalusStoreQuarantine.DEFAULT_ROOT), "logs"),
+                env.getRegionInfo().getTable().getNameAsString().replace(':', '=')),
+                env.getRegionInfo().getEncodedName()), io.salus.core.hbase.SalusStoreQuarantine.timestamp());
+    }
+
+    /** The first file under {@code dir} with a block lost for good (SalusStoreQuarantine.lost), or null. */
+    private static String lostFile(DistributedFileSystem fs, Path dir) {
+        java.util.List<Path> files = new java.util.ArrayList<>();
+        try {
+            if (!fs.exists(dir)) {
+                return null;
+            }
+            var it = fs.listFiles(dir, true);
+            while (it.hasNext()) {
+                files.add(it.next().getPath());
+            }
+        } catch (IOException e) {
+            return null; // not proven: the reads find out
+        }
+        return io.salus.core.hbase.SalusStoreQuarantine.firstLost(fs, files);
     }
 
     /** The log of this region (tests and metrics); null before {@link #disk}. */
@@ -181,7 +270,12 @@ public final class HdfsReplicaStorage implements ReplicaStorageFactory {
     @Override
     public synchronized void close() {
         if (disk != null) {
-            disk.close();
+            try {
+                disk.close();
+            } catch (RuntimeException e) {
+                // e.g. the active segment's only DataNode is gone (a lost disk): the rest is closed anyway
+                LOG.warn("closing the Salus log {}: {}", disk.directory(), e.toString());
+            }
         }
         if (zk != null) {
             zk.close();

@@ -229,19 +229,68 @@ public sealed interface Message {
      */
     record StateTransfer(int region, long generation, long throughIndex, long lastSeq,
                          io.salus.core.merkle.Hash recordRoot, long recordSeq, java.util.List<StateBlock> blocks,
-                         java.util.List<byte[]> entries, java.util.List<io.salus.core.cert.Certificate> decisions)
+                         java.util.List<byte[]> entries, java.util.List<io.salus.core.cert.Certificate> decisions,
+                         java.util.SortedMap<Long, io.salus.core.merkle.Hash> leaves)
             implements Message {
         public StateTransfer {
             blocks = java.util.List.copyOf(blocks);
             entries = java.util.List.copyOf(entries);
             decisions = java.util.List.copyOf(decisions);
+            leaves = java.util.Collections.unmodifiableSortedMap(new java.util.TreeMap<>(leaves));
+        }
+
+        /** A whole transfer: the state's blocks themselves, no leaf hashes. */
+        public StateTransfer(int region, long generation, long throughIndex, long lastSeq,
+                             io.salus.core.merkle.Hash recordRoot, long recordSeq, java.util.List<StateBlock> blocks,
+                             java.util.List<byte[]> entries, java.util.List<io.salus.core.cert.Certificate> decisions) {
+            this(region, generation, throughIndex, lastSeq, recordRoot, recordSeq, blocks, entries, decisions,
+                    new java.util.TreeMap<>());
+        }
+
+        /**
+         * A metadata transfer (the first phase of a rebuild while serving, {@link RebuildRequest}): no block, the leaf
+         * hash of every block the state holds instead; the receiver checks them against the certified region root.
+         */
+        public boolean metadataOnly() {
+            return !leaves.isEmpty();
         }
 
         @Override
         public String toString() {
             return "StateTransfer[region " + region + " gen " + generation + " through " + throughIndex + ", seq "
-                    + lastSeq + ", " + blocks.size() + " blocks, " + entries.size() + " entries, " + decisions.size()
-                    + " decisions]";
+                    + lastSeq + ", " + blocks.size() + " blocks, " + leaves.size() + " leaf hashes, " + entries.size()
+                    + " entries, " + decisions.size() + " decisions]";
+        }
+    }
+
+    /**
+     * A replica rebuilt while serving (issue 14 item 3) → a peer replica of its RRS. With no block: the metadata of
+     * the state through the certified checkpoint {@code throughIndex} (answered with a {@link StateTransfer} holding
+     * the leaf hashes instead of the blocks, and the log entries and decisions after it). With blocks: those blocks
+     * of that state (answered with {@link RebuildBlocks}), asked a few at a time at the rebuild's throttled rate.
+     * Only the RRS's own replicas are answered.
+     */
+    record RebuildRequest(int region, long generation, long throughIndex, java.util.List<Long> blocks)
+            implements Message {
+        public RebuildRequest {
+            blocks = java.util.List.copyOf(blocks);
+        }
+    }
+
+    /**
+     * Peer → a replica rebuilt while serving: blocks (local index, contents) of its state through the certified
+     * checkpoint {@code throughIndex}. Unsigned: each block is taken only if its leaf hash is the certified one.
+     */
+    record RebuildBlocks(int region, long generation, long throughIndex, java.util.List<StateBlock> blocks)
+            implements Message {
+        public RebuildBlocks {
+            blocks = java.util.List.copyOf(blocks);
+        }
+
+        @Override
+        public String toString() {
+            return "RebuildBlocks[region " + region + " gen " + generation + " through " + throughIndex + ", "
+                    + blocks.size() + " blocks]";
         }
     }
 

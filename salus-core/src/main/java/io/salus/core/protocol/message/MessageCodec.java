@@ -62,7 +62,9 @@ public final class MessageCodec {
         RECOVERY_STATE(20, Message.RecoveryState.class),
         RECOVERY_ABORT(21, Message.RecoveryAbort.class),
         FLUSH_REQUEST(22, Message.FlushRequest.class),
-        FLUSH_REPLY(23, Message.FlushReply.class);
+        FLUSH_REPLY(23, Message.FlushReply.class),
+        REBUILD_REQUEST(24, Message.RebuildRequest.class),
+        REBUILD_BLOCKS(25, Message.RebuildBlocks.class);
 
         private final int code;
         private final Class<? extends Message> cls;
@@ -207,6 +209,20 @@ public final class MessageCodec {
                 x.entries().forEach(o::blob);
                 o.i32(x.decisions().size());
                 x.decisions().forEach(c -> o.blob(cert(c, t)));
+                o.i32(x.leaves().size());
+                x.leaves().forEach((k, h) -> o.i64(k).hash(h));
+            }
+            case REBUILD_REQUEST -> {
+                Message.RebuildRequest r = (Message.RebuildRequest) m;
+                o.i32(r.region()).i64(r.generation()).i64(r.throughIndex()).i32(r.blocks().size());
+                r.blocks().forEach(o::i64);
+            }
+            case REBUILD_BLOCKS -> {
+                Message.RebuildBlocks x = (Message.RebuildBlocks) m;
+                o.i32(x.region()).i64(x.generation()).i64(x.throughIndex()).i32(x.blocks().size());
+                for (Message.StateBlock b : x.blocks()) {
+                    o.i64(b.localBlock()).blob(b.data());
+                }
             }
             case RECOVERY_STATE -> writeRecoveryState(o, (Message.RecoveryState) m);
             case RECOVERY_ABORT -> {
@@ -322,6 +338,13 @@ public final class MessageCodec {
                 n += 4 + e.length;
             }
             return (int) Math.min(n + 1024L * x.decisions().size(), 1 << 30);
+        }
+        if (m instanceof Message.RebuildBlocks x) {
+            long n = 512;
+            for (Message.StateBlock b : x.blocks()) {
+                n += 12 + b.data().length;
+            }
+            return (int) Math.min(n, 1 << 30);
         }
         if (m instanceof Message.GetReply g && g.data() != null && g.proof() != null) {
             return 128 + g.data().length + Hash.LENGTH * g.proof().siblings().size();
@@ -505,8 +528,44 @@ public final class MessageCodec {
                 for (int i = 0; i < c; i++) {
                     decisions.add(cert(in, t));
                 }
+                int l = count(in, 8 + Hash.LENGTH, "leaf hash count");
+                java.util.TreeMap<Long, Hash> leaves = new java.util.TreeMap<>();
+                long prevLeaf = -1;
+                for (int i = 0; i < l; i++) {
+                    int at = in.pos();
+                    long k = in.i64("leaf index " + i);
+                    if (k <= prevLeaf) {
+                        throw new CertificateFormatException("leaf index " + k + " is not above the previous one "
+                                + prevLeaf + " (leaves must be strictly increasing)", at);
+                    }
+                    prevLeaf = k;
+                    leaves.put(k, in.hash("leaf hash " + i));
+                }
                 yield new Message.StateTransfer(region, generation, through, lastSeq, recordRoot, recordSeq, blocks,
-                        entries, decisions);
+                        entries, decisions, leaves);
+            }
+            case REBUILD_REQUEST -> {
+                int region = in.i32("region");
+                long generation = in.i64("generation");
+                long through = in.i64("through index");
+                int n = count(in, 8, "block count");
+                List<Long> blocks = new ArrayList<>(n);
+                for (int i = 0; i < n; i++) {
+                    blocks.add(in.i64("block index " + i));
+                }
+                yield new Message.RebuildRequest(region, generation, through, blocks);
+            }
+            case REBUILD_BLOCKS -> {
+                int region = in.i32("region");
+                long generation = in.i64("generation");
+                long through = in.i64("through index");
+                int n = count(in, 12, "block count");
+                List<Message.StateBlock> blocks = new ArrayList<>(n);
+                for (int i = 0; i < n; i++) {
+                    long k = in.i64("block index " + i);
+                    blocks.add(new Message.StateBlock(k, in.blob("block " + i)));
+                }
+                yield new Message.RebuildBlocks(region, generation, through, blocks);
             }
         };
     }

@@ -21,6 +21,8 @@ public final class InMemoryRegionStore implements RegionStore {
     private final Map<Long, byte[]> blocks = new HashMap<>();
     private final MerkleTree tree;
     private final Set<Long> dirty = new LinkedHashSet<>();
+    /** Blocks whose leaf hash is set without their content ({@link #setLeaves}, a rebuild's first phase). */
+    private final Map<Long, Hash> leavesOnly = new HashMap<>();
 
     /** A store holding {@code initial} (local index to content), all of it durable already. */
     public InMemoryRegionStore(ProtocolConfig cfg, Map<Long, byte[]> initial) {
@@ -35,10 +37,35 @@ public final class InMemoryRegionStore implements RegionStore {
     @Override
     public void apply(long localBlock, byte[] data) {
         synchronized (dirty) {
+            leavesOnly.remove(localBlock);
             blocks.put(localBlock, data);
             dirty.add(localBlock);
         }
         tree.putBlock(localBlock, data);
+    }
+
+    @Override
+    public Hash leaf(long localBlock) {
+        return tree.leaf(localBlock);
+    }
+
+    @Override
+    public void setLeaves(Map<Long, Hash> leaves) {
+        java.util.Set<Long> all = new java.util.TreeSet<>(leafHashes().keySet());
+        all.addAll(leaves.keySet());
+        synchronized (dirty) {
+            for (long k : all) {
+                blocks.remove(k);
+                dirty.remove(k);
+                Hash leaf = leaves.get(k);
+                tree.setLeaf(k, leaf == null ? tree.emptyHash(0) : leaf);
+                if (leaf != null) {
+                    leavesOnly.put(k, leaf);
+                } else {
+                    leavesOnly.remove(k);
+                }
+            }
+        }
     }
 
     @Override
@@ -59,7 +86,7 @@ public final class InMemoryRegionStore implements RegionStore {
 
     @Override
     public Map<Long, Hash> leafHashes() {
-        Map<Long, Hash> m = new TreeMap<>();
+        Map<Long, Hash> m = new TreeMap<>(leavesOnly);
         blocks.keySet().forEach(k -> m.put(k, tree.leaf(k)));
         return m;
     }

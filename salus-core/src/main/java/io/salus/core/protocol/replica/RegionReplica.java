@@ -232,6 +232,25 @@ public final class RegionReplica {
     public RegionReplica(ProtocolConfig cfg, RrsConfig rrs, NodeId me, NodeId clientId, Signer signer,
                          Verifier verifier, Membership membership, Transport net, ReplicaDisk disk,
                          Coordination coordination, ReplicaHooks hooks, RegionSnapshot base, RegionStore store) {
+        this(cfg, rrs, me, clientId, signer, verifier, membership, net, disk, coordination, hooks, base, store, null);
+    }
+
+    /**
+     * A replica <b>rebuilt while serving</b> (issue 14 item 3), built after the first phase of its rebuild
+     * ({@link ReplicaCatchUp#installMetadata}): {@code store} holds the certified state's region tree
+     * ({@code rebuildLeaves}, the leaf hash of every block of {@code base}, whose {@code blocks} are empty) without the
+     * blocks, and {@code disk} the log entries and decisions after {@code base.throughIndex()} but no checkpoint
+     * through it. It serves at once (logs, votes, applies and acknowledges writes: a write replaces whole blocks and
+     * the tree is complete), except that a GET of a block still missing is not answered (its client asks another
+     * replica) and it signs no checkpoint; meanwhile it fetches the blocks from its peers a few at a time at
+     * {@link #rebuildRate} blocks per second, each taken only if its leaf hash is the certified one, puts those not
+     * overwritten since into the store, and once it has all of them writes the checkpoint through
+     * {@code base.throughIndex()} to its disk and signs checkpoints again.
+     */
+    public RegionReplica(ProtocolConfig cfg, RrsConfig rrs, NodeId me, NodeId clientId, Signer signer,
+                         Verifier verifier, Membership membership, Transport net, ReplicaDisk disk,
+                         Coordination coordination, ReplicaHooks hooks, RegionSnapshot base, RegionStore store,
+                         Map<Long, Hash> rebuildLeaves) {
         if (!rrs.replicas().contains(me)) {
             throw new IllegalArgumentException(me + " is not a replica of " + rrs);
         }
@@ -249,7 +268,17 @@ public final class RegionReplica {
         this.hooks = hooks;
         this.pos = rrs.replicas().indexOf(me);
         this.store = store;
-        this.resetAtOpen = resetStoreTo(cfg, base, store);
+        if (rebuildLeaves != null) {
+            if (!base.blocks().isEmpty()) {
+                throw new IllegalArgumentException("a replica rebuilt while serving starts from the leaves, not blocks");
+            }
+            this.rebuild = new Rebuild(base, rebuildLeaves);
+            this.rebuilding = true;
+            this.rebuildMissing = rebuildLeaves.size();
+            this.resetAtOpen = 0; // the store holds exactly the certified tree (installMetadata set it)
+        } else {
+            this.resetAtOpen = resetStoreTo(cfg, base, store);
+        }
         this.appliedSeq = base.lastSeq();
         this.rootRecord = base.rootRecord();
         this.log = new ReplicaLog(base.throughIndex(), base.lastSeq());
@@ -521,7 +550,201 @@ public final class RegionReplica {
             onStateTransfer(from, x);
         } else if (m instanceof Message.RecoveryAbort a) {
             onRecoveryAbort(from, a);
+        } else if (m instanceof Message.RebuildRequest r) {
+            onRebuildRequest(from, r);
+        } else if (m instanceof Message.RebuildBlocks b) {
+            onRebuildBlocks(from, b);
         }
+    }
+
+    // ------------------------------------------------------------------ rebuild while serving (issue 14 item 3)
+
+    /** Default {@link #rebuildRate}: blocks per second a rebuilding replica fetches from its peers. */
+    public static final int DEFAULT_REBUILD_BLOCKS_PER_SECOND = 64;
+    /** Blocks asked for in one {@link Message.RebuildRequest} at most. */
+    public static final int REBUILD_CHUNK = 16;
+    /** An unanswered block request is asked again, of the other peer, after this long. */
+    public static final long REBUILD_ANSWER_MILLIS = 2_000;
+
+    /** The second phase of a rebuild while serving: what is still to fetch. Loop thread only. */
+    private final class Rebuild {
+        final long through;
+        final long lastSeq;
+        final VolumeRootRecord record;
+        final Map<Long, Hash> leaves;
+        final TreeMap<Long, byte[]> fetched = new TreeMap<>();
+        final java.util.TreeSet<Long> missing;
+        final long startedAt = System.currentTimeMillis();
+        double tokens;
+        long tokensAt = startedAt;
+        List<Long> asked;
+        NodeId askedPeer;
+        long askedAt;
+        int peer;
+
+        Rebuild(RegionSnapshot base, Map<Long, Hash> leaves) {
+            this.through = base.throughIndex();
+            this.lastSeq = base.lastSeq();
+            this.record = base.rootRecord();
+            this.leaves = new TreeMap<>(leaves);
+            this.missing = new java.util.TreeSet<>(leaves.keySet());
+        }
+    }
+
+    private Rebuild rebuild;
+    private volatile int rebuildRate = DEFAULT_REBUILD_BLOCKS_PER_SECOND;
+    private volatile long rebuildBlocks;
+    private volatile long rebuildMissing;
+    private volatile long rebuildMillis = -1;
+    private volatile long rebuildRequests;
+    private volatile long rebuildDroppedGets;
+    private volatile boolean rebuilding;
+    /** The tick at which each peer's last rebuild request was answered. */
+    private final Map<NodeId, Long> rebuildAnswered = new java.util.HashMap<>();
+
+    /**
+     * Blocks per second this replica fetches from its peers while it is rebuilt (the throttle that keeps the rebuild
+     * from taking the client's throughput; at least 1). Call before the replica ticks, or any time.
+     */
+    public void rebuildRate(int blocksPerSecond) {
+        this.rebuildRate = Math.max(1, blocksPerSecond);
+    }
+
+    /** Whether this replica is still fetching the blocks of its rebuild (it serves meanwhile). */
+    public boolean rebuilding() {
+        return rebuilding;
+    }
+
+    /**
+     * The rebuild's counters: blocks fetched and still missing, requests sent, GETs not answered because their block
+     * was missing, and the time from the replica's start to the checkpoint written (-1: not rebuilt, or not done).
+     */
+    public Map<String, Long> rebuildCounters() {
+        return Map.of("rebuildBlocks", rebuildBlocks, "rebuildMissing", rebuildMissing, "rebuildRequests",
+                rebuildRequests, "rebuildDroppedGets", rebuildDroppedGets, "rebuildMillis", rebuildMillis,
+                "rebuilding", rebuilding() ? 1L : 0L);
+    }
+
+    /** A peer rebuilt while serving asks for the metadata of the certified state, or for some of its blocks. */
+    private void onRebuildRequest(NodeId from, Message.RebuildRequest r) {
+        if (from.equals(me) || !rrs.replicas().contains(from) || r.region() != regionId.index()
+                || r.generation() != rrs.generation() || r.blocks().size() > REBUILD_CHUNK) {
+            return;
+        }
+        Long last = rebuildAnswered.get(from);
+        if (last != null && last == ticks) {
+            return; // one answer per peer per tick: a peer cannot make this replica read its disk in a loop
+        }
+        rebuildAnswered.put(from, ticks);
+        Message m = r.blocks().isEmpty() ? ReplicaCatchUp.answerMetadata(cfg, rrs, disk, r.throughIndex())
+                : ReplicaCatchUp.answerBlocks(rrs, disk, r.throughIndex(), r.blocks());
+        if (m != null) {
+            net.send(from, m);
+        }
+    }
+
+    /** Blocks of the certified state for this rebuilding replica: each taken only if its leaf is the certified one. */
+    private void onRebuildBlocks(NodeId from, Message.RebuildBlocks x) {
+        Rebuild b = rebuild;
+        if (b == null || !from.equals(b.askedPeer) || x.region() != regionId.index()
+                || x.generation() != rrs.generation() || x.throughIndex() != b.through) {
+            return;
+        }
+        int took = 0;
+        for (Message.StateBlock sb : x.blocks()) {
+            Hash want = b.leaves.get(sb.localBlock());
+            if (want == null || !b.missing.contains(sb.localBlock()) || sb.data().length != cfg.blockSize()
+                    || !cfg.hash().leafHash(sb.data()).equals(want)) {
+                continue; // not asked, already there, or not the certified content: a faulty peer's
+            }
+            b.fetched.put(sb.localBlock(), sb.data());
+            b.missing.remove(sb.localBlock());
+            took++;
+            if (store.leaf(sb.localBlock()).equals(want)) {
+                store.apply(sb.localBlock(), sb.data()); // not overwritten since: the store gets its content
+            }
+        }
+        rebuildBlocks += took;
+        rebuildMissing = b.missing.size();
+        if (took == 0) {
+            b.peer++; // nothing usable: the other peer next
+        }
+        b.asked = null;
+        if (b.missing.isEmpty()) {
+            finishRebuild();
+        }
+    }
+
+    /** On every tick while rebuilding: asks for the next missing blocks when the throttle allows. */
+    private void rebuildStep() {
+        Rebuild b = rebuild;
+        if (b == null) {
+            return;
+        }
+        if (b.missing.isEmpty()) {
+            finishRebuild(); // a write of the checkpoint that failed is tried again
+            return;
+        }
+        long now = System.currentTimeMillis();
+        int rate = rebuildRate;
+        int chunk = Math.min(REBUILD_CHUNK, rate);
+        b.tokens = Math.min(chunk, b.tokens + (now - b.tokensAt) * rate / 1000.0);
+        b.tokensAt = now;
+        if (b.asked != null) {
+            if (now - b.askedAt < REBUILD_ANSWER_MILLIS) {
+                return;
+            }
+            b.peer++; // no answer: the other peer
+            b.asked = null;
+        }
+        int n = Math.min(chunk, b.missing.size());
+        if (b.tokens < n) {
+            return;
+        }
+        b.tokens -= n;
+        List<Long> ask = new ArrayList<>(n);
+        for (Long k : b.missing) {
+            if (ask.size() == n) {
+                break;
+            }
+            ask.add(k);
+        }
+        List<NodeId> peers = new ArrayList<>(rrs.replicas());
+        peers.remove(me);
+        NodeId p = peers.get(b.peer % peers.size());
+        b.asked = ask;
+        b.askedPeer = p;
+        b.askedAt = now;
+        rebuildRequests++;
+        net.send(p, new Message.RebuildRequest(regionId.index(), rrs.generation(), b.through, ask));
+    }
+
+    /**
+     * Every block of the certified state is here: writes it as the checkpoint through the certified index (the disk
+     * now verifies at a reopen; later checkpoints compose on it), then signs the checkpoints proposed meanwhile.
+     */
+    private void finishRebuild() {
+        Rebuild b = rebuild;
+        RegionSnapshot s = new RegionSnapshot(rrs.generation(), b.through, b.lastSeq, b.fetched, b.record);
+        disk.writeSnapshot(s); // throws on a disk error: the next tick tries again
+        rebuild = null;
+        rebuilding = false;
+        rebuildMissing = 0;
+        rebuildMillis = System.currentTimeMillis() - b.startedAt;
+        for (Long k : checkpoints.proposals()) {
+            if (checkpoints.hasSnapshot(k)) {
+                signCheckpoint(k);
+            }
+        }
+    }
+
+    /** A GET of a block this rebuilding replica does not hold yet (the certified content not fetched, nor overwritten). */
+    private boolean missingForRebuild(long local) {
+        Rebuild b = rebuild;
+        if (b == null || !b.missing.contains(local)) {
+            return false;
+        }
+        return store.leaf(local).equals(b.leaves.get(local));
     }
 
     /**
@@ -781,6 +1004,7 @@ public final class RegionReplica {
 
     private void tickInner() {
         signWrittenCheckpoints();
+        rebuildStep();
         answerFreedDecisionRequests();
         if (++ticks % RETRANSMIT_TICKS != 0) {
             return;
@@ -1655,6 +1879,10 @@ public final class RegionReplica {
                 return false;
             }
             long local = cfg.layout().localIndex(p.req.block());
+            if (missingForRebuild(local)) {
+                rebuildDroppedGets++; // not here yet: never answered with other bytes; the client asks another replica
+                return true;
+            }
             byte[] data;
             MerkleProof proof;
             try {
@@ -1767,6 +1995,9 @@ public final class RegionReplica {
     }
 
     private void signCheckpoint(long index) {
+        if (rebuild != null) {
+            return; // its disk has no checkpoint through the certified index yet; signed once rebuilt (finishRebuild)
+        }
         Statement.Checkpoint st = checkpoints.statement(regionId, rrs.generation(), index);
         Certificate t = Certificate.sign(CertType.TENTATIVE_CHECKPOINT, st, signer);
         for (NodeId r : rrs.replicas()) {

@@ -34,6 +34,23 @@ public interface RegionStore {
     /** The state is durable (a checkpoint wrote {@link #dirty()}): forget the dirty set. */
     void markDurable();
 
+    /** The leaf hash of a block (the empty leaf if never written). */
+    default Hash leaf(long localBlock) {
+        Hash h = leafHashes().get(localBlock);
+        return h != null ? h : proof(localBlock).leaf();
+    }
+
+    /**
+     * The first phase of a rebuild while serving (issue 14 item 3): sets the region tree to {@code leaves} (local
+     * block to leaf hash, checked against a certified region root by the caller) <b>without the blocks' contents</b>:
+     * every other block is empty, every block of {@code leaves} reads as zeros until its content is
+     * {@link #apply applied} (the rebuild's second phase, or a newer write). The replica must not answer a read of
+     * such a block before then. Unsupported by default.
+     */
+    default void setLeaves(Map<Long, Hash> leaves) {
+        throw new UnsupportedOperationException(getClass().getSimpleName() + " cannot hold leaf hashes without blocks");
+    }
+
     /**
      * The blocks of {@code written} (a {@link #dirty()} taken earlier, now written by a checkpoint) are durable:
      * forget them from the dirty set unless changed since. May be called from a checkpoint-writer thread while

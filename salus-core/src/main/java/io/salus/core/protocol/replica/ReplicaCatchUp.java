@@ -159,6 +159,39 @@ public final class ReplicaCatchUp {
         if (why != null) {
             throw new RecoveryException(rrs.region() + ": the transferred state is not the certified one: " + why);
         }
+        List<Certificate> decisions = checkedLog(cfg, rrs, clientId, replicaVerifier, membership, cp, x);
+        List<SubBatch> entries = new ArrayList<>(x.entries().size());
+        for (byte[] b : x.entries()) {
+            entries.add(SubBatch.decode(b)); // decoded and checked by checkedLog
+        }
+        // everything checks: write it (the snapshot first, so a crash in between leaves a disk that verifies)
+        disk.writeSnapshot(s);
+        writeLog(disk, gen, x, decisions);
+        if (store != null) {
+            boolean changed = false;
+            for (Map.Entry<Long, byte[]> b : blocks.entrySet()) {
+                if (!Arrays.equals(store.read(b.getKey()), b.getValue())) {
+                    store.apply(b.getKey(), b.getValue());
+                    changed = true;
+                }
+            }
+            if (changed) {
+                store.markDurable(); // the store holds at least the base from now on, as a restart requires
+            }
+        }
+        return new Installed(x.throughIndex(), blocks.size(), entries.size(), decisions.size());
+    }
+
+
+    /**
+     * Checks the log part of {@code x} against the certificate {@code cp}: every entry a client-signed sub-batch of
+     * the region continuing the prevNum chain from the certified last seq; returns the decisions that verify (COMMIT/
+     * ABORT with their three leader signatures, client-signed writer fences); the others are left out.
+     */
+    private static List<Certificate> checkedLog(ProtocolConfig cfg, RrsConfig rrs, NodeId clientId,
+                                                Verifier replicaVerifier, Membership membership,
+                                                Statement.Checkpoint cp, Message.StateTransfer x)
+            throws RecoveryException {
         List<SubBatch> entries = new ArrayList<>();
         for (byte[] b : x.entries()) {
             SubBatch sb;
@@ -203,8 +236,11 @@ public final class ReplicaCatchUp {
                 decisions.add(d);
             }
         }
-        // everything checks: write it (the snapshot first, so a crash in between leaves a disk that verifies)
-        disk.writeSnapshot(s);
+        return decisions;
+    }
+
+    /** Writes the entries of {@code x} at their indexes (where the disk holds other bytes) and the new decisions. */
+    private static void writeLog(ReplicaDisk disk, long gen, Message.StateTransfer x, List<Certificate> decisions) {
         for (int j = 0; j < x.entries().size(); j++) {
             long idx = x.throughIndex() + 1 + j;
             byte[] mine = disk.read(gen, idx);
@@ -221,19 +257,107 @@ public final class ReplicaCatchUp {
                 disk.recordDecision(gen, d);
             }
         }
-        if (store != null) {
-            boolean changed = false;
-            for (Map.Entry<Long, byte[]> b : blocks.entrySet()) {
-                if (!Arrays.equals(store.read(b.getKey()), b.getValue())) {
-                    store.apply(b.getKey(), b.getValue());
-                    changed = true;
-                }
-            }
-            if (changed) {
-                store.markDurable(); // the store holds at least the base from now on, as a restart requires
+    }
+
+    // ------------------------------------------------------------------ rebuild while serving (issue 14 item 3)
+
+    /**
+     * A peer's answer to the first phase of a rebuild ({@link Message.RebuildRequest} with no block): as
+     * {@link #answer}, with the leaf hash of every block of the state instead of the blocks. Null if its disk has no
+     * checkpoint through that index.
+     */
+    public static Message.StateTransfer answerMetadata(ProtocolConfig cfg, RrsConfig rrs, ReplicaDisk disk,
+                                                       long throughIndex) {
+        Message.StateTransfer full = answer(cfg, rrs, disk, throughIndex);
+        if (full == null) {
+            return null;
+        }
+        java.util.TreeMap<Long, io.salus.core.merkle.Hash> leaves = new java.util.TreeMap<>();
+        for (Message.StateBlock b : full.blocks()) {
+            leaves.put(b.localBlock(), cfg.hash().leafHash(b.data()));
+        }
+        if (leaves.isEmpty()) {
+            return full; // nothing written: the whole transfer is the metadata
+        }
+        return new Message.StateTransfer(full.region(), full.generation(), full.throughIndex(), full.lastSeq(),
+                full.recordRoot(), full.recordSeq(), List.of(), full.entries(), full.decisions(), leaves);
+    }
+
+    /**
+     * A peer's answer to the second phase ({@link Message.RebuildRequest} with blocks): those of the asked blocks its
+     * state through {@code throughIndex} holds. Null if its disk has no checkpoint through that index.
+     */
+    public static Message.RebuildBlocks answerBlocks(RrsConfig rrs, ReplicaDisk disk, long throughIndex,
+                                                     List<Long> asked) {
+        RegionSnapshot s = disk.readSnapshot(rrs.generation(), throughIndex);
+        if (s == null) {
+            return null;
+        }
+        List<Message.StateBlock> blocks = new ArrayList<>();
+        for (long k : new java.util.TreeSet<>(asked)) {
+            byte[] d = s.blocks().get(k);
+            if (d != null) {
+                blocks.add(new Message.StateBlock(k, d));
             }
         }
-        return new Installed(x.throughIndex(), blocks.size(), entries.size(), decisions.size());
+        return new Message.RebuildBlocks(rrs.region().index(), rrs.generation(), throughIndex, blocks);
+    }
+
+    /** What the first phase of a rebuild installed: the certified state's leaf hashes (to fetch their blocks). */
+    public record MetadataInstalled(long throughIndex, long lastSeq, VolumeRootRecord rootRecord,
+                                    java.util.SortedMap<Long, io.salus.core.merkle.Hash> leaves, int entries,
+                                    int decisions) {
+    }
+
+    /**
+     * The first phase of a rebuild while serving: checks a metadata transfer {@code x} ({@link Message.StateTransfer#
+     * metadataOnly}) as {@link #install} checks a whole one, except that the region tree built from its leaf hashes
+     * must give the certified region root (the blocks come later, each checked against its leaf); then writes the log
+     * entries after the checkpoint and the decisions to {@code disk} (not the checkpoint: the disk gets it once every
+     * block is there) and sets {@code store}'s tree to the leaves without the blocks ({@link RegionStore#setLeaves}).
+     *
+     * @throws RecoveryException naming what does not check; nothing is written then
+     */
+    public static MetadataInstalled installMetadata(ProtocolConfig cfg, RrsConfig rrs, NodeId clientId,
+                                                    Verifier verifier, Verifier replicaVerifier,
+                                                    Membership membership, Coordination coordination,
+                                                    ReplicaDisk disk, RegionStore store, Message.StateTransfer x)
+            throws RecoveryException {
+        long gen = rrs.generation();
+        if (x.region() != rrs.region().index() || x.generation() != gen || !x.blocks().isEmpty()) {
+            throw new RecoveryException("a metadata transfer for region " + x.region() + " generation "
+                    + x.generation() + " with " + x.blocks().size() + " blocks, not " + rrs.region() + " generation "
+                    + gen + " with none");
+        }
+        Statement.Checkpoint cp = certified(rrs, verifier, membership, coordination);
+        if (cp == null || cp.throughIndex() != x.throughIndex()) {
+            throw new RecoveryException(rrs.region() + ": the transfer is through index " + x.throughIndex()
+                    + ", the latest CHECKPOINT certificate of generation " + gen + " through "
+                    + (cp == null ? "(none)" : cp.throughIndex()));
+        }
+        VolumeRootRecord record = new VolumeRootRecord(x.recordRoot(), x.recordSeq());
+        if (x.lastSeq() != cp.lastSeq() || !record.equals(cp.rootRecord())) {
+            throw new RecoveryException(rrs.region() + ": the transferred last seq " + x.lastSeq()
+                    + " / volume-root record differ from the certified " + cp.lastSeq() + " / " + cp.rootRecord());
+        }
+        io.salus.core.merkle.MerkleTree t = cfg.layout().newRegionTree(cfg.hash(), cfg.blockSize(),
+                new io.salus.core.merkle.InMemoryNodeStore());
+        for (Map.Entry<Long, io.salus.core.merkle.Hash> l : x.leaves().entrySet()) {
+            if (l.getKey() < 0 || l.getKey() >= cfg.layout().blocksPerRegion()) {
+                throw new RecoveryException(rrs.region() + ": transferred leaf " + l.getKey()
+                        + " is not a block of the region");
+            }
+            t.setLeaf(l.getKey(), l.getValue());
+        }
+        if (!t.root().equals(cp.regionRoot())) {
+            throw new RecoveryException(rrs.region() + ": the transferred leaf hashes give the region root " + t.root()
+                    + ", not the certified " + cp.regionRoot());
+        }
+        List<Certificate> decisions = checkedLog(cfg, rrs, clientId, replicaVerifier, membership, cp, x);
+        writeLog(disk, gen, x, decisions);
+        store.setLeaves(x.leaves());
+        return new MetadataInstalled(x.throughIndex(), x.lastSeq(), record, x.leaves(), x.entries().size(),
+                decisions.size());
     }
 
     /**

@@ -208,8 +208,26 @@ class MessageCodecTest {
                         certs.add(cert(CertType.WRITER_EPOCH, new Statement.WriterEpoch(volume(),
                                 rnd.nextLong() & Long.MAX_VALUE)));
                     }
+                    java.util.TreeMap<Long, Hash> leaves = new java.util.TreeMap<>();
+                    for (int i = rnd.nextInt(4); i > 0; i--) {
+                        leaves.put((long) rnd.nextInt(1 << 16), hash());
+                    }
                     yield new Message.StateTransfer(rnd.nextInt(64), rnd.nextInt(9), anyLong(), anyLong(), hash(),
-                            anyLong(), blocks, entries, certs);
+                            anyLong(), blocks, entries, certs, leaves);
+                }
+                case REBUILD_REQUEST -> {
+                    List<Long> blocks = new ArrayList<>();
+                    for (int i = rnd.nextInt(5); i > 0; i--) {
+                        blocks.add((long) rnd.nextInt(1 << 16));
+                    }
+                    yield new Message.RebuildRequest(rnd.nextInt(64), rnd.nextInt(9), anyLong(), blocks);
+                }
+                case REBUILD_BLOCKS -> {
+                    List<Message.StateBlock> blocks = new ArrayList<>();
+                    for (int i = rnd.nextInt(4); i > 0; i--) {
+                        blocks.add(new Message.StateBlock(rnd.nextInt(1 << 16), bytes(64)));
+                    }
+                    yield new Message.RebuildBlocks(rnd.nextInt(64), rnd.nextInt(9), anyLong(), blocks);
                 }
                 case RECOVERY_STATE -> recoveryState();
                 case RECOVERY_ABORT -> {
