@@ -870,7 +870,13 @@ class SalusFaultTableTest {
         notes.append("DataNode ").append(dn).append(" (paired with ").append(s.getHostAndPort()).append("): ")
             .append(lost).append(" block replicas lost with its disk (the ").append(there.size())
             .append(" replica regions there hold their Salus logs and store files on it, one copy). ");
-        String back = awaitRebuilt(g, there, t0, 180_000);
+        List<ServerName> restarted = new ArrayList<>();
+        String back = awaitRebuilt(g, there, t0, 180_000, restarted);
+        if (!restarted.isEmpty()) {
+          notes.append("region server ").append(restarted).append(" aborted (HBase aborts a server whose memstore ")
+              .append("flush cannot commit: a store file's only copy was on the lost disk) and was restarted paired ")
+              .append("with the same DataNode, as a supervisor would; ");
+        }
         long moves = io.salus.core.hbase.storage.HdfsReplicaStorage.movesAsked() - movesBefore;
         var quarantined = io.salus.core.hbase.SalusStoreQuarantine.counters();
         notes.append(moves).append(" reopens of replica regions asked (a failed log or decision write: in place; an unreadable read: a move); ")
@@ -890,9 +896,11 @@ class SalusFaultTableTest {
      * Waits until every replica of {@code there} serves again after a peer catch-up (or {@code millis} pass); says
      * what happened, with the time from the loss to the last one serving.
      */
-    static String awaitRebuilt(VolumeGeometry g, List<int[]> there, long t0, long millis) throws Exception {
+    static String awaitRebuilt(VolumeGeometry g, List<int[]> there, long t0, long millis, List<ServerName> restarted)
+        throws Exception {
       long end = t0 + millis;
       while (System.currentTimeMillis() < end) {
+        restarted.addAll(cluster.restartAborted());
         int done = 0;
         for (int[] rk : there) {
           var ep = cluster.endpoint(g, rk[0], rk[1]);

@@ -116,6 +116,31 @@ final class SalusMiniCluster implements AutoCloseable {
     return cluster.startRegionServer().getRegionServer().getServerName();
   }
 
+  /**
+   * What a supervisor (systemd, Kubernetes, an operator's script) does for an aborted region server: for every region
+   * server thread that has aborted (HBase aborts a server whose memstore flush cannot commit, e.g. its store file's
+   * only DataNode lost its disk mid-flush), starts a new region server paired with the same DataNode. Returns the
+   * servers that were replaced (empty if none).
+   */
+  java.util.List<ServerName> restartAborted() throws Exception {
+    var cluster = util.getMiniHBaseCluster();
+    java.util.List<ServerName> replaced = new java.util.ArrayList<>();
+    for (int i = 0; i < cluster.getRegionServerThreads().size(); i++) {
+      HRegionServer rs = cluster.getRegionServer(i);
+      if (rs.isAborted() && !restarted.contains(rs.getServerName())) {
+        restarted.add(rs.getServerName());
+        String dn = rs.getConfiguration().get(io.salus.core.hbase.storage.SalusFavoredNodes.DATANODE_KEY);
+        cluster.waitOnRegionServer(i);
+        cluster.getConfiguration().set(io.salus.core.hbase.storage.SalusFavoredNodes.DATANODE_KEY, dn);
+        cluster.startRegionServer();
+        replaced.add(rs.getServerName());
+      }
+    }
+    return replaced;
+  }
+
+  private final java.util.Set<ServerName> restarted = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
   /** The DataNode paired with region server {@code s} (its favored node), as an index into the mini DFS; -1 if none. */
   int dataNodeOf(ServerName s) {
     for (var rst : util.getMiniHBaseCluster().getLiveRegionServerThreads()) {
