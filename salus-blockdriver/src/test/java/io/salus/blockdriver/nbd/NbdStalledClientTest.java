@@ -7,18 +7,20 @@ import io.salus.blockdriver.metrics.BlockDriverMetrics;
 import io.salus.blockdriver.volume.MemoryVolume;
 import java.net.InetAddress;
 import java.util.Arrays;
+import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * A client that sends a large WRITE header and then only part of its payload (or none) must not
- * hold the server-wide buffer cap for good (review rv17n): once no byte of the payload arrives
- * for the payload timeout, its connection is closed and the memory returned, so every other
- * client is served again. The silent client's write was never acknowledged, so nothing is lost;
- * the volume keeps what was written before.
+ * A client that stalls a transfer holding pooled buffer memory must not hold the server-wide cap
+ * for good: a client that sends a large WRITE header and then only part of its payload (or none;
+ * review rv17n), or asks for large reads and never reads the replies, has its connection closed
+ * once nothing moves for the stall timeout, and the memory returns, so every other client is
+ * served again. What the stalled client was not answered was never acknowledged, so nothing is
+ * lost; the volume keeps what was written before. (A slow but steady client is not cut off.)
  */
-class NbdSilentPayloadTest {
+class NbdStalledClientTest {
   static final int MIB = 1 << 20;
   static final long CAP = 32L * MIB; // one 32 MiB write payload fills it
   long savedTimeout;
@@ -98,6 +100,60 @@ class NbdSilentPayloadTest {
       assertEquals(9, r.handle());
       assertEquals(0, r.error());
       assertArrayEquals(data, slow.read(0, MIB));
+    }
+  }
+
+  @Test
+  void aClientThatNeverReadsItsRepliesLosesItsConnectionNotTheServer() throws Exception {
+    MemoryVolume mem = new MemoryVolume("vol", (64L * MIB) / 4096, 4096);
+    byte[] pattern = new byte[MIB];
+    Arrays.fill(pattern, (byte) 0x6b);
+    for (int i = 0; i < 64; i++) {
+      mem.write((long) i * (MIB / 4096), pattern, false).join();
+    }
+    // a ForwardingVolume offers no zero-copy views: every 1 MiB read takes a pooled buffer; reads
+    // complete on another thread, as HBase and Salus volumes' do, so replies go through the reply
+    // thread while the reader goes on taking requests (and buffers)
+    java.util.concurrent.ExecutorService completions = java.util.concurrent.Executors.newFixedThreadPool(2);
+    ForwardingVolume vol = new ForwardingVolume(mem) {
+      @Override
+      public java.util.concurrent.CompletableFuture<byte[]> read(long f, int c) {
+        return super.read(f, c).thenApplyAsync(x -> x, completions);
+      }
+    };
+    BlockDriverMetrics metrics = new BlockDriverMetrics();
+    try (NbdServer server = new NbdServer(InetAddress.getLoopbackAddress(), 0,
+            NbdExports.of(vol), metrics, 8, CAP, 200).start();
+        RawNbdClient hog1 = new RawNbdClient(server.port());
+        RawNbdClient hog2 = new RawNbdClient(server.port());
+        RawNbdClient other = new RawNbdClient(server.port())) {
+      other.connect("vol", false);
+      // two clients each ask for a 16 MiB read and never read the reply: each reply's write blocks
+      // once the socket buffers (a few MiB) are full, holding its 16 MiB buffer; together they hold
+      // the whole cap, whatever the timing (one connection alone may block its reader on the
+      // stuck writer before it takes a second buffer)
+      for (RawNbdClient hog : List.of(hog1, hog2)) {
+        hog.connect("vol", false);
+        hog.sendRequest(0, CMD_READ, 1, 0, 16 * MIB, null);
+      }
+      Thread.sleep(500);
+      long deadline = System.nanoTime() + 15_000_000_000L;
+      RawNbdClient.Reply r;
+      int refusals = 0;
+      do {
+        other.sendRequest(0, CMD_READ, 1000, 0, MIB, null);
+        r = other.readReply(MIB);
+        if (r.error() == ENOMEM) {
+          refusals++;
+        }
+      } while (r.error() != 0 && System.nanoTime() < deadline);
+      assertEquals(0, r.error(), "the other client never got buffer memory back (" + refusals
+          + " ENOMEM replies): the client that stopped reading keeps the cap");
+      assertArrayEquals(pattern, r.data());
+      assertTrue(metrics.stalledConnections.sum() >= 1, "a stalled connection was closed");
+      assertTrue(server.peakBufferBytes() <= CAP);
+    } finally {
+      completions.shutdown();
     }
   }
 }
