@@ -81,6 +81,11 @@ class SalusCheckpointOffLoopTest {
         }
 
         @Override
+        public void sync(long generation) {
+          d.sync(generation);
+        }
+
+        @Override
         public byte[] read(long generation, long index) {
           return d.read(generation, index);
         }

@@ -650,6 +650,24 @@ public final class ReplicaHost {
         }
 
         @Override
+        public void recordCommitMarks(long generation, List<Certificate> marks) {
+            try {
+                d.recordCommitMarks(generation, marks);
+            } catch (RuntimeException e) {
+                throw report(e);
+            }
+        }
+
+        @Override
+        public void sync(long generation) {
+            try {
+                d.sync(generation);
+            } catch (RuntimeException e) {
+                throw report(e);
+            }
+        }
+
+        @Override
         public byte[] read(long generation, long index) {
             return d.read(generation, index);
         }

@@ -89,10 +89,11 @@ public interface ReplicaDisk {
 
     /**
      * Makes everything written to the generation's log and decision records so far durable against a machine crash
-     * (HDFS: hsync of each file with data not hsynced yet). By default nothing: every write is durable at once.
+     * (HDFS: hsync of each file with data not hsynced yet). No default: a FLUSH or FUA write is answered after this
+     * returns, so every implementation, and every wrapper of one, says what it does (a wrapper that inherited a no-op
+     * default answered FLUSHes without syncing anything: the merge of tasks tput18 and disk18).
      */
-    default void sync(long generation) {
-    }
+    void sync(long generation);
 
     /** The decisions recorded for the generation, in recording order (empty if none). */
     List<Certificate> decisions(long generation);
