@@ -200,6 +200,47 @@ class MountRecoveryTest {
         }
     }
 
+    /**
+     * Review rv18r: a committed batch whose COMMIT certificate has not reached one participant region yet (its
+     * decisions delayed; the leaders decided it and so report no BatchInfo) is not a batch that can never commit.
+     * On the code before the fix identifyLCP took it for stuck ("no replica of its leader region holds its
+     * BatchInfo"), recorded an LCP without it in coordination, and once the delayed COMMIT arrived every mount of
+     * that epoch (the next mount picks the same fence: nothing new was logged) was refused for ever.
+     */
+    @Test
+    void aCommittedBatchWhoseCertificateIsStillInFlightIsNotTakenForStuck() {
+        assertTrue(h.client.submit(List.of(new BlockWrite(1, PipelinedCommitTest.data(1)))) > 0);
+        h.drain();
+        java.util.Set<NodeId> region1 = new java.util.HashSet<>(h.configs.get(1).replicas());
+        h.hold = e -> e.m() instanceof Message.DecisionMsg && region1.contains(e.to());
+        assertTrue(h.client.submit(List.of(new BlockWrite(2, PipelinedCommitTest.data(2)),
+                new BlockWrite(10, PipelinedCommitTest.data(3)))) > 0);
+        h.drain();
+        assertEquals(1, h.acked.size(), "batch 2 is decided COMMIT at its leaders, region 1 has not learned it yet");
+        for (int i = 0; i < 3; i++) {
+            assertEquals(CertType.COMMIT, leader(i).decisionCertificate(2).type());
+        }
+        List<Envelope> late = new ArrayList<>(h.held); // the COMMIT to region 1, delayed
+        h.held.clear();
+        VolumeClient w = newWriterWithRecovery();
+        w.beginRemount(9);
+        ReplicaMount.Outcome o = null;
+        for (int i = 0; i < 3; i++) {
+            h.drain();
+            o = w.remountOutcome();
+            now += 1000;
+            w.tick(now);
+        }
+        h.hold = e -> false;
+        late.forEach(h.net::add); // the delayed certificate arrives
+        o = mount(w, 9);
+        var m = assertInstanceOf(ReplicaMount.Outcome.Mounted.class, o, String.valueOf(o));
+        assertEquals(3, m.seq(), "the committed batch 2 (seqs 2..3) is in the mounted volume");
+        VolumeClient w2 = newWriterWithRecovery();
+        var m2 = assertInstanceOf(ReplicaMount.Outcome.Mounted.class, mount(w2, 10));
+        assertEquals(3, m2.seq());
+    }
+
     /** An LCP recorded in coordination that is not the volume's committed prefix stops the mount; nothing is aborted. */
     @Test
     void aForgedLcpInCoordinationStopsTheMountAndAbortsNothing() {

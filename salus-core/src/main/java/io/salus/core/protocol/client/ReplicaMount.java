@@ -372,6 +372,14 @@ public final class ReplicaMount {
         String why = null;
         List<Message.RecoveryState> proof = List.of();
         for (long b : undecided) {
+            Integer lr = leaderOf.get(b);
+            if (lr != null && lr >= 0 && lr < cfg.regionCount() && membership.current(lr).replicas().stream()
+                    .anyMatch(n -> recovery.get(n).reportsCommitted(b))) {
+                // a leader replica signed COMMIT for it (and so reports no BatchInfo): every participant voted YES, its
+                // COMMIT may be on its way to them: not a batch that never commits (taking it for one recorded an LCP
+                // inside it, and every later mount of the epoch was refused). A later stuck batch waits for it below.
+                continue;
+            }
             BatchInfo bi = infos.get(b);
             if (bi == null) {
                 stuck = b;

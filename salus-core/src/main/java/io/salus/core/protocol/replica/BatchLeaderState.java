@@ -73,6 +73,18 @@ final class BatchLeaderState {
         return myDecisions.get(batchId);
     }
 
+    /** The batches this replica signed COMMIT for, whose decision it still holds in memory, in id order. */
+    List<Long> committedInMemory() {
+        List<Long> l = new ArrayList<>();
+        myDecisions.forEach((b, t) -> {
+            if (t.type() == io.salus.core.cert.CertType.TENTATIVE_COMMIT) {
+                l.add(b);
+            }
+        });
+        java.util.Collections.sort(l);
+        return l;
+    }
+
     /** Reloads a decision this replica signed before a restart. */
     void reload(long batchId, Certificate t) {
         myDecisions.putIfAbsent(batchId, t);

@@ -829,8 +829,10 @@ public final class RegionReplica {
             }
         }
         infos.sort(java.util.Comparator.comparingLong(BatchInfo::batchId));
+        // the batches it signed COMMIT for (still in memory) too: a decided batch reports no BatchInfo, yet its COMMIT
+        // may still be on its way to a participant whose entry of it is unresolved (review rv18r)
         Message.RecoveryState st = new Message.RecoveryState(nonce, cfg.volume(), regionId.index(), rrs.generation(),
-                me, fenceBelow, pending, infos, null);
+                me, fenceBelow, pending, infos, batchLeader.committedInMemory(), null);
         return st.withSignature(signer.sign(st.signedBytes()));
     }
 
