@@ -241,6 +241,62 @@ class MountRecoveryTest {
         assertEquals(3, m2.seq());
     }
 
+    /**
+     * Review rv18r: a faulty participant replica reports an unresolved entry of a batch that does not exist (id 0, no
+     * BatchInfo anywhere), below a batch its leaders committed whose COMMIT is still on its way to region 1. Taking
+     * the invented batch for the first stuck one, the mount recorded an LCP inside the committed batch (region 0 had
+     * applied its seq 2, region 1 not its seq 3), and once the COMMIT arrived every mount of that epoch was refused.
+     * The LCP must wait for the batches its leaders committed.
+     */
+    @Test
+    void aFaultyReplicaInventingAnEarlierStuckBatchCannotRecordAnLcpInsideACommittedOne() {
+        assertTrue(h.client.submit(List.of(new BlockWrite(1, PipelinedCommitTest.data(1)))) > 0);
+        h.drain();
+        java.util.Set<NodeId> region1 = new java.util.HashSet<>(h.configs.get(1).replicas());
+        NodeId liar = h.configs.get(1).replicas().get(2);
+        java.util.function.Predicate<Envelope> liarsTruth = e -> e.m() instanceof Message.RecoveryState s
+                && e.from().equals(liar) && !s.lists(0);
+        java.util.function.Predicate<Envelope> commitToRegion1 = e -> e.m() instanceof Message.DecisionMsg
+                && region1.contains(e.to());
+        h.hold = commitToRegion1;
+        assertTrue(h.client.submit(List.of(new BlockWrite(2, PipelinedCommitTest.data(2)),
+                new BlockWrite(10, PipelinedCommitTest.data(3)))) > 0);
+        h.drain();
+        for (int i = 0; i < 3; i++) {
+            assertEquals(CertType.COMMIT, leader(i).decisionCertificate(2).type());
+        }
+        h.hold = commitToRegion1.or(liarsTruth);
+        VolumeClient w = newWriterWithRecovery();
+        w.beginRemount(9);
+        ReplicaMount.Outcome o = null;
+        for (int i = 0; i < 30 && !(o instanceof ReplicaMount.Outcome.Mounted || o instanceof ReplicaMount.Outcome.Refused); i++) {
+            if (i == 4) { // the delayed COMMIT arrives
+                h.hold = liarsTruth;
+                List<Envelope> late = new ArrayList<>();
+                h.held.removeIf(e -> commitToRegion1.test(e) && late.add(e));
+                late.forEach(h.net::add);
+            }
+            h.drain();
+            List<Envelope> truth = new ArrayList<>();
+            h.held.removeIf(e -> liarsTruth.test(e) && truth.add(e));
+            for (Envelope e : truth) {
+                Message.RecoveryState s = (Message.RecoveryState) e.m();
+                List<Message.PendingEntry> p = new ArrayList<>(s.pending());
+                p.add(0, new Message.PendingEntry(0, 0, List.of(9L)));
+                Message.RecoveryState lie = new Message.RecoveryState(s.nonce(), s.volume(), s.region(), s.generation(),
+                        s.replica(), s.fenceBelow(), p, s.batchInfos(), s.committed(), null);
+                h.net.add(new Envelope(liar, e.to(), lie.withSignature(h.signers.get(liar).sign(lie.signedBytes()))));
+            }
+            h.drain();
+            o = w.remountOutcome();
+            now += 1000;
+            w.tick(now);
+            h.replicas.values().forEach(RegionReplica::tick);
+        }
+        var m = assertInstanceOf(ReplicaMount.Outcome.Mounted.class, o, String.valueOf(o));
+        assertEquals(3, m.seq(), "the committed batch 2 (seqs 2..3) is in the mounted volume");
+    }
+
     /** An LCP recorded in coordination that is not the volume's committed prefix stops the mount; nothing is aborted. */
     @Test
     void aForgedLcpInCoordinationStopsTheMountAndAbortsNothing() {
