@@ -297,6 +297,48 @@ class MountRecoveryTest {
         assertEquals(3, m.seq(), "the committed batch 2 (seqs 2..3) is in the mounted volume");
     }
 
+    /**
+     * Review rv18r: an abort asked of a region that does not lead the batch (a faulty participant's pending entry can
+     * name any leader region, and the orchestrator sends the abort there). Its replicas hold no BatchInfo of the
+     * batch and never decided it, so each signed TENTATIVE_ABORT; with three of them the participants took an ABORT
+     * certificate of region 1 for batch 2, which region 0 leads and committed: the batch's leaders signed COMMIT,
+     * its participants applied ABORT. A decision counts only from the batch's own leader region.
+     */
+    @Test
+    void anAbortSignedByARegionThatDoesNotLeadTheBatchIsNotTaken() {
+        assertTrue(h.client.submit(List.of(new BlockWrite(1, PipelinedCommitTest.data(1)))) > 0);
+        h.drain();
+        h.hold = e -> e.m() instanceof Message.Vote;
+        assertTrue(h.client.submit(List.of(new BlockWrite(2, PipelinedCommitTest.data(2)),
+                new BlockWrite(10, PipelinedCommitTest.data(3)))) > 0);
+        h.drain(); // batch 2 logged in both regions, its votes not yet at its leaders (region 0)
+        List<Envelope> votes = new ArrayList<>(h.held);
+        h.held.clear();
+        long fence = ReplicaMount.BATCH_ID_EPOCH;
+        byte[] qs = h.signers.get(h.clientId).sign(Message.MountQuery.signedBytes("v", 5, fence));
+        for (NodeId n : h.configs.get(1).replicas()) {
+            h.replicas.get(n).receive(h.clientId, new Message.MountQuery(5, fence, qs));
+        }
+        h.coord.putLcp(new Coordination.Lcp(fence, 1, leader(0).rootRecord().root()));
+        byte[] sig = h.signers.get(h.clientId).sign(Message.RecoveryAbort.signedBytes("v", fence, 2, 1, 2, 3));
+        for (NodeId n : h.configs.get(1).replicas()) {
+            h.replicas.get(n).receive(h.clientId, new Message.RecoveryAbort("v", fence, 2, 1, 2, 3, List.of(), sig));
+        }
+        h.hold = e -> false;
+        votes.forEach(h.net::add);
+        h.drain();
+        for (int i = 0; i < 3; i++) {
+            assertEquals(CertType.TENTATIVE_COMMIT, l0Decision(leader(i), 2), "batch 2's leaders committed it");
+        }
+        for (int r = 0; r < 2; r++) {
+            for (NodeId n : h.configs.get(r).replicas()) {
+                Certificate d = h.replicas.get(n).decisionCertificate(2);
+                assertNotNull(d, n + " learned batch 2's decision");
+                assertEquals(CertType.COMMIT, d.type(), n + " applied the decision of batch 2's leaders: " + d);
+            }
+        }
+    }
+
     /** An LCP recorded in coordination that is not the volume's committed prefix stops the mount; nothing is aborted. */
     @Test
     void aForgedLcpInCoordinationStopsTheMountAndAbortsNothing() {

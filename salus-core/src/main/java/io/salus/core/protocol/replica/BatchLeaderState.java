@@ -105,6 +105,16 @@ final class BatchLeaderState {
         return lb;
     }
 
+    /** True if an open batch led here waits for {@code batchId}'s decision, led by {@code leaderRegion}. */
+    boolean awaitsDecisionOf(long batchId, int leaderRegion) {
+        for (LeaderBatch lb : leading.values()) {
+            if (lb.info != null && lb.info.prevBatchId() == batchId && lb.info.prevLeaderRegion() == leaderRegion) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** True if an open batch led here waits for {@code batchId}'s decision (its previous batch). */
     boolean awaitsDecisionOf(long batchId) {
         for (LeaderBatch lb : leading.values()) {

@@ -1758,6 +1758,13 @@ public final class RegionReplica {
             // later asks for the decision at its tick)
             return;
         }
+        ReplicaLog.Entry logged = log.entryOfBatch(st.batchId());
+        if (logged != null ? logged.sb.leaderRegion() != leader : !batchLeader.awaitsDecisionOf(st.batchId(), leader)) {
+            // signed by a region that does not lead the batch (review rv18r: a recovery abort asked of another
+            // region, whose replicas hold no BatchInfo of it, made an ABORT certificate of a batch its own leaders
+            // committed): only the decision of the batch's leader region counts
+            return;
+        }
         Certificate cert = log.offerLeaderTentative(st.batchId(), t,
                 cfg.mutated(Mutation.DECISION_FROM_TWO_LEADER_TENTATIVES) ? 2 : Tentatives.UNANIMOUS);
         if (cert == null) {
