@@ -339,6 +339,57 @@ class MountRecoveryTest {
         }
     }
 
+    /**
+     * Review rv18r: the same wrong-region ABORT certificate (three TENTATIVE_ABORTs of region 1 for batch 2, which
+     * region 0 leads) put on a participant replica's disk (a faulty peer's state transfer records the decisions it
+     * sends once they verify against their signers' region) is not taken at the replica's restart either.
+     */
+    @Test
+    void aWrongRegionAbortOnTheDiskIsNotTakenAtARestart() {
+        assertTrue(h.client.submit(List.of(new BlockWrite(1, PipelinedCommitTest.data(1)))) > 0);
+        h.drain();
+        h.hold = e -> e.m() instanceof Message.Vote;
+        assertTrue(h.client.submit(List.of(new BlockWrite(2, PipelinedCommitTest.data(2)),
+                new BlockWrite(10, PipelinedCommitTest.data(3)))) > 0);
+        h.drain();
+        List<Envelope> votes = new ArrayList<>(h.held);
+        h.held.clear();
+        long fence = ReplicaMount.BATCH_ID_EPOCH;
+        byte[] qs = h.signers.get(h.clientId).sign(Message.MountQuery.signedBytes("v", 5, fence));
+        h.coord.putLcp(new Coordination.Lcp(fence, 1, leader(0).rootRecord().root()));
+        byte[] sig = h.signers.get(h.clientId).sign(Message.RecoveryAbort.signedBytes("v", fence, 2, 1, 2, 3));
+        h.sent.clear();
+        for (NodeId n : h.configs.get(1).replicas()) {
+            h.replicas.get(n).receive(h.clientId, new Message.MountQuery(5, fence, qs));
+            h.replicas.get(n).receive(h.clientId, new Message.RecoveryAbort("v", fence, 2, 1, 2, 3, List.of(), sig));
+        }
+        java.util.Map<NodeId, Certificate> tentatives = new java.util.LinkedHashMap<>();
+        for (Envelope e : h.sent) {
+            if (e.m() instanceof Message.DecisionMsg d && d.tentative().type() == CertType.TENTATIVE_ABORT) {
+                tentatives.putIfAbsent(e.from(), d.tentative());
+            }
+        }
+        assertEquals(3, tentatives.size(), "region 1's replicas signed an abort of a batch they do not lead");
+        Certificate wrong = Certificate.combine(tentatives.values());
+        NodeId p = h.configs.get(1).replicas().get(0);
+        h.disks.get(p).recordDecision(0, wrong);
+        h.net.clear();
+        RegionReplica restarted = h.start(h.configs.get(1), p);
+        h.hold = e -> false;
+        votes.forEach(h.net::add);
+        h.drain();
+        for (int i = 0; i < 5; i++) {
+            h.replicas.values().forEach(RegionReplica::tick);
+            h.drain();
+        }
+        for (int i = 0; i < 3; i++) {
+            assertEquals(CertType.TENTATIVE_COMMIT, l0Decision(leader(i), 2), "batch 2's leaders committed it");
+        }
+        Certificate d = restarted.decisionCertificate(2);
+        assertNotNull(d, "the restarted replica learned batch 2's decision");
+        assertEquals(CertType.COMMIT, d.type(), "it applied the decision of batch 2's leaders: " + d);
+    }
+
     /** An LCP recorded in coordination that is not the volume's committed prefix stops the mount; nothing is aborted. */
     @Test
     void aForgedLcpInCoordinationStopsTheMountAndAbortsNothing() {
