@@ -390,6 +390,65 @@ class MountRecoveryTest {
         assertEquals(CertType.COMMIT, d.type(), "it applied the decision of batch 2's leaders: " + d);
     }
 
+    /**
+     * Review rv18r: a replica's mount answers of one mount reordered by the network. Region 1's answers from before
+     * batch 1's COMMIT reached it (applied nothing, batch 1 unresolved) arrive after its later ones: the mount took the
+     * stale state for region 1's, recorded the LCP below batch 1 (committed at its leaders) and, once region 1's
+     * answers were fresh again, was refused for ever (same fence, same recorded LCP). Only a replica's newest answer
+     * of a mount counts: its resolved index never goes back.
+     */
+    @Test
+    void aStaleMountAnswerDeliveredLateDoesNotRecordAnLcpBelowACommittedBatch() {
+        java.util.Set<NodeId> region1 = new java.util.HashSet<>(h.configs.get(1).replicas());
+        java.util.function.Predicate<Envelope> commitToRegion1 = e -> e.m() instanceof Message.DecisionMsg
+                && region1.contains(e.to());
+        h.hold = commitToRegion1;
+        assertTrue(h.client.submit(List.of(new BlockWrite(1, PipelinedCommitTest.data(1)),
+                new BlockWrite(9, PipelinedCommitTest.data(2)))) > 0);
+        h.drain();
+        h.hold = commitToRegion1.or(e -> e.m() instanceof Message.SubBatchMsg s && s.subBatch().region() == 1);
+        assertTrue(h.client.submit(List.of(new BlockWrite(2, PipelinedCommitTest.data(3)),
+                new BlockWrite(10, PipelinedCommitTest.data(4)))) > 0);
+        h.drain();
+        h.held.removeIf(e -> e.m() instanceof Message.SubBatchMsg); // the writer died before these left it
+        assertEquals(0, h.acked.size());
+        h.hold = commitToRegion1;
+        VolumeClient w = newWriterWithRecovery();
+        w.beginRemount(9);
+        List<Envelope> early = new ArrayList<>();
+        ReplicaMount.Outcome o = null;
+        for (int i = 0; i < 30 && !(o instanceof ReplicaMount.Outcome.Mounted || o instanceof ReplicaMount.Outcome.Refused); i++) {
+            int from = h.sent.size();
+            h.drain();
+            if (i < 3) { // region 1's fenced answers while batch 1's COMMIT is on its way, kept for a late copy
+                for (Envelope e : h.sent.subList(from, h.sent.size())) {
+                    if (e.m() instanceof Message.MountState s && s.fenceBelow() > 0 && region1.contains(e.from())) {
+                        early.add(e);
+                    }
+                }
+            }
+            if (i == 3) {
+                h.hold = e -> false;
+                h.held.forEach(h.net::add);
+                h.held.clear();
+                h.drain();
+                for (int k = 0; k < 3; k++) {
+                    h.replicas.values().forEach(RegionReplica::tick);
+                    w.tick(now += 1000);
+                    h.drain();
+                }
+                early.forEach(h.net::add); // the stale copies, late
+                h.drain();
+            }
+            o = w.remountOutcome();
+            now += 1000;
+            w.tick(now);
+            h.replicas.values().forEach(RegionReplica::tick);
+        }
+        var m = assertInstanceOf(ReplicaMount.Outcome.Mounted.class, o, String.valueOf(o));
+        assertEquals(2, m.seq(), "batch 1 (seqs 1..2), committed at its leaders, is in the mounted volume");
+    }
+
     /** An LCP recorded in coordination that is not the volume's committed prefix stops the mount; nothing is aborted. */
     @Test
     void aForgedLcpInCoordinationStopsTheMountAndAbortsNothing() {

@@ -149,7 +149,16 @@ public final class ReplicaMount {
                 || !verifier.verify(from, s.signedBytes(), s.signature())) {
             return;
         }
-        answers.computeIfAbsent(s.region(), k -> new LinkedHashMap<>()).put(from, s);
+        Map<NodeId, Message.MountState> a = answers.computeIfAbsent(s.region(), k -> new LinkedHashMap<>());
+        Message.MountState held = a.get(from);
+        if (held != null && held.fenceBelow() == s.fenceBelow() && (held.committedIndex() > s.committedIndex()
+                || held.appliedSeq() > s.appliedSeq())) {
+            // an earlier answer of this mount delivered late (review rv18r): a replica's resolved index and applied
+            // seq never go back, so its newest answer is the one with the highest. Taking the stale one made the
+            // mount record the LCP below a batch this region had applied since, and refused every later mount
+            return;
+        }
+        a.put(from, s);
     }
 
     /** Takes a replica's recovery state if it is for this mount's fenced round, from a replica of its region, and signed. */
