@@ -269,26 +269,9 @@ final class NbdConnection implements Runnable {
    * caller returns the buffer.
    */
   private ScheduledFuture<?> watchPayload(long length) {
-    long period = Math.max(1, stallTimeoutMs / 2);
-    long[] last = {in.received(), System.nanoTime(), 0};
-    return TIMERS.scheduleAtFixedRate(() -> {
-      long now = System.nanoTime();
-      long got = in.received();
-      if (last[2] != 0) {
-        return; // closed already; the reader's failure cancels this watch
-      }
-      if (got != last[0]) {
-        last[0] = got;
-        last[1] = now;
-      } else if (now - last[1] >= TimeUnit.MILLISECONDS.toNanos(stallTimeoutMs)) {
-        last[2] = 1;
-        metrics.stalledConnections.increment();
-        LOG.warn("NBD connection {} closed: no byte of a {}-byte write payload for {} ms (its pooled buffer"
-            + " returned; the write was not acknowledged). Raise -Dsalus.nbd.stallTimeoutMs for slow"
-            + " links", remote, length, stallTimeoutMs);
-        closeQuietly();
-      }
-    }, period, period, TimeUnit.MILLISECONDS);
+    return watchProgress(in::received, () -> true, "no byte of a " + length + "-byte write payload"
+        + " arrived for " + stallTimeoutMs + " ms (its pooled buffer returned; the write was not"
+        + " acknowledged)");
   }
 
   /**
@@ -297,23 +280,33 @@ final class NbdConnection implements Runnable {
    * the blocked write fails and every reply's buffer goes back to the pool.
    */
   private ScheduledFuture<?> watchReplies() {
+    return watchProgress(out::sent, out::writing, "its client read no reply byte for "
+        + stallTimeoutMs + " ms (the buffers of its replies returned)");
+  }
+
+  /**
+   * The stall watchdog of {@link #watchPayload} and {@link #watchReplies}: every half
+   * {@link #stallTimeoutMs}, a transfer that is {@code active} and whose byte count has not moved
+   * for the whole timeout closes the connection (once), counted in {@code stalledConnections}.
+   */
+  private ScheduledFuture<?> watchProgress(java.util.function.LongSupplier bytes,
+      java.util.function.BooleanSupplier active, String why) {
     long period = Math.max(1, stallTimeoutMs / 2);
-    long[] last = {out.sent(), System.nanoTime(), 0};
+    long[] last = {bytes.getAsLong(), System.nanoTime(), 0};
     return TIMERS.scheduleAtFixedRate(() -> {
       long now = System.nanoTime();
-      long sent = out.sent();
+      long moved = bytes.getAsLong();
       if (last[2] != 0) {
-        return;
+        return; // closed already; the blocked call's failure cancels this watch
       }
-      if (sent != last[0] || !out.writing()) {
-        last[0] = sent;
+      if (moved != last[0] || !active.getAsBoolean()) {
+        last[0] = moved;
         last[1] = now;
       } else if (now - last[1] >= TimeUnit.MILLISECONDS.toNanos(stallTimeoutMs)) {
         last[2] = 1;
         metrics.stalledConnections.increment();
-        LOG.warn("NBD connection {} closed: its client read no reply byte for {} ms (the buffers of"
-            + " its replies returned). Raise -Dsalus.nbd.stallTimeoutMs for slow clients", remote,
-            stallTimeoutMs);
+        LOG.warn("NBD connection {} closed: {}. Raise -Dsalus.nbd.stallTimeoutMs for slow clients",
+            remote, why);
         closeQuietly();
       }
     }, period, period, TimeUnit.MILLISECONDS);
