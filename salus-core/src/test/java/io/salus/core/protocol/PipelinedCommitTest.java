@@ -1092,6 +1092,59 @@ class PipelinedCommitTest {
     }
 
     /**
+     * Whole-suite run of stop 21 (SalusRegionRecoveryTest, a replica whose log is lost catches up from a peer): a
+     * leader replica that lost its disk and caught up from a peer holds a committed batch's COMMIT certificate (the
+     * transfer carries the decisions of the log after the checkpoint) but not the tentative decision it signed itself
+     * (that was on the lost disk). The leaders of the next batch, in a region that did not take part in the first,
+     * ask the three leader replicas for its decision: two answered with their tentatives, the caught-up one had
+     * nothing to answer, the next batch never decided and every later write of the volume stopped.
+     */
+    @Test
+    void aCaughtUpLeaderReplicaAnswersForABatchItsRegionDecidedBeforeItsDiskWasLost() throws Exception {
+        RrsConfig c0 = configs.get(0);
+        NodeId lost = c0.replicas().get(1);
+        NodeId peer = c0.replicas().get(0);
+        int n = CHECKPOINT_EVERY + 1; // a certified checkpoint, then batch Y after it (block 5: region 0 leads it)
+        for (int b = 1; b <= n; b++) {
+            assertTrue(client.submit(List.of(new BlockWrite(b % 8, data(b)))) > 0);
+            drain();
+        }
+        assertEquals(n, acked.size());
+        long yId = acked.get(n - 1)[0];
+        long certified = CHECKPOINT_EVERY - 1;
+        disks.get(lost).deleteAll();
+        sent.clear();
+        replicas.get(peer).receive(lost, new Message.StateRequest(0, 0, certified));
+        Message.StateTransfer x = sent.stream().map(Envelope::m).filter(Message.StateTransfer.class::isInstance)
+                .map(Message.StateTransfer.class::cast).findFirst().orElseThrow();
+        ReplicaCatchUp.install(cfg, c0, clientId, dir, dir, membership, coord, disks.get(lost), null, x);
+        RegionSnapshot base = RegionReplica.verifiedBase(cfg, c0, dir, membership, disks.get(lost), coord);
+        RegionReplica restarted = new RegionReplica(cfg, c0, lost, clientId, signers.get(lost), dir, membership,
+                (to, m) -> send(new Envelope(lost, to, m)), disks.get(lost), coord, ReplicaHooks.NONE, base);
+        replicas.put(lost, restarted);
+        assertNotNull(restarted.decisionCertificate(yId), "the transfer gave the caught-up replica Y's COMMIT certificate");
+
+        // batch X writes only region 1 (blocks 8..15): led by region 1, whose replicas never learned Y's decision
+        long xId = client.submit(List.of(new BlockWrite(9, data(100))));
+        assertTrue(xId > yId);
+        drain();
+        long now = 0;
+        for (int round = 0; round < 10 && acked.size() == n; round++) {
+            for (int t = 0; t < RegionReplica.MAX_RETRANSMIT_TICKS; t++) {
+                for (RegionReplica r : replicas.values()) {
+                    r.tick();
+                }
+                drain();
+            }
+            client.tick(now += 1000);
+            drain();
+        }
+        assertEquals(n + 1, acked.size(), "batch X, whose previous batch was decided before the leader replica's disk"
+                + " was lost, commits (recovery asked: " + recoveryReasons + ")");
+        assertTrue(failed.isEmpty());
+    }
+
+    /**
      * Issue 14 item 3, rebuild while serving (task disk18): a replica whose disk is lost takes the certified state's
      * metadata from a peer first (leaf hashes checked against the certified region root, the log after it) and serves
      * at once: writes commit with it while it holds none of the old blocks, a GET of a block it does not hold yet is

@@ -27,6 +27,7 @@ import io.salus.core.protocol.recovery.Coordination;
 import io.salus.core.protocol.recovery.RecoveryException;
 import io.salus.core.protocol.recovery.RegionLogRecovery;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -1699,11 +1700,29 @@ public final class RegionReplica {
             batchLeader.addDiskRequest(batchId, from);
             return;
         }
+        if (d == null) {
+            d = ledCertificate(log.decision(batchId));
+        }
         if (d != null) {
             net.send(from, new Message.DecisionMsg(d));
         } else if (!batchLeader.decided(batchId)) {
             batchLeader.addWaiter(batchId, from);
         }
+    }
+
+    /**
+     * {@code c} if it is a whole COMMIT/ABORT certificate of a batch this region leads (three signatures of its
+     * replicas: the asker verifies them), else null. A replica whose own tentative decision is gone (its disk was lost
+     * and it caught up from a peer, whose transfer carries the certificates of the log after the checkpoint) answers
+     * with it: without it the leaders of a later batch in another region, who need this batch's decision, got only
+     * the other two leader replicas' tentatives and waited for ever.
+     */
+    private Certificate ledCertificate(Certificate c) {
+        if (c == null || c.type() != CertType.COMMIT && c.type() != CertType.ABORT) {
+            return null;
+        }
+        Statement.Decision st = c.statement(Statement.Decision.class);
+        return st.leader().equals(regionId) && st.generation() == rrs.generation() ? c : null;
     }
 
     /**
@@ -1715,7 +1734,15 @@ public final class RegionReplica {
         if (asked.isEmpty()) {
             return;
         }
+        Map<Long, Certificate> whole = new HashMap<>();
         for (Certificate d : disk.decisions(rrs.generation())) {
+            Certificate led = ledCertificate(d);
+            if (led != null) {
+                // a whole certificate of a batch this region led (a caught-up replica's only record of it): the
+                // answer if no tentative of its own is on the disk
+                whole.putIfAbsent(led.statement(Statement.Decision.class).batchId(), led);
+                continue;
+            }
             if (d.type() != CertType.TENTATIVE_COMMIT && d.type() != CertType.TENTATIVE_ABORT
                     || !d.signers().equals(Set.of(me))) {
                 continue;
@@ -1730,10 +1757,19 @@ public final class RegionReplica {
                 return;
             }
         }
+        for (Map.Entry<Long, Set<NodeId>> e : asked.entrySet()) {
+            Certificate led = whole.get(e.getKey());
+            if (led != null && led.verify(verifier, rrs.replicaSet())) {
+                for (NodeId n : e.getValue()) {
+                    net.send(n, new Message.DecisionMsg(led));
+                }
+            }
+        }
     }
 
     private void onDecision(Certificate t) {
-        if (t.type() != CertType.TENTATIVE_COMMIT && t.type() != CertType.TENTATIVE_ABORT) {
+        boolean whole = t.type() == CertType.COMMIT || t.type() == CertType.ABORT;
+        if (t.type() != CertType.TENTATIVE_COMMIT && t.type() != CertType.TENTATIVE_ABORT && !whole) {
             return;
         }
         Statement.Decision st = t.statement(Statement.Decision.class);
@@ -1756,7 +1792,9 @@ public final class RegionReplica {
             // later asks for the decision at its tick)
             return;
         }
-        Certificate cert = log.offerLeaderTentative(st.batchId(), t,
+        // a whole certificate (a leader replica that caught up from a peer answers with it) carries the three leader
+        // replicas' signatures, verified above against the leader region's replicas
+        Certificate cert = whole ? t : log.offerLeaderTentative(st.batchId(), t,
                 cfg.mutated(Mutation.DECISION_FROM_TWO_LEADER_TENTATIVES) ? 2 : Tentatives.UNANIMOUS);
         if (cert == null) {
             return;
