@@ -200,6 +200,255 @@ class MountRecoveryTest {
         }
     }
 
+    /**
+     * Review rv18r: a committed batch whose COMMIT certificate has not reached one participant region yet (its
+     * decisions delayed; the leaders decided it and so report no BatchInfo) is not a batch that can never commit.
+     * On the code before the fix identifyLCP took it for stuck ("no replica of its leader region holds its
+     * BatchInfo"), recorded an LCP without it in coordination, and once the delayed COMMIT arrived every mount of
+     * that epoch (the next mount picks the same fence: nothing new was logged) was refused for ever.
+     */
+    @Test
+    void aCommittedBatchWhoseCertificateIsStillInFlightIsNotTakenForStuck() {
+        assertTrue(h.client.submit(List.of(new BlockWrite(1, PipelinedCommitTest.data(1)))) > 0);
+        h.drain();
+        java.util.Set<NodeId> region1 = new java.util.HashSet<>(h.configs.get(1).replicas());
+        h.hold = e -> e.m() instanceof Message.DecisionMsg && region1.contains(e.to());
+        assertTrue(h.client.submit(List.of(new BlockWrite(2, PipelinedCommitTest.data(2)),
+                new BlockWrite(10, PipelinedCommitTest.data(3)))) > 0);
+        h.drain();
+        assertEquals(1, h.acked.size(), "batch 2 is decided COMMIT at its leaders, region 1 has not learned it yet");
+        for (int i = 0; i < 3; i++) {
+            assertEquals(CertType.COMMIT, leader(i).decisionCertificate(2).type());
+        }
+        List<Envelope> late = new ArrayList<>(h.held); // the COMMIT to region 1, delayed
+        h.held.clear();
+        VolumeClient w = newWriterWithRecovery();
+        w.beginRemount(9);
+        ReplicaMount.Outcome o = null;
+        for (int i = 0; i < 3; i++) {
+            h.drain();
+            o = w.remountOutcome();
+            now += 1000;
+            w.tick(now);
+        }
+        h.hold = e -> false;
+        late.forEach(h.net::add); // the delayed certificate arrives
+        o = mount(w, 9);
+        var m = assertInstanceOf(ReplicaMount.Outcome.Mounted.class, o, String.valueOf(o));
+        assertEquals(3, m.seq(), "the committed batch 2 (seqs 2..3) is in the mounted volume");
+        VolumeClient w2 = newWriterWithRecovery();
+        var m2 = assertInstanceOf(ReplicaMount.Outcome.Mounted.class, mount(w2, 10));
+        assertEquals(3, m2.seq());
+    }
+
+    /**
+     * Review rv18r: a faulty participant replica reports an unresolved entry of a batch that does not exist (id 0, no
+     * BatchInfo anywhere), below a batch its leaders committed whose COMMIT is still on its way to region 1. Taking
+     * the invented batch for the first stuck one, the mount recorded an LCP inside the committed batch (region 0 had
+     * applied its seq 2, region 1 not its seq 3), and once the COMMIT arrived every mount of that epoch was refused.
+     * The LCP must wait for the batches its leaders committed.
+     */
+    @Test
+    void aFaultyReplicaInventingAnEarlierStuckBatchCannotRecordAnLcpInsideACommittedOne() {
+        assertTrue(h.client.submit(List.of(new BlockWrite(1, PipelinedCommitTest.data(1)))) > 0);
+        h.drain();
+        java.util.Set<NodeId> region1 = new java.util.HashSet<>(h.configs.get(1).replicas());
+        NodeId liar = h.configs.get(1).replicas().get(2);
+        java.util.function.Predicate<Envelope> liarsTruth = e -> e.m() instanceof Message.RecoveryState s
+                && e.from().equals(liar) && !s.lists(0);
+        java.util.function.Predicate<Envelope> commitToRegion1 = e -> e.m() instanceof Message.DecisionMsg
+                && region1.contains(e.to());
+        h.hold = commitToRegion1;
+        assertTrue(h.client.submit(List.of(new BlockWrite(2, PipelinedCommitTest.data(2)),
+                new BlockWrite(10, PipelinedCommitTest.data(3)))) > 0);
+        h.drain();
+        for (int i = 0; i < 3; i++) {
+            assertEquals(CertType.COMMIT, leader(i).decisionCertificate(2).type());
+        }
+        h.hold = commitToRegion1.or(liarsTruth);
+        VolumeClient w = newWriterWithRecovery();
+        w.beginRemount(9);
+        ReplicaMount.Outcome o = null;
+        for (int i = 0; i < 30 && !(o instanceof ReplicaMount.Outcome.Mounted || o instanceof ReplicaMount.Outcome.Refused); i++) {
+            if (i == 4) { // the delayed COMMIT arrives
+                h.hold = liarsTruth;
+                List<Envelope> late = new ArrayList<>();
+                h.held.removeIf(e -> commitToRegion1.test(e) && late.add(e));
+                late.forEach(h.net::add);
+            }
+            h.drain();
+            List<Envelope> truth = new ArrayList<>();
+            h.held.removeIf(e -> liarsTruth.test(e) && truth.add(e));
+            for (Envelope e : truth) {
+                Message.RecoveryState s = (Message.RecoveryState) e.m();
+                List<Message.PendingEntry> p = new ArrayList<>(s.pending());
+                p.add(0, new Message.PendingEntry(0, 0, List.of(9L)));
+                Message.RecoveryState lie = new Message.RecoveryState(s.nonce(), s.volume(), s.region(), s.generation(),
+                        s.replica(), s.fenceBelow(), p, s.batchInfos(), s.committed(), null);
+                h.net.add(new Envelope(liar, e.to(), lie.withSignature(h.signers.get(liar).sign(lie.signedBytes()))));
+            }
+            h.drain();
+            o = w.remountOutcome();
+            now += 1000;
+            w.tick(now);
+            h.replicas.values().forEach(RegionReplica::tick);
+        }
+        var m = assertInstanceOf(ReplicaMount.Outcome.Mounted.class, o, String.valueOf(o));
+        assertEquals(3, m.seq(), "the committed batch 2 (seqs 2..3) is in the mounted volume");
+    }
+
+    /**
+     * Review rv18r: an abort asked of a region that does not lead the batch (a faulty participant's pending entry can
+     * name any leader region, and the orchestrator sends the abort there). Its replicas hold no BatchInfo of the
+     * batch and never decided it, so each signed TENTATIVE_ABORT; with three of them the participants took an ABORT
+     * certificate of region 1 for batch 2, which region 0 leads and committed: the batch's leaders signed COMMIT,
+     * its participants applied ABORT. A decision counts only from the batch's own leader region.
+     */
+    @Test
+    void anAbortSignedByARegionThatDoesNotLeadTheBatchIsNotTaken() {
+        assertTrue(h.client.submit(List.of(new BlockWrite(1, PipelinedCommitTest.data(1)))) > 0);
+        h.drain();
+        h.hold = e -> e.m() instanceof Message.Vote;
+        assertTrue(h.client.submit(List.of(new BlockWrite(2, PipelinedCommitTest.data(2)),
+                new BlockWrite(10, PipelinedCommitTest.data(3)))) > 0);
+        h.drain(); // batch 2 logged in both regions, its votes not yet at its leaders (region 0)
+        List<Envelope> votes = new ArrayList<>(h.held);
+        h.held.clear();
+        long fence = ReplicaMount.BATCH_ID_EPOCH;
+        byte[] qs = h.signers.get(h.clientId).sign(Message.MountQuery.signedBytes("v", 5, fence));
+        for (NodeId n : h.configs.get(1).replicas()) {
+            h.replicas.get(n).receive(h.clientId, new Message.MountQuery(5, fence, qs));
+        }
+        h.coord.putLcp(new Coordination.Lcp(fence, 1, leader(0).rootRecord().root()));
+        byte[] sig = h.signers.get(h.clientId).sign(Message.RecoveryAbort.signedBytes("v", fence, 2, 1, 2, 3));
+        for (NodeId n : h.configs.get(1).replicas()) {
+            h.replicas.get(n).receive(h.clientId, new Message.RecoveryAbort("v", fence, 2, 1, 2, 3, List.of(), sig));
+        }
+        h.hold = e -> false;
+        votes.forEach(h.net::add);
+        h.drain();
+        for (int i = 0; i < 3; i++) {
+            assertEquals(CertType.TENTATIVE_COMMIT, l0Decision(leader(i), 2), "batch 2's leaders committed it");
+        }
+        for (int r = 0; r < 2; r++) {
+            for (NodeId n : h.configs.get(r).replicas()) {
+                Certificate d = h.replicas.get(n).decisionCertificate(2);
+                assertNotNull(d, n + " learned batch 2's decision");
+                assertEquals(CertType.COMMIT, d.type(), n + " applied the decision of batch 2's leaders: " + d);
+            }
+        }
+    }
+
+    /**
+     * Review rv18r: the same wrong-region ABORT certificate (three TENTATIVE_ABORTs of region 1 for batch 2, which
+     * region 0 leads) put on a participant replica's disk (a faulty peer's state transfer records the decisions it
+     * sends once they verify against their signers' region) is not taken at the replica's restart either.
+     */
+    @Test
+    void aWrongRegionAbortOnTheDiskIsNotTakenAtARestart() {
+        assertTrue(h.client.submit(List.of(new BlockWrite(1, PipelinedCommitTest.data(1)))) > 0);
+        h.drain();
+        h.hold = e -> e.m() instanceof Message.Vote;
+        assertTrue(h.client.submit(List.of(new BlockWrite(2, PipelinedCommitTest.data(2)),
+                new BlockWrite(10, PipelinedCommitTest.data(3)))) > 0);
+        h.drain();
+        List<Envelope> votes = new ArrayList<>(h.held);
+        h.held.clear();
+        long fence = ReplicaMount.BATCH_ID_EPOCH;
+        byte[] qs = h.signers.get(h.clientId).sign(Message.MountQuery.signedBytes("v", 5, fence));
+        h.coord.putLcp(new Coordination.Lcp(fence, 1, leader(0).rootRecord().root()));
+        byte[] sig = h.signers.get(h.clientId).sign(Message.RecoveryAbort.signedBytes("v", fence, 2, 1, 2, 3));
+        h.sent.clear();
+        for (NodeId n : h.configs.get(1).replicas()) {
+            h.replicas.get(n).receive(h.clientId, new Message.MountQuery(5, fence, qs));
+            h.replicas.get(n).receive(h.clientId, new Message.RecoveryAbort("v", fence, 2, 1, 2, 3, List.of(), sig));
+        }
+        java.util.Map<NodeId, Certificate> tentatives = new java.util.LinkedHashMap<>();
+        for (Envelope e : h.sent) {
+            if (e.m() instanceof Message.DecisionMsg d && d.tentative().type() == CertType.TENTATIVE_ABORT) {
+                tentatives.putIfAbsent(e.from(), d.tentative());
+            }
+        }
+        assertEquals(3, tentatives.size(), "region 1's replicas signed an abort of a batch they do not lead");
+        Certificate wrong = Certificate.combine(tentatives.values());
+        NodeId p = h.configs.get(1).replicas().get(0);
+        h.disks.get(p).recordDecision(0, wrong);
+        h.net.clear();
+        RegionReplica restarted = h.start(h.configs.get(1), p);
+        h.hold = e -> false;
+        votes.forEach(h.net::add);
+        h.drain();
+        for (int i = 0; i < 5; i++) {
+            h.replicas.values().forEach(RegionReplica::tick);
+            h.drain();
+        }
+        for (int i = 0; i < 3; i++) {
+            assertEquals(CertType.TENTATIVE_COMMIT, l0Decision(leader(i), 2), "batch 2's leaders committed it");
+        }
+        Certificate d = restarted.decisionCertificate(2);
+        assertNotNull(d, "the restarted replica learned batch 2's decision");
+        assertEquals(CertType.COMMIT, d.type(), "it applied the decision of batch 2's leaders: " + d);
+    }
+
+    /**
+     * Review rv18r: a replica's mount answers of one mount reordered by the network. Region 1's answers from before
+     * batch 1's COMMIT reached it (applied nothing, batch 1 unresolved) arrive after its later ones: the mount took the
+     * stale state for region 1's, recorded the LCP below batch 1 (committed at its leaders) and, once region 1's
+     * answers were fresh again, was refused for ever (same fence, same recorded LCP). Only a replica's newest answer
+     * of a mount counts: its resolved index never goes back.
+     */
+    @Test
+    void aStaleMountAnswerDeliveredLateDoesNotRecordAnLcpBelowACommittedBatch() {
+        java.util.Set<NodeId> region1 = new java.util.HashSet<>(h.configs.get(1).replicas());
+        java.util.function.Predicate<Envelope> commitToRegion1 = e -> e.m() instanceof Message.DecisionMsg
+                && region1.contains(e.to());
+        h.hold = commitToRegion1;
+        assertTrue(h.client.submit(List.of(new BlockWrite(1, PipelinedCommitTest.data(1)),
+                new BlockWrite(9, PipelinedCommitTest.data(2)))) > 0);
+        h.drain();
+        h.hold = commitToRegion1.or(e -> e.m() instanceof Message.SubBatchMsg s && s.subBatch().region() == 1);
+        assertTrue(h.client.submit(List.of(new BlockWrite(2, PipelinedCommitTest.data(3)),
+                new BlockWrite(10, PipelinedCommitTest.data(4)))) > 0);
+        h.drain();
+        h.held.removeIf(e -> e.m() instanceof Message.SubBatchMsg); // the writer died before these left it
+        assertEquals(0, h.acked.size());
+        h.hold = commitToRegion1;
+        VolumeClient w = newWriterWithRecovery();
+        w.beginRemount(9);
+        List<Envelope> early = new ArrayList<>();
+        ReplicaMount.Outcome o = null;
+        for (int i = 0; i < 30 && !(o instanceof ReplicaMount.Outcome.Mounted || o instanceof ReplicaMount.Outcome.Refused); i++) {
+            int from = h.sent.size();
+            h.drain();
+            if (i < 3) { // region 1's fenced answers while batch 1's COMMIT is on its way, kept for a late copy
+                for (Envelope e : h.sent.subList(from, h.sent.size())) {
+                    if (e.m() instanceof Message.MountState s && s.fenceBelow() > 0 && region1.contains(e.from())) {
+                        early.add(e);
+                    }
+                }
+            }
+            if (i == 3) {
+                h.hold = e -> false;
+                h.held.forEach(h.net::add);
+                h.held.clear();
+                h.drain();
+                for (int k = 0; k < 3; k++) {
+                    h.replicas.values().forEach(RegionReplica::tick);
+                    w.tick(now += 1000);
+                    h.drain();
+                }
+                early.forEach(h.net::add); // the stale copies, late
+                h.drain();
+            }
+            o = w.remountOutcome();
+            now += 1000;
+            w.tick(now);
+            h.replicas.values().forEach(RegionReplica::tick);
+        }
+        var m = assertInstanceOf(ReplicaMount.Outcome.Mounted.class, o, String.valueOf(o));
+        assertEquals(2, m.seq(), "batch 1 (seqs 1..2), committed at its leaders, is in the mounted volume");
+    }
+
     /** An LCP recorded in coordination that is not the volume's committed prefix stops the mount; nothing is aborted. */
     @Test
     void aForgedLcpInCoordinationStopsTheMountAndAbortsNothing() {

@@ -149,7 +149,16 @@ public final class ReplicaMount {
                 || !verifier.verify(from, s.signedBytes(), s.signature())) {
             return;
         }
-        answers.computeIfAbsent(s.region(), k -> new LinkedHashMap<>()).put(from, s);
+        Map<NodeId, Message.MountState> a = answers.computeIfAbsent(s.region(), k -> new LinkedHashMap<>());
+        Message.MountState held = a.get(from);
+        if (held != null && held.fenceBelow() == s.fenceBelow() && (held.committedIndex() > s.committedIndex()
+                || held.appliedSeq() > s.appliedSeq())) {
+            // an earlier answer of this mount delivered late (review rv18r): a replica's resolved index and applied
+            // seq never go back, so its newest answer is the one with the highest. Taking the stale one made the
+            // mount record the LCP below a batch this region had applied since, and refused every later mount
+            return;
+        }
+        a.put(from, s);
     }
 
     /** Takes a replica's recovery state if it is for this mount's fenced round, from a replica of its region, and signed. */
@@ -372,6 +381,12 @@ public final class ReplicaMount {
         String why = null;
         List<Message.RecoveryState> proof = List.of();
         for (long b : undecided) {
+            if (committedAtLeader(b, leaderOf)) {
+                // a leader replica signed COMMIT for it (and so reports no BatchInfo): every participant voted YES, its
+                // COMMIT may be on its way to them: not a batch that never commits (taking it for one recorded an LCP
+                // inside it, and every later mount of the epoch was refused). A later stuck batch waits for it below.
+                continue;
+            }
             BatchInfo bi = infos.get(b);
             if (bi == null) {
                 stuck = b;
@@ -408,6 +423,13 @@ public final class ReplicaMount {
                     return new Outcome.Waiting("recovery: batch " + bStar + " can never commit (" + why + "); waiting"
                             + " for the batches before it to be decided (batch " + e.batchId() + " at " + x.replica()
                             + ")");
+                }
+                if (committedAtLeader(e.batchId(), leaderOf)) {
+                    // a leader replica signed COMMIT for a batch after the "stuck" one (ordered commit: only if the
+                    // stuck one is not what it seems, e.g. invented by a faulty replica): the LCP would end inside it.
+                    // Recorded only once it is resolved everywhere (review rv18r)
+                    return new Outcome.Waiting("recovery: batch " + e.batchId() + " is committed at a leader replica"
+                            + " and not resolved at " + x.replica() + "; waiting for its COMMIT to reach it");
                 }
             }
         }
@@ -478,6 +500,15 @@ public final class ReplicaMount {
         return new Outcome.Waiting("recovery epoch " + fence + ": LCP seq " + agreed.seq() + " recorded in"
                 + " coordination; batch " + bStar + " can never commit (" + why + "): aborting batches "
                 + undecided.tailSet(bStar) + " at their leader replicas");
+    }
+
+    /**
+     * True if a replica reports it signed COMMIT for the batch as its leader. Any replica's report counts (a faulty
+     * participant could name another leader region for the batch in its pending entry): a false report can only keep
+     * the mount waiting, a missed one records an LCP inside a committed batch.
+     */
+    private boolean committedAtLeader(long b, Map<Long, Integer> leaderOf) {
+        return recovery.values().stream().anyMatch(x -> x.reportsCommitted(b));
     }
 
     /**

@@ -94,7 +94,12 @@ public final class VolumeClient {
     private ReplicaMount remount;
     /** FLUSHes not done yet, in issue order (task tput18). */
     private final TreeMap<Long, OutFlush> flushes = new TreeMap<>();
-    private long nextFlushId = 1;
+    /**
+     * Starts at a random id, not 1 (review rv18r): a FlushReply is signed over the flush id only (with volume, region,
+     * generation), so with ids from 1 in every client a reply to a previous client of the volume (same key: the writer
+     * before a restart) replayed by the network completed this client's FLUSH of the same id without any sync.
+     */
+    private long nextFlushId = 1 + (new java.security.SecureRandom().nextLong() >>> 2);
     /**
      * Regions with a write acknowledged (PUT_SUCCESS) since the last FLUSH was issued: the next FLUSH asks their
      * replicas to sync. All regions at first (a new client does not know what its predecessor left unsynced).

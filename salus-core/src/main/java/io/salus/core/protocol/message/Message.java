@@ -314,11 +314,29 @@ public sealed interface Message {
      * sub-batch only from the client or its chain predecessor): the leader replicas may then abort the batch.
      */
     record RecoveryState(long nonce, String volume, int region, long generation, NodeId replica, long fenceBelow,
-                         java.util.List<PendingEntry> pending, java.util.List<BatchInfo> batchInfos, byte[] signature)
+                         java.util.List<PendingEntry> pending, java.util.List<BatchInfo> batchInfos,
+                         java.util.List<Long> committed, byte[] signature)
             implements Message {
         public RecoveryState {
             pending = java.util.List.copyOf(pending);
             batchInfos = java.util.List.copyOf(batchInfos);
+            committed = java.util.List.copyOf(committed);
+        }
+
+        /** Compatibility: a replica that signed no COMMIT as a leader (or holds none in memory). */
+        public RecoveryState(long nonce, String volume, int region, long generation, NodeId replica, long fenceBelow,
+                             java.util.List<PendingEntry> pending, java.util.List<BatchInfo> batchInfos, byte[] signature) {
+            this(nonce, volume, region, generation, replica, fenceBelow, pending, batchInfos, java.util.List.of(),
+                    signature);
+        }
+
+        /**
+         * True if this (leader) replica reports it signed COMMIT for {@code batchId} (review rv18r: a decided batch
+         * reports no BatchInfo, yet its COMMIT may still be on its way to a participant: it is not a batch that never
+         * commits).
+         */
+        public boolean reportsCommitted(long batchId) {
+            return committed.contains(batchId);
         }
 
         /** The bytes the replica signs: everything but the BatchInfos' own bytes (their ids are covered). */
@@ -331,11 +349,14 @@ public sealed interface Message {
             }
             o.i32(batchInfos.size());
             batchInfos.forEach(b -> o.i64(b.batchId()));
+            o.i32(committed.size());
+            committed.forEach(o::i64);
             return o.toByteArray();
         }
 
         public RecoveryState withSignature(byte[] sig) {
-            return new RecoveryState(nonce, volume, region, generation, replica, fenceBelow, pending, batchInfos, sig);
+            return new RecoveryState(nonce, volume, region, generation, replica, fenceBelow, pending, batchInfos,
+                    committed, sig);
         }
 
         /** True if this replica lists an unresolved entry of {@code batchId}. */
@@ -352,7 +373,8 @@ public sealed interface Message {
         public String toString() {
             return "RecoveryState[" + replica + " region " + region + " gen " + generation + ", fence " + fenceBelow
                     + ", pending " + pending.stream().map(e -> e.batchId() + "@" + e.leaderRegion() + e.seqs()).toList()
-                    + ", batch infos " + batchInfos.stream().map(BatchInfo::batchId).toList() + "]";
+                    + ", batch infos " + batchInfos.stream().map(BatchInfo::batchId).toList() + ", committed "
+                    + committed + "]";
         }
     }
 

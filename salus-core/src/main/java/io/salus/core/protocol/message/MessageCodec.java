@@ -255,6 +255,8 @@ public final class MessageCodec {
         }
         o.i32(s.batchInfos().size());
         s.batchInfos().forEach(b -> writeBatchInfo(o, b));
+        o.i32(s.committed().size());
+        s.committed().forEach(o::i64);
         o.blob(requireSigned(s.signature(), "RecoveryState.signature"));
     }
 
@@ -313,8 +315,13 @@ public final class MessageCodec {
         for (int i = 0; i < b; i++) {
             infos.add(readBatchInfo(in));
         }
+        int d = count(in, 8, "committed count");
+        List<Long> committed = new ArrayList<>(d);
+        for (int i = 0; i < d; i++) {
+            committed.add(in.i64("committed batch id " + i));
+        }
         return new Message.RecoveryState(nonce, volume, region, generation, replica, fence, pending, infos,
-                in.blob("replica signature"));
+                committed, in.blob("replica signature"));
     }
 
     /** About the encoded size, so that block-carrying messages are written without regrowing the buffer. */

@@ -73,6 +73,18 @@ final class BatchLeaderState {
         return myDecisions.get(batchId);
     }
 
+    /** The batches this replica signed COMMIT for, whose decision it still holds in memory, in id order. */
+    List<Long> committedInMemory() {
+        List<Long> l = new ArrayList<>();
+        myDecisions.forEach((b, t) -> {
+            if (t.type() == io.salus.core.cert.CertType.TENTATIVE_COMMIT) {
+                l.add(b);
+            }
+        });
+        java.util.Collections.sort(l);
+        return l;
+    }
+
     /** Reloads a decision this replica signed before a restart. */
     void reload(long batchId, Certificate t) {
         myDecisions.putIfAbsent(batchId, t);
@@ -91,6 +103,16 @@ final class BatchLeaderState {
             leading.put(batchId, lb);
         }
         return lb;
+    }
+
+    /** True if an open batch led here waits for {@code batchId}'s decision, led by {@code leaderRegion}. */
+    boolean awaitsDecisionOf(long batchId, int leaderRegion) {
+        for (LeaderBatch lb : leading.values()) {
+            if (lb.info != null && lb.info.prevBatchId() == batchId && lb.info.prevLeaderRegion() == leaderRegion) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** True if an open batch led here waits for {@code batchId}'s decision (its previous batch). */

@@ -830,8 +830,10 @@ public final class RegionReplica {
             }
         }
         infos.sort(java.util.Comparator.comparingLong(BatchInfo::batchId));
+        // the batches it signed COMMIT for (still in memory) too: a decided batch reports no BatchInfo, yet its COMMIT
+        // may still be on its way to a participant whose entry of it is unresolved (review rv18r)
         Message.RecoveryState st = new Message.RecoveryState(nonce, cfg.volume(), regionId.index(), rrs.generation(),
-                me, fenceBelow, pending, infos, null);
+                me, fenceBelow, pending, infos, batchLeader.committedInMemory(), null);
         return st.withSignature(signer.sign(st.signedBytes()));
     }
 
@@ -1790,6 +1792,13 @@ public final class RegionReplica {
             // neither logged here nor the previous batch of one this replica leads: keeping it let one
             // faulty leader-region replica grow memory without bound (a participant that logs the batch
             // later asks for the decision at its tick)
+            return;
+        }
+        ReplicaLog.Entry logged = log.entryOfBatch(st.batchId());
+        if (logged != null ? logged.sb.leaderRegion() != leader : !batchLeader.awaitsDecisionOf(st.batchId(), leader)) {
+            // signed by a region that does not lead the batch (review rv18r: a recovery abort asked of another
+            // region, whose replicas hold no BatchInfo of it, made an ABORT certificate of a batch its own leaders
+            // committed): only the decision of the batch's leader region counts
             return;
         }
         // a whole certificate (a leader replica that caught up from a peer answers with it) carries the three leader

@@ -152,6 +152,14 @@ final class ReplicaLog {
     }
 
     void learnDecision(long batchId, Certificate cert) {
+        Entry e = entryOfBatch(batchId);
+        if (e != null && cert.statement() instanceof io.salus.core.cert.Statement.Decision st
+                && st.leader().index() != e.sb.leaderRegion()) {
+            // signed by a region that does not lead the batch (review rv18r: three replicas of another region asked
+            // to abort it sign; such a certificate reached the disk through a faulty peer's state transfer and was
+            // taken at the restart): only the batch's own leader region decides it
+            return;
+        }
         decisionCerts.putIfAbsent(batchId, cert);
         decisionTentatives.forget(batchId);
     }

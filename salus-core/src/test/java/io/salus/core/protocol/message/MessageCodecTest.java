@@ -139,7 +139,8 @@ class MessageCodecTest {
             }
             return new Message.RecoveryState(anyLong(), volume(), rnd.nextInt(64), rnd.nextInt(9),
                     io.salus.core.crypto.NodeId.of("v/" + rnd.nextInt(64) + "/r" + rnd.nextInt(3)), anyLong(), pending,
-                    infos, bytes(64));
+                    infos, java.util.stream.LongStream.range(0, rnd.nextInt(4)).map(i -> anyLong()).boxed().toList(),
+                    bytes(64));
         }
 
         Message of(MessageCodec.Type t) {
