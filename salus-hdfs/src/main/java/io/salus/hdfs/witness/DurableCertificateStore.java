@@ -43,6 +43,19 @@ import org.slf4j.LoggerFactory;
  * is truncated and reported. A damaged record with intact records after it, or damage in an older
  * segment, makes {@link #open} throw {@link CorruptWitnessStoreException}, unless the store is
  * opened with {@code repair}, which moves the damaged bytes to a {@code .corrupt} file.
+ *
+ * <p><b>Interrupts.</b> A {@link FileChannel} is closed, for every thread, when a thread is
+ * interrupted inside a read, write or force on it (or enters one with its interrupt flag set). The
+ * store's callers include connection threads that an executor's {@code shutdownNow}, a
+ * {@code Future.cancel(true)} or an RPC framework may interrupt, so every journal operation goes
+ * through {@link #io}: it clears the caller's interrupt flag for the call and restores it after, and
+ * if the channel is nevertheless found closed while the store is open and the segment still in use
+ * (an interrupt that arrived during the call, on this or another thread) it reopens that segment's
+ * file under the write lock and retries. The operations are positional (a write at a known offset,
+ * a read, an fsync of the whole file), so a retry is idempotent, and an ack still follows an fsync
+ * that covers it: fsync flushes the file, whichever descriptor it is called on. A certificate the
+ * store indexes is never answered as "nothing stored" because of a closed channel; only a segment
+ * really reclaimed (all its certificates truncated) reads as empty.
  */
 public final class DurableCertificateStore implements CertificateStore, Closeable {
   private static final Logger LOG = LoggerFactory.getLogger(DurableCertificateStore.class);
@@ -68,7 +81,8 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
   private static final class Segment {
     final int number;
     final Path path;
-    final FileChannel channel;
+    /** Replaced (under the write lock) if an interrupt closed it while the store was open. */
+    volatile FileChannel channel;
     long size;
 
     Segment(int number, Path path, FileChannel channel, long size) {
@@ -117,6 +131,11 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
   private final RecoveryReport recovery;
   private final WitnessStoreStats stats = new WitnessStoreStats();
   private volatile boolean closed;
+  /** Segment channels reopened after an interrupt closed them (see {@link #io}). */
+  private final java.util.concurrent.atomic.AtomicLong reopenedChannels =
+      new java.util.concurrent.atomic.AtomicLong();
+  /** Consecutive closures of one call's channel after which the call fails. */
+  private static final int MAX_REOPENS = 64;
 
   private DurableCertificateStore(Path dir, Options options) throws IOException {
     this.dir = dir;
@@ -136,11 +155,16 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
           + " (LOCK held); stop the other process or give this one its own --dir");
     }
     this.lock = l;
+    boolean interrupted = Thread.interrupted();
     try {
       this.recovery = recover();
     } catch (IOException | RuntimeException e) {
       closeQuietly();
       throw e;
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
     }
   }
 
@@ -183,30 +207,44 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
       int number = segmentNumber(p);
       boolean last = i == files.size() - 1;
       FileChannel ch = FileChannel.open(p, StandardOpenOption.READ, StandardOpenOption.WRITE);
-      Segment seg = new Segment(number, p, ch, ch.size());
+      Segment seg = new Segment(number, p, ch, 0);
       segments.put(number, seg);
+      seg.size = io(seg, FileChannel::size);
       ScanResult r = scan(seg);
       records += r.records;
       if (r.badOffset >= 0) {
         long end = seg.size;
-        if (last && (r.incomplete || allZero(ch, r.badOffset, end)
-            || tornLastRecord(ch, r, end))) {
+        long bad = r.badOffset;
+        if (last && (r.incomplete || allZero(seg, bad, end)
+            || tornLastRecord(seg, r, end))) {
           LOG.warn("Witness journal {}: truncating torn tail of {} bytes at offset {} ({})", p,
-              end - r.badOffset, r.badOffset, r.reason);
-          ch.truncate(r.badOffset);
-          ch.force(true);
-          torn += end - r.badOffset;
-          seg.size = r.badOffset;
+              end - bad, bad, r.reason);
+          io(seg, c -> {
+            c.truncate(bad).force(true);
+            return null;
+          });
+          torn += end - bad;
+          seg.size = bad;
         } else if (options.repair) {
-          Path q = dir.resolve(p.getFileName() + "." + r.badOffset + ".corrupt");
+          Path q = dir.resolve(p.getFileName() + "." + bad + ".corrupt");
           try (FileChannel out = FileChannel.open(q, StandardOpenOption.CREATE_NEW,
               StandardOpenOption.WRITE)) {
-            ch.transferTo(r.badOffset, end - r.badOffset, out);
+            long[] done = {0};
+            while (done[0] < end - bad) {
+              long n = io(seg, c -> c.transferTo(bad + done[0], end - bad - done[0], out));
+              if (n <= 0) {
+                throw new IOException("copying the damaged bytes of " + p + " to " + q
+                    + " made no progress at " + (bad + done[0]));
+              }
+              done[0] += n;
+            }
             out.force(true);
           }
-          ch.truncate(r.badOffset);
-          ch.force(true);
-          seg.size = r.badOffset;
+          io(seg, c -> {
+            c.truncate(bad).force(true);
+            return null;
+          });
+          seg.size = bad;
           quarantined.add(q + " (" + (end - r.badOffset) + " bytes: " + r.reason + ")");
           LOG.error("Witness journal {}: REPAIR moved {} damaged bytes at offset {} to {} ({})", p,
               end - r.badOffset, r.badOffset, q, r.reason);
@@ -243,7 +281,7 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
    * damaged, the rest of the file is no longer than one record, and no intact record header starts
    * anywhere in it. Anything else is mid-log corruption.
    */
-  private boolean tornLastRecord(FileChannel ch, ScanResult r, long end) throws IOException {
+  private boolean tornLastRecord(Segment seg, ScanResult r, long end) throws IOException {
     if (r.lastRecord) {
       return true;
     }
@@ -253,7 +291,7 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
       return false;
     }
     ByteBuffer buf = ByteBuffer.allocate((int) rest);
-    readFully(ch, buf, r.badOffset);
+    readFully(seg, buf, r.badOffset);
     byte[] b = buf.array();
     for (int i = 1; i + JournalRecord.HEADER <= b.length; i++) {
       ByteBuffer hb = ByteBuffer.wrap(b, i, JournalRecord.HEADER);
@@ -280,7 +318,7 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
         return r;
       }
       header.clear();
-      readFully(seg.channel, header, pos);
+      readFully(seg, header, pos);
       byte[] h = header.array();
       ByteBuffer hb = ByteBuffer.wrap(h);
       int magic = hb.getInt();
@@ -307,7 +345,7 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
         return r;
       }
       ByteBuffer body = ByteBuffer.allocate(bodyLen + JournalRecord.TRAILER);
-      readFully(seg.channel, body, pos + JournalRecord.HEADER);
+      readFully(seg, body, pos + JournalRecord.HEADER);
       byte[] b = body.array();
       int bcrc = ByteBuffer.wrap(b, bodyLen, 4).getInt();
       if (bcrc != JournalRecord.crc(b, 0, bodyLen)) {
@@ -331,12 +369,13 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
     return r;
   }
 
-  private static boolean allZero(FileChannel ch, long from, long to) throws IOException {
+  private boolean allZero(Segment seg, long from, long to) throws IOException {
     ByteBuffer buf = ByteBuffer.allocate(8192);
     long pos = from;
     while (pos < to) {
       buf.clear();
-      int n = ch.read(buf, pos);
+      long at = pos;
+      int n = io(seg, c -> c.read(buf, at));
       if (n <= 0) {
         break;
       }
@@ -402,7 +441,7 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
         writeAt(rec);
       }
     }
-    current.channel.force(false);
+    force(current);
     for (Segment d : dead) {
       segments.remove(d.number);
       live.remove(d.number);
@@ -436,20 +475,120 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
   }
 
   private void fsyncDirectory() {
-    try (FileChannel d = FileChannel.open(dir, StandardOpenOption.READ)) {
-      d.force(true);
-    } catch (IOException e) {
-      LOG.debug("directory fsync not supported for {}: {}", dir, e.toString());
+    boolean interrupted = Thread.interrupted();
+    try {
+      for (int attempt = 0; ; attempt++) {
+        try (FileChannel d = FileChannel.open(dir, StandardOpenOption.READ)) {
+          d.force(true);
+          return;
+        } catch (java.nio.channels.ClosedChannelException e) {
+          // interrupted during the fsync: the directory entry may not be durable yet, so again
+          interrupted |= Thread.interrupted();
+          if (attempt >= MAX_REOPENS) {
+            throw new UncheckedIOException("witness directory fsync of " + dir
+                + " kept being interrupted", e);
+          }
+        } catch (IOException e) {
+          LOG.debug("directory fsync not supported for {}: {}", dir, e.toString());
+          return;
+        }
+      }
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
     }
   }
 
-  private static void readFully(FileChannel ch, ByteBuffer buf, long pos) throws IOException {
-    while (buf.hasRemaining()) {
-      int n = ch.read(buf, pos + buf.position());
-      if (n < 0) {
-        throw new IOException("unexpected end of file " + ch + " at " + (pos + buf.position()));
+  /** One operation on a segment's channel; it may be run again on a reopened channel. */
+  @FunctionalInterface
+  private interface ChannelOp<T> {
+    T apply(FileChannel ch) throws IOException;
+  }
+
+  /**
+   * Runs {@code op} on {@code seg}'s channel immune to interrupts: the caller's interrupt flag is
+   * cleared for the call and restored after it, and if the channel is found closed while the store
+   * is open and {@code seg} still in use (an interrupt arrived during the call, on this thread:
+   * ClosedByInterruptException, or on another one: AsynchronousCloseException), the segment's file
+   * is reopened and {@code op} runs again. Every {@code op} here is positional or whole-file, so it
+   * may run twice. Throws ClosedChannelException only if the store was closed or the segment
+   * reclaimed.
+   */
+  private <T> T io(Segment seg, ChannelOp<T> op) throws IOException {
+    boolean interrupted = Thread.interrupted();
+    try {
+      for (int attempt = 0; ; attempt++) {
+        FileChannel ch = seg.channel;
+        try {
+          return op.apply(ch);
+        } catch (java.nio.channels.ClosedChannelException e) {
+          interrupted |= Thread.interrupted();
+          if (attempt >= MAX_REOPENS || !reopen(seg, ch)) {
+            throw e;
+          }
+        }
+      }
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
       }
     }
+  }
+
+  /**
+   * Replaces {@code seg}'s channel if it is still {@code failed} and closed, the store is open and
+   * the segment not reclaimed. Under the write lock, so it cannot race {@link #reclaim} (which
+   * removes a segment from {@code segments} before it closes and deletes it) nor {@link #close}.
+   *
+   * @return whether the operation should be retried
+   */
+  private boolean reopen(Segment seg, FileChannel failed) throws IOException {
+    writeLock.lock();
+    try {
+      if (closed || segments.get(seg.number) != seg) {
+        return false;
+      }
+      if (seg.channel != failed) {
+        return true; // another thread already reopened it
+      }
+      if (failed.isOpen()) {
+        return false; // closed-channel exception from some other channel (e.g. a transfer target)
+      }
+      seg.channel = FileChannel.open(seg.path, StandardOpenOption.READ, StandardOpenOption.WRITE);
+      long n = reopenedChannels.incrementAndGet();
+      LOG.warn("Witness journal {}: {} was closed under the open store (a thread was interrupted"
+          + " during its I/O); reopened it and retried ({} reopen(s) since open)", dir,
+          seg.path.getFileName(), n);
+      return true;
+    } finally {
+      writeLock.unlock();
+    }
+  }
+
+  /** Journal channels reopened after an interrupt closed them, since open. */
+  public long reopenedChannels() {
+    return reopenedChannels.get();
+  }
+
+  private void force(Segment seg) throws IOException {
+    io(seg, c -> {
+      c.force(false);
+      return null;
+    });
+  }
+
+  private void readFully(Segment seg, ByteBuffer buf, long pos) throws IOException {
+    io(seg, c -> {
+      while (buf.hasRemaining()) {
+        int n = c.read(buf, pos + buf.position());
+        if (n < 0) {
+          throw new IOException("unexpected end of file " + seg.path + " at "
+              + (pos + buf.position()));
+        }
+      }
+      return null;
+    });
   }
 
   // ------------------------------------------------------------------ writing
@@ -491,7 +630,7 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
 
   private Loc append(byte[] rec) throws IOException {
     if (current.size > 0 && current.size + rec.length > options.segmentBytes) {
-      current.channel.force(false);
+      force(current);
       current = createSegment(current.number + 1);
       reclaim();
     }
@@ -501,9 +640,12 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
   private Loc writeAt(byte[] rec) throws IOException {
     ByteBuffer b = ByteBuffer.wrap(rec);
     long off = current.size;
-    while (b.hasRemaining()) {
-      current.channel.write(b, off + b.position());
-    }
+    io(current, c -> {
+      while (b.hasRemaining()) {
+        c.write(b, off + b.position());
+      }
+      return null;
+    });
     current.size += rec.length;
     written += rec.length;
     return new Loc(current.number, off, rec.length, written);
@@ -536,17 +678,17 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
         return;
       }
       long upto;
-      FileChannel ch;
+      Segment seg;
       writeLock.lock();
       try {
         ensureOpen();
         upto = written;
-        ch = current.channel;
+        seg = current;
       } finally {
         writeLock.unlock();
       }
       long t0 = System.nanoTime();
-      ch.force(false);
+      force(seg);
       stats.fsynced(System.nanoTime() - t0);
       durable = upto;
     } catch (IOException e) {
@@ -619,11 +761,11 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
     }
     Segment seg = segments.get(loc.segment);
     if (seg == null) {
-      return Optional.empty(); // truncated and reclaimed concurrently
+      return reclaimed(li, index, loc, null);
     }
     try {
       ByteBuffer buf = ByteBuffer.allocate(loc.length);
-      readFully(seg.channel, buf, loc.offset);
+      readFully(seg, buf, loc.offset);
       byte[] r = buf.array();
       int bodyLen = r.length - JournalRecord.HEADER - JournalRecord.TRAILER;
       int crc = ByteBuffer.wrap(r, r.length - 4, 4).getInt();
@@ -635,12 +777,26 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
       return Optional.of(JournalRecord.parseBody(JournalRecord.PUT, body).cert());
     } catch (java.nio.channels.ClosedChannelException e) {
       if (closed) {
-        throw new UncheckedIOException(e);
+        throw new UncheckedIOException("witness store " + dir + " is closed", e);
       }
-      return Optional.empty(); // truncated and reclaimed concurrently
+      return reclaimed(li, index, loc, e); // io() reopens a channel closed under an open store
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
+  }
+
+  /**
+   * The answer for an indexed certificate whose segment is gone: "nothing stored" only if the
+   * segment was really reclaimed, i.e. the certificate was truncated by a checkpoint meanwhile; a
+   * certificate still indexed is never answered as absent.
+   */
+  private Optional<byte[]> reclaimed(LogIndex li, long index, Loc loc, IOException cause) {
+    if (segments.get(loc.segment) == null && li.entries.get(index) != loc) {
+      return Optional.empty(); // truncated and reclaimed concurrently
+    }
+    throw new UncheckedIOException(new IOException("witness journal " + dir + ": segment "
+        + loc.segment + " holding a certificate still indexed (index " + index + ") is "
+        + (segments.get(loc.segment) == null ? "missing" : "unreadable"), cause));
   }
 
   /** The logs this store holds entries for. */
@@ -673,7 +829,7 @@ public final class DurableCertificateStore implements CertificateStore, Closeabl
       if (closed) {
         return;
       }
-      current.channel.force(false);
+      force(current);
       durable = written;
       closed = true;
     } finally {

@@ -370,7 +370,11 @@ public final class WitnessServer implements Closeable {
         // closing
       }
     }
-    pool.shutdownNow();
+    // shutdown, not shutdownNow: the sockets closed above end every connection thread, and an
+    // interrupt would only reach a thread in the store's journal I/O (where it used to close the
+    // journal channel under the open store; the store now shrugs interrupts off, see
+    // DurableCertificateStore#io). A thread still in the store finishes its request.
+    pool.shutdown();
     try {
       pool.awaitTermination(10, TimeUnit.SECONDS);
     } catch (InterruptedException e) {
