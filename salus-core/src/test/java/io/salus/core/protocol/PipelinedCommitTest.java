@@ -1145,6 +1145,48 @@ class PipelinedCommitTest {
     }
 
     /**
+     * The other side of the rule above: a whole decision certificate is taken only as three valid signatures of the
+     * leader region's current replicas. One with a signature by a replica of another region, or with a bad signature,
+     * is not taken by the next batch's leaders (they still wait for Y's decision), the genuine one is.
+     */
+    @Test
+    void aWholeDecisionCertificateWithAForeignOrBadSignatureIsNotTaken() {
+        assertTrue(client.submit(List.of(new BlockWrite(1, data(1)))) > 0);
+        drain();
+        long yId = acked.get(0)[0];
+        Certificate genuine = replicas.get(configs.get(0).replicas().get(0)).decisionCertificate(yId);
+        assertEquals(CertType.COMMIT, genuine.type());
+        // batch X (region 1 only, led by region 1) waits for Y's decision: region 0's answers are held back
+        hold = e -> configs.get(0).replicas().contains(e.from()) && e.m() instanceof Message.DecisionMsg;
+        long xId = client.submit(List.of(new BlockWrite(9, data(2))));
+        drain();
+        List<Certificate.Sig> sigs = new ArrayList<>(genuine.signatures());
+        NodeId outsider = configs.get(1).replicas().get(0);
+        byte[] outsiderSig = signers.get(outsider).sign(Certificate.signedBytes(genuine.statement()));
+        List<Certificate.Sig> foreign = new ArrayList<>(sigs);
+        foreign.set(2, new Certificate.Sig(outsider, outsiderSig));
+        List<Certificate.Sig> bad = new ArrayList<>(sigs);
+        byte[] flipped = sigs.get(2).bytes().clone();
+        flipped[0] ^= 1;
+        bad.set(2, new Certificate.Sig(sigs.get(2).signer(), flipped));
+        for (List<Certificate.Sig> forged : List.of(foreign, bad)) {
+            Certificate f = Certificate.of(CertType.COMMIT, genuine.scheme(), genuine.statement(), forged);
+            for (NodeId l : configs.get(1).replicas()) {
+                replicas.get(l).receive(configs.get(0).replicas().get(1), new Message.DecisionMsg(f));
+                assertNull(replicas.get(l).decisionCertificate(yId), "a forged whole certificate is not taken");
+            }
+            drain();
+            assertEquals(1, acked.size(), "batch X waits");
+        }
+        for (NodeId l : configs.get(1).replicas()) {
+            replicas.get(l).receive(configs.get(0).replicas().get(1), new Message.DecisionMsg(genuine));
+        }
+        drain();
+        assertEquals(2, acked.size(), "with the genuine certificate batch X commits");
+        assertEquals(xId, acked.get(1)[0]);
+    }
+
+    /**
      * Issue 14 item 3, rebuild while serving (task disk18): a replica whose disk is lost takes the certified state's
      * metadata from a peer first (leaf hashes checked against the certified region root, the log after it) and serves
      * at once: writes commit with it while it holds none of the old blocks, a GET of a block it does not hold yet is
