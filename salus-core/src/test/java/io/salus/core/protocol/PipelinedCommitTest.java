@@ -652,6 +652,17 @@ class PipelinedCommitTest {
             assertFalse(disks.get(r).decisions(0).stream().anyMatch(c -> c.type() == CertType.ABORT),
                     r + ": the mark of batch 2 waits behind undecided batch 1 (the schedule this test is about)");
         }
+        // hostile: a faulty replica of region 0 recorded an "ABORT" of batch 1 (led by region 1) signed by region 0's
+        // replicas, and one of the other region's batch: shared like every recorded ABORT, neither binds to batch 1
+        List<Certificate> forged = new ArrayList<>();
+        for (NodeId r : region0) {
+            forged.add(Certificate.sign(CertType.TENTATIVE_ABORT, new Statement.Decision(false, "v", 1, 1, 1,
+                    new RegionId("v", 1), 0), signers.get(r)));
+        }
+        disks.get(region0.get(0)).recordDecision(0, Certificate.combine(forged));
+        disks.get(region0.get(0)).recordDecision(0, Certificate.combine(forged.stream().map(c -> Certificate.sign(
+                CertType.TENTATIVE_ABORT, new Statement.Decision(false, "v", 7, 1, 1, new RegionId("v", 1), 0),
+                signers.get(c.signatures().get(0).signer()))).toList()));
         // recovery of both regions from their holders and DataNodes, as the Master runs it
         RecoveryOrchestrator master = new RecoveryOrchestrator(cfg, dir, clientId, membership, coord, 1);
         RecoveryOrchestrator.Cluster cluster = new RecoveryOrchestrator.Cluster() {
@@ -710,7 +721,8 @@ class PipelinedCommitTest {
         assertEquals(List.of(1L, 2L), logs.get(1).entries().stream().map(e -> e.subBatch().batchId()).toList());
         VolumeRecovery.Rebuilt rb = master.rebuild(1, logs);
         assertEquals(1, rb.lcp().seq(), "the LCP stops before seq 2 of batch 2, which the client was told failed"
-                + " (region 0's ABORT marks prove it aborted)");
+                + " (region 0's ABORT marks prove it aborted), and keeps seq 1 of batch 1 (no forged ABORT binds)");
+        assertFalse(rb.logs().get(1).entries().get(0).aborted(), "batch 1 is not aborted by a forged proof");
         assertTrue(rb.logs().get(1).entries().get(1).aborted(), "region 1's entry of batch 2 is marked aborted");
         // each new replica re-checks the abort proof it is handed
         RegionLogRecovery.verify(cfg, dir, clientId, membership, rb.logs().get(1));
