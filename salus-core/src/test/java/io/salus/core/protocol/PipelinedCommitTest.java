@@ -18,6 +18,8 @@ import io.salus.core.protocol.client.ClientListener;
 import io.salus.core.protocol.client.VolumeClient;
 import io.salus.core.protocol.message.Message;
 import io.salus.core.protocol.recovery.InMemoryCoordination;
+import io.salus.core.protocol.recovery.RecoveryOrchestrator;
+import io.salus.core.protocol.recovery.VolumeRecovery;
 import io.salus.core.protocol.recovery.RegionLogRecovery;
 import io.salus.core.protocol.replica.DurableWriter;
 import io.salus.core.protocol.replica.InMemoryReplicaDisk;
@@ -612,6 +614,118 @@ class PipelinedCommitTest {
         client.mount(0, RegionLogRecovery.emptyVolumeRoot(cfg), views);
         assertNull(client.needsRemount());
         assertTrue(client.submit(List.of(new BlockWrite(3, data(3)))) > 0, "writes are accepted after the remount");
+    }
+
+    /**
+     * Task sim19 (the simulator's seed 9711 on commit 7a06806, seed 3632 with commit 51608b3's client): an ABORT
+     * whose only durable marks are in a region whose entry recovery does not find must still keep the batch out of
+     * the LCP. Batch 1 (region 1 only, seq 1) is logged everywhere but never decided (its votes are lost). Batch 2
+     * writes seq 2 to region 1 and seq 3 to region 0; region 0's replicas log it but their TENTATIVE_LOG_ENTRYs never
+     * reach the metadata holders (so no LOG_ENTRY certificate exists for region 0's index 0), and a faulty replica
+     * of region 1 votes NO. Region 1's leaders abort batch 2 at once. Region 0's replicas record the ABORT mark and
+     * answer PUT_FAILED: the client is told batch 2 failed. Region 1's replicas hold the ABORT in memory only: their
+     * marks are written in log order, behind undecided batch 1. Recovery then finds region 0's log empty and region
+     * 1's log holding batches 1 and 2 unmarked; before the fix region 0's ABORT marks bound to no recovered entry and
+     * were dropped, so seq 2 was prepared and the LCP (2) took the aborted write back.
+     */
+    @Test
+    void anAbortRecordedOnlyByARegionWhoseEntryIsNotRecoveredStillKeepsTheBatchOutOfTheLcp() throws Exception {
+        NodeId faulty = configs.get(1).replicas().get(1);
+        List<NodeId> region0 = configs.get(0).replicas();
+        hold = e -> e.m() instanceof Message.Vote v && v.yes() // the replicas' own votes are lost
+                || e.m() instanceof Message.LogCertMsg && region0.contains(e.from());
+        client.submit(List.of(new BlockWrite(9, data(1)))); // batch 1: seq 1, region 1
+        client.submit(List.of(new BlockWrite(10, data(2)), new BlockWrite(1, data(3)))); // batch 2: seq 2 r1, 3 r0
+        drain();
+        assertEquals(List.of(), failed);
+        byte[] no = signers.get(faulty).sign(RegionReplica.voteBytes(2, 1, 0, false));
+        for (NodeId l : configs.get(1).replicas()) {
+            net.add(new Envelope(faulty, l, new Message.Vote(2, 1, 0, false, no)));
+        }
+        drain();
+        assertEquals(List.of(2L), failed, "region 0's three replicas answered PUT_FAILED for batch 2");
+        for (NodeId r : region0) {
+            assertTrue(disks.get(r).decisions(0).stream().anyMatch(c -> c.type() == CertType.ABORT
+                    && c.statement(Statement.Decision.class).batchId() == 2), r + " recorded batch 2's ABORT mark");
+        }
+        for (NodeId r : configs.get(1).replicas()) {
+            assertFalse(disks.get(r).decisions(0).stream().anyMatch(c -> c.type() == CertType.ABORT),
+                    r + ": the mark of batch 2 waits behind undecided batch 1 (the schedule this test is about)");
+        }
+        // hostile: a faulty replica of region 0 recorded an "ABORT" of batch 1 (led by region 1) signed by region 0's
+        // replicas, and one of the other region's batch: shared like every recorded ABORT, neither binds to batch 1
+        List<Certificate> forged = new ArrayList<>();
+        for (NodeId r : region0) {
+            forged.add(Certificate.sign(CertType.TENTATIVE_ABORT, new Statement.Decision(false, "v", 1, 1, 1,
+                    new RegionId("v", 1), 0), signers.get(r)));
+        }
+        disks.get(region0.get(0)).recordDecision(0, Certificate.combine(forged));
+        disks.get(region0.get(0)).recordDecision(0, Certificate.combine(forged.stream().map(c -> Certificate.sign(
+                CertType.TENTATIVE_ABORT, new Statement.Decision(false, "v", 7, 1, 1, new RegionId("v", 1), 0),
+                signers.get(c.signatures().get(0).signer()))).toList()));
+        // recovery of both regions from their holders and DataNodes, as the Master runs it
+        RecoveryOrchestrator master = new RecoveryOrchestrator(cfg, dir, clientId, membership, coord, 1);
+        RecoveryOrchestrator.Cluster cluster = new RecoveryOrchestrator.Cluster() {
+            public List<RegionLogRecovery.MetadataHolder> holders(RrsConfig old) {
+                List<RegionLogRecovery.MetadataHolder> out = new ArrayList<>();
+                for (NodeId h : old.metadataHolders()) {
+                    out.add(new RegionLogRecovery.MetadataHolder() {
+                        public NodeId id() {
+                            return h;
+                        }
+
+                        public Certificate query(RegionId r, long g, long idx) {
+                            return stores.get(h).query(r, g, idx);
+                        }
+                    });
+                }
+                return out;
+            }
+
+            public List<RegionLogRecovery.DataSource> dataNodes(RrsConfig old) {
+                List<RegionLogRecovery.DataSource> out = new ArrayList<>();
+                for (NodeId rep : old.replicas()) {
+                    InMemoryReplicaDisk d = disks.get(rep);
+                    out.add(new RegionLogRecovery.DataSource() {
+                        public byte[] readEntry(long g, long idx) {
+                            return d.read(g, idx);
+                        }
+
+                        public RegionSnapshot readSnapshot(long g, long k) {
+                            return d.readSnapshot(g, k);
+                        }
+
+                        public List<Certificate> readDecisions(long g) {
+                            return d.decisions(g);
+                        }
+                    });
+                }
+                return out;
+            }
+
+            public RrsConfig remap(RrsConfig old) {
+                throw new UnsupportedOperationException();
+            }
+
+            public Certificate endorse(NodeId replica, RrsConfig fresh, RegionLogRecovery.RecoveredLog log,
+                                       io.salus.core.protocol.recovery.Coordination.Lcp lcp) {
+                throw new UnsupportedOperationException();
+            }
+
+            public void start(RrsConfig fresh, RegionSnapshot state) {
+                throw new UnsupportedOperationException();
+            }
+        };
+        Map<Integer, RegionLogRecovery.RecoveredLog> logs = master.recoverLogs(cluster);
+        assertEquals(List.of(), logs.get(0).entries(), "region 0's entry has no LOG_ENTRY certificate: not recovered");
+        assertEquals(List.of(1L, 2L), logs.get(1).entries().stream().map(e -> e.subBatch().batchId()).toList());
+        VolumeRecovery.Rebuilt rb = master.rebuild(1, logs);
+        assertEquals(1, rb.lcp().seq(), "the LCP stops before seq 2 of batch 2, which the client was told failed"
+                + " (region 0's ABORT marks prove it aborted), and keeps seq 1 of batch 1 (no forged ABORT binds)");
+        assertFalse(rb.logs().get(1).entries().get(0).aborted(), "batch 1 is not aborted by a forged proof");
+        assertTrue(rb.logs().get(1).entries().get(1).aborted(), "region 1's entry of batch 2 is marked aborted");
+        // each new replica re-checks the abort proof it is handed
+        RegionLogRecovery.verify(cfg, dir, clientId, membership, rb.logs().get(1));
     }
 
     /**

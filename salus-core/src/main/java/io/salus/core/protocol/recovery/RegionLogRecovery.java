@@ -67,9 +67,22 @@ public final class RegionLogRecovery {
         }
     }
 
-    /** The recovered region log with its proofs. */
+    /**
+     * The recovered region log with its proofs. {@code recordedAborts} are the ABORT certificates of this volume
+     * that the old replicas recorded ({@link DataSource#readDecisions}), whether or not they bind to an entry of
+     * this log: a participant region may record a batch's ABORT for an entry recovery does not find in its log (the
+     * entry never got its LOG_ENTRY certificate at the holders) while another participant region's entry of the same
+     * batch is recovered without a mark (its marks are written in log order, behind an undecided batch).
+     * {@link VolumeRecovery#shareAborts} gives them to every region; each binds only if {@link #abortProblem} accepts it.
+     */
     public record RecoveredLog(RrsConfig old, RegionSnapshot base, Certificate baseCertificate,
-                               List<RecoveredEntry> entries, List<Certificate> endProof) {
+                               List<RecoveredEntry> entries, List<Certificate> endProof,
+                               List<Certificate> recordedAborts) {
+        public RecoveredLog(RrsConfig old, RegionSnapshot base, Certificate baseCertificate,
+                            List<RecoveredEntry> entries, List<Certificate> endProof) {
+            this(old, base, baseCertificate, entries, endProof, List.of());
+        }
+
         /**
          * The prepared seqs: those of the recovered entries before the first entry proven aborted.
          * Every later entry belongs to a later batch (the prevNum chain orders the log), which the
@@ -175,8 +188,9 @@ public final class RegionLogRecovery {
                     throw new RecoveryException(region + ": only " + valid.size() + " valid answers for log index "
                             + index + " (need 3)");
                 }
+                List<Certificate> recordedAborts = recordedAborts(cfg, old, dataNodes);
                 return new RecoveredLog(old, base, baseCert, withAborts(cfg, verifier, membership, old, entries,
-                        dataNodes), valid);
+                        recordedAborts), valid, recordedAborts);
             }
             Statement.LogEntry st = logEntry.statement(Statement.LogEntry.class);
             RecoveredEntry e = null;
@@ -226,14 +240,16 @@ public final class RegionLogRecovery {
             }
             out.add(new RecoveredEntry(e.index(), e.logEntry(), e.bytes(), e.subBatch(), abort));
         }
-        return new RecoveredLog(log.old(), log.base(), log.baseCertificate(), out, log.endProof());
+        return new RecoveredLog(log.old(), log.base(), log.baseCertificate(), out, log.endProof(),
+                log.recordedAborts());
     }
 
-    /** Marks the entries whose batch an old replica recorded a valid ABORT certificate for. */
-    private static List<RecoveredEntry> withAborts(ProtocolConfig cfg, Verifier verifier, Membership membership,
-                                                   RrsConfig old, List<RecoveredEntry> entries,
-                                                   List<DataSource> dataNodes) {
-        List<Certificate> records = new ArrayList<>();
+    /**
+     * The ABORT certificates of this volume among the decision records of {@code old}'s DataNodes (each distinct one
+     * once). Not checked here: one counts only where {@link #abortProblem} binds it to an entry.
+     */
+    private static List<Certificate> recordedAborts(ProtocolConfig cfg, RrsConfig old, List<DataSource> dataNodes) {
+        java.util.LinkedHashSet<Certificate> records = new java.util.LinkedHashSet<>();
         for (DataSource d : dataNodes) {
             List<Certificate> r;
             try {
@@ -242,9 +258,21 @@ public final class RegionLogRecovery {
                 continue; // unreadable: as if unavailable
             }
             if (r != null) {
-                records.addAll(r);
+                for (Certificate c : r) {
+                    if (c != null && c.type() == CertType.ABORT
+                            && c.statement(Statement.Decision.class).volume().equals(cfg.volume())) {
+                        records.add(c);
+                    }
+                }
             }
         }
+        return List.copyOf(records);
+    }
+
+    /** Marks the entries whose batch an old replica recorded a valid ABORT certificate for. */
+    private static List<RecoveredEntry> withAborts(ProtocolConfig cfg, Verifier verifier, Membership membership,
+                                                   RrsConfig old, List<RecoveredEntry> entries,
+                                                   List<Certificate> records) {
         List<RecoveredEntry> out = new ArrayList<>();
         for (RecoveredEntry e : entries) {
             Certificate abort = null;

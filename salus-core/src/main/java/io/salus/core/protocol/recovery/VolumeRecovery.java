@@ -101,17 +101,24 @@ public final class VolumeRecovery {
 
     /**
      * A batch's ABORT certificate may have been recorded by only one participant region's replicas;
-     * it proves every sub-batch of the batch aborted. Shares all proven aborts across the regions.
+     * it proves every sub-batch of the batch aborted. Shares all proven aborts across the regions: those bound to a
+     * recovered entry and every ABORT the old replicas recorded ({@link RecoveredLog#recordedAborts}), also one whose
+     * region's entry of the batch is not in the recovered log. A participant region answers PUT_FAILED once its
+     * entry's ABORT mark is durable, which needs only its replicas' own logs, not the entry's LOG_ENTRY certificate
+     * at the holders; and another participant region writes its marks in log order, so its entry of the batch may be
+     * recovered unmarked behind an undecided batch. Sharing only the bound aborts let the LCP take such a batch's
+     * writes back after the client was told it failed (task sim19).
      */
     public static Map<Integer, RecoveredLog> shareAborts(ProtocolConfig cfg, Verifier verifier, Membership membership,
                                                          Map<Integer, RecoveredLog> logs) {
-        java.util.List<Certificate> aborts = new java.util.ArrayList<>();
+        java.util.LinkedHashSet<Certificate> aborts = new java.util.LinkedHashSet<>();
         for (RecoveredLog l : logs.values()) {
             for (RecoveredEntry e : l.entries()) {
                 if (e.aborted()) {
                     aborts.add(e.abort());
                 }
             }
+            aborts.addAll(l.recordedAborts());
         }
         Map<Integer, RecoveredLog> out = new TreeMap<>();
         logs.forEach((r, l) -> out.put(r, RegionLogRecovery.withAborts(cfg, verifier, membership, l, aborts)));
