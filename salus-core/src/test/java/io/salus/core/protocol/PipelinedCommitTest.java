@@ -304,6 +304,7 @@ class PipelinedCommitTest {
     void aReplicaWritingOffItsLoopActsOnlyOnWhatIsDurable() {
         NodeId slow = configs.get(0).replicas().get(1);
         HeldWriter w = new HeldWriter(disks.get(slow));
+        w.holdLeaderDecisions = true; // (slow also leads both batches: its decisions are released apart, below)
         replicas.get(slow).writeDiskOn(w);
         assertTrue(client.submit(List.of(new BlockWrite(1, data(1)))) > 0);
         assertTrue(client.submit(List.of(new BlockWrite(2, data(2)))) > 0);
@@ -318,6 +319,11 @@ class PipelinedCommitTest {
         drain();
         assertEquals(1, disks.get(slow).lastIndex(0));
         assertTrue(sentBy(slow, Message.Vote.class));
+        for (int i = 0; i < 4 && !w.heldDecisions.isEmpty(); i++) {
+            w.releaseLeaderDecisions(); // its decision as a leader replica of batch 1, then (batch 1 decided) batch 2
+            drain();
+        }
+        assertEquals(2, w.leaderDecisions.size());
         assertEquals(2, w.pending.size(), "both batches decided; their commit marks wait for the writer");
         assertFalse(sentBy(slow, Message.PutReply.class), "a PutReply before the commit mark is on the disk");
         assertTrue(acked.isEmpty(), "acknowledged without the third replica's commit");

@@ -74,8 +74,15 @@ public final class ReplicaHost {
     private final AtomicLong diskSyncs = new AtomicLong();
 
     /**
+     * hsyncs the disk writer made for a leader replica's own decisions
+     * ({@link io.salus.core.protocol.replica.DurableWriter#recordLeaderDecision}, task tput19).
+     */
+    private final AtomicLong diskDecisionSyncs = new AtomicLong();
+
+    /**
      * A log entry ({@code decision == null}), a commit mark, or ({@code sync}) a sync of everything before it for the
-     * {@link #diskWriter}.
+     * {@link #diskWriter}; a decision with {@code sync} is a leader replica's own decision, written as a commit mark
+     * and then synced (hsync) with its group.
      */
     private record DiskRecord(long generation, long index, byte[] entry, Certificate decision, boolean sync,
                               Runnable then) {
@@ -370,6 +377,11 @@ public final class ReplicaHost {
             }
 
             @Override
+            public void recordLeaderDecision(long generation, Certificate decision, Runnable then) {
+                queueDiskRecord(new DiskRecord(generation, -1, null, decision, true, then));
+            }
+
+            @Override
             public void sync(long generation, Runnable then) {
                 queueDiskRecord(new DiskRecord(generation, -1, null, null, true, then));
             }
@@ -477,8 +489,9 @@ public final class ReplicaHost {
     /**
      * On the disk writer: every record queued so far, the log entries with one {@link ReplicaDisk#appendAll} and the
      * commit marks with one {@link ReplicaDisk#recordCommitMarks} (one hflush each on HDFS), then, if a FLUSH asked for
-     * it, one {@link ReplicaDisk#sync} (hsync of each file), then their continuations on
-     * the loop in queue order. Each queued record schedules this once; a run that finds the queue empty (an earlier
+     * it, one {@link ReplicaDisk#sync} (hsync of each file), and one if a leader replica's own decision is in the group
+     * (task tput19: hsynced as {@link ReplicaDisk#recordDecision} would), then their continuations on the loop in queue
+     * order. Each queued record schedules this once; a run that finds the queue empty (an earlier
      * run took its record) does nothing.
      */
     private void writeDiskRecords() {
@@ -497,8 +510,13 @@ public final class ReplicaHost {
             Map<Long, List<byte[]>> entries = new LinkedHashMap<>();
             Map<Long, List<Certificate>> marks = new LinkedHashMap<>();
             java.util.Set<Long> syncs = new java.util.LinkedHashSet<>();
+            java.util.Set<Long> decisionSyncs = new java.util.LinkedHashSet<>();
             for (DiskRecord r : group) {
-                if (r.sync()) {
+                if (r.sync() && r.decision() != null) {
+                    // a leader replica's own decision (task tput19): with the group's marks, then one hsync for all
+                    marks.computeIfAbsent(r.generation(), g -> new ArrayList<>()).add(r.decision());
+                    decisionSyncs.add(r.generation());
+                } else if (r.sync()) {
                     syncs.add(r.generation());
                 } else if (r.decision() == null) {
                     indexes.computeIfAbsent(r.generation(), g -> new ArrayList<>()).add(r.index());
@@ -518,6 +536,14 @@ public final class ReplicaHost {
             for (long g : syncs) {
                 disk.sync(g);
                 diskSyncs.incrementAndGet();
+            }
+            // a leader replica's decisions: durable against a machine crash before any of them is sent (one hsync for
+            // every decision of the group, unless a FLUSH's synced them already)
+            for (long g : decisionSyncs) {
+                if (!syncs.contains(g)) {
+                    disk.sync(g);
+                    diskDecisionSyncs.incrementAndGet();
+                }
             }
         } catch (RuntimeException e) {
             diskFailure = e;
@@ -951,6 +977,8 @@ public final class ReplicaHost {
         m.put("diskGroupRecords", diskGroupRecords.get());
         // syncs (hsync of the log and decision records) a client's FLUSH or FUA write asked for (task tput18)
         m.put("diskSyncs", diskSyncs.get());
+        // hsyncs for leader replicas' own decisions written off the loop, each shared by a group's decisions (tput19)
+        m.put("diskDecisionSyncs", diskDecisionSyncs.get());
         m.put("witnessTruncations", witnessTruncations.get());
         if (remoteHolders != null) {
             m.putAll(remoteHolders.counters());
