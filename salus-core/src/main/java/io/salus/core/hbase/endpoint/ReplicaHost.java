@@ -489,8 +489,9 @@ public final class ReplicaHost {
     /**
      * On the disk writer: every record queued so far, the log entries with one {@link ReplicaDisk#appendAll} and the
      * commit marks with one {@link ReplicaDisk#recordCommitMarks} (one hflush each on HDFS), then, if a FLUSH asked for
-     * it, one {@link ReplicaDisk#sync} (hsync of each file), and one if a leader replica's own decision is in the group
-     * (task tput19: hsynced as {@link ReplicaDisk#recordDecision} would), then their continuations on the loop in queue
+     * it, one {@link ReplicaDisk#sync} (hsync of each file); a leader replica's own decisions (task tput19) with one
+     * {@link ReplicaDisk#recordDecisions} after the marks (hsync of the decision records, as
+     * {@link ReplicaDisk#recordDecision} on the loop before), then their continuations on the loop in queue
      * order. Each queued record schedules this once; a run that finds the queue empty (an earlier
      * run took its record) does nothing.
      */
@@ -510,12 +511,11 @@ public final class ReplicaHost {
             Map<Long, List<byte[]>> entries = new LinkedHashMap<>();
             Map<Long, List<Certificate>> marks = new LinkedHashMap<>();
             java.util.Set<Long> syncs = new java.util.LinkedHashSet<>();
-            java.util.Set<Long> decisionSyncs = new java.util.LinkedHashSet<>();
+            Map<Long, List<Certificate>> leaderDecisions = new LinkedHashMap<>();
             for (DiskRecord r : group) {
                 if (r.sync() && r.decision() != null) {
-                    // a leader replica's own decision (task tput19): with the group's marks, then one hsync for all
-                    marks.computeIfAbsent(r.generation(), g -> new ArrayList<>()).add(r.decision());
-                    decisionSyncs.add(r.generation());
+                    // a leader replica's own decision (task tput19): after the group's marks, one hsync for all
+                    leaderDecisions.computeIfAbsent(r.generation(), g -> new ArrayList<>()).add(r.decision());
                 } else if (r.sync()) {
                     syncs.add(r.generation());
                 } else if (r.decision() == null) {
@@ -531,19 +531,18 @@ public final class ReplicaHost {
             for (Map.Entry<Long, List<Certificate>> e : marks.entrySet()) {
                 disk.recordCommitMarks(e.getKey(), e.getValue());
             }
+            // a leader replica's decisions: durable against a machine crash before any of them is sent, as
+            // ReplicaDisk.recordDecision made them on the loop before (one hsync of the decision records for the
+            // group's decisions, covering the marks hflushed before them; the log itself is not hsynced)
+            for (Map.Entry<Long, List<Certificate>> e : leaderDecisions.entrySet()) {
+                disk.recordDecisions(e.getKey(), e.getValue());
+                diskDecisionSyncs.incrementAndGet();
+            }
             // a client's FLUSH: everything written so far (this group's records too) made durable against a machine
             // crash before its continuation answers the client (task tput18)
             for (long g : syncs) {
                 disk.sync(g);
                 diskSyncs.incrementAndGet();
-            }
-            // a leader replica's decisions: durable against a machine crash before any of them is sent (one hsync for
-            // every decision of the group, unless a FLUSH's synced them already)
-            for (long g : decisionSyncs) {
-                if (!syncs.contains(g)) {
-                    disk.sync(g);
-                    diskDecisionSyncs.incrementAndGet();
-                }
             }
         } catch (RuntimeException e) {
             diskFailure = e;
