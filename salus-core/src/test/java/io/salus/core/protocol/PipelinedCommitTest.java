@@ -393,6 +393,22 @@ class PipelinedCommitTest {
         assertTrue(decisionsSentBy(l, b).isEmpty(), "a decision sent (to an asker) before its record is durable");
         assertEquals(1, w.leaderDecisions.size(), "the leader replica signed the batch again while writing it");
         assertEquals(1, w.heldDecisions.size());
+        // a mount meanwhile: the COMMIT being recorded is reported as committed (its BatchInfo no longer as
+        // undecided), and a recovery abort of the batch is not signed before the record is durable
+        long fence = io.salus.core.protocol.client.ReplicaMount.BATCH_ID_EPOCH;
+        byte[] qs = signers.get(clientId).sign(Message.MountQuery.signedBytes("v", 5, fence));
+        replicas.get(l).receive(clientId, new Message.MountQuery(5, fence, qs));
+        Message.RecoveryState rs = sent.stream().filter(e -> e.from().equals(l) && e.m() instanceof
+                Message.RecoveryState).map(e -> (Message.RecoveryState) e.m()).reduce((x, y) -> y).orElseThrow();
+        assertTrue(rs.reportsCommitted(b), "a COMMIT being recorded is not reported to a mount");
+        assertTrue(rs.batchInfos().stream().noneMatch(i -> i.batchId() == b));
+        byte[] as = signers.get(clientId).sign(Message.RecoveryAbort.signedBytes("v", fence, b, 0, 1, 1));
+        replicas.get(l).receive(clientId, new Message.RecoveryAbort("v", fence, b, 0, 1, 1, List.of(), as));
+        assertEquals(0, replicas.get(l).recoveryAbortsSigned());
+        assertTrue(replicas.get(l).lastRecoveryAbortRefusal().contains("being recorded"),
+                replicas.get(l).lastRecoveryAbortRefusal());
+        assertTrue(decisionsSentBy(l, b).isEmpty());
+        assertEquals(1, w.leaderDecisions.size());
 
         w.releaseLeaderDecisions();
         assertEquals(1, tentativesOnDisk(l));
