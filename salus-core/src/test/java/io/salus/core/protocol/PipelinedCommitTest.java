@@ -255,6 +255,36 @@ class PipelinedCommitTest {
             }
         }
 
+        /**
+         * Task tput19: a decision this replica signed as a batch-leader replica, made durable against a machine crash
+         * ({@link InMemoryReplicaDisk#recordDecision}: hsync) before {@code then}. Held apart from the other records
+         * while {@link #holdLeaderDecisions} is set (released with {@link #releaseLeaderDecisions}), in order with
+         * them otherwise.
+         */
+        public void recordLeaderDecision(long generation, Certificate decision, Runnable then) {
+            Runnable r = () -> {
+                disk.recordDecision(generation, decision);
+                then.run();
+            };
+            leaderDecisions.add(decision);
+            if (holdLeaderDecisions) {
+                heldDecisions.add(r);
+            } else {
+                pending.add(r);
+            }
+        }
+
+        boolean holdLeaderDecisions;
+        final List<Runnable> heldDecisions = new ArrayList<>();
+        /** Every leader decision handed to this writer, in order (held or not). */
+        final List<Certificate> leaderDecisions = new ArrayList<>();
+
+        void releaseLeaderDecisions() {
+            List<Runnable> now = new ArrayList<>(heldDecisions);
+            heldDecisions.clear();
+            now.forEach(Runnable::run);
+        }
+
         /** Makes the first {@code n} held records durable, in order, and runs what they allow (as on the loop). */
         void release(int n) {
             List<Runnable> now = new ArrayList<>(pending.subList(0, n));
@@ -276,6 +306,7 @@ class PipelinedCommitTest {
     void aReplicaWritingOffItsLoopActsOnlyOnWhatIsDurable() {
         NodeId slow = configs.get(0).replicas().get(1);
         HeldWriter w = new HeldWriter(disks.get(slow));
+        w.holdLeaderDecisions = true; // (slow also leads both batches: its decisions are released apart, below)
         replicas.get(slow).writeDiskOn(w);
         assertTrue(client.submit(List.of(new BlockWrite(1, data(1)))) > 0);
         assertTrue(client.submit(List.of(new BlockWrite(2, data(2)))) > 0);
@@ -290,6 +321,11 @@ class PipelinedCommitTest {
         drain();
         assertEquals(1, disks.get(slow).lastIndex(0));
         assertTrue(sentBy(slow, Message.Vote.class));
+        for (int i = 0; i < 4 && !w.heldDecisions.isEmpty(); i++) {
+            w.releaseLeaderDecisions(); // its decision as a leader replica of batch 1, then (batch 1 decided) batch 2
+            drain();
+        }
+        assertEquals(2, w.leaderDecisions.size());
         assertEquals(2, w.pending.size(), "both batches decided; their commit marks wait for the writer");
         assertFalse(sentBy(slow, Message.PutReply.class), "a PutReply before the commit mark is on the disk");
         assertTrue(acked.isEmpty(), "acknowledged without the third replica's commit");
@@ -308,6 +344,192 @@ class PipelinedCommitTest {
         drain();
         assertArrayEquals(data(2), got.get(2L));
         assertEquals(2, disks.get(slow).decisions(0).stream().filter(d -> d.type() == CertType.COMMIT).count());
+    }
+
+    /** The decisions {@code n} signed and sent (DecisionMsg) for {@code batchId}, to anyone, in send order. */
+    List<Message.DecisionMsg> decisionsSentBy(NodeId n, long batchId) {
+        return sent.stream().filter(e -> e.from().equals(n) && e.m() instanceof Message.DecisionMsg d
+                        && d.tentative().statement(Statement.Decision.class).batchId() == batchId)
+                .map(e -> (Message.DecisionMsg) e.m()).toList();
+    }
+
+    long tentativesOnDisk(NodeId n) {
+        return disks.get(n).decisions(0).stream().filter(d -> d.type() == CertType.TENTATIVE_COMMIT
+                || d.type() == CertType.TENTATIVE_ABORT).count();
+    }
+
+    /**
+     * Task tput19: a leader replica whose disk writes go off its event loop hands its decision to the writer too,
+     * and sends it to nobody before it is durable: not to the participants, not to a DecisionRequest that arrives
+     * while the record is written (answered once it is), and the BatchInfo and votes retransmitted meanwhile do not
+     * make it sign the batch again.
+     */
+    @Test
+    void aLeaderReplicaSendsItsDecisionOnlyOnceItsRecordIsDurable() {
+        NodeId l = configs.get(0).replicas().get(1); // region 0 leads the batch of block 1
+        HeldWriter w = new HeldWriter(disks.get(l));
+        w.holdLeaderDecisions = true;
+        autoWriters.add(w); // appends and commit marks durable whenever the network is idle; the decision held
+        replicas.get(l).writeDiskOn(w);
+        assertTrue(client.submit(List.of(new BlockWrite(1, data(1)))) > 0);
+        drain();
+        long b = ((Message.BatchInfoMsg) sent.stream().filter(e -> e.m() instanceof Message.BatchInfoMsg)
+                .findFirst().orElseThrow().m()).info().batchId();
+        assertTrue(decisionsSentBy(l, b).isEmpty(), "a decision sent before its record is durable");
+        assertEquals(0, tentativesOnDisk(l));
+        assertEquals(1, w.heldDecisions.size(), "the decision waits for the writer");
+        assertTrue(acked.isEmpty(), "acknowledged without the third leader replica's durable decision");
+
+        // meanwhile: the client's BatchInfo and every vote again (retransmissions), a few retransmission rounds, and
+        // a decision request from a participant replica and from the client
+        List<Envelope> toL = sent.stream().filter(e -> e.to().equals(l) && (e.m() instanceof Message.BatchInfoMsg
+                || e.m() instanceof Message.Vote)).toList();
+        toL.forEach(e -> replicas.get(l).receive(e.from(), e.m()));
+        for (int i = 0; i < 2 * RegionReplica.MAX_RETRANSMIT_TICKS; i++) {
+            replicas.get(l).tick();
+        }
+        NodeId asker = configs.get(1).replicas().get(0);
+        replicas.get(l).receive(asker, new Message.DecisionRequest(0, b));
+        replicas.get(l).receive(clientId, new Message.DecisionRequest(0, b));
+        drain();
+        assertTrue(decisionsSentBy(l, b).isEmpty(), "a decision sent (to an asker) before its record is durable");
+        assertEquals(1, w.leaderDecisions.size(), "the leader replica signed the batch again while writing it");
+        assertEquals(1, w.heldDecisions.size());
+        // a mount meanwhile: the COMMIT being recorded is reported as committed (its BatchInfo no longer as
+        // undecided), and a recovery abort of the batch is not signed before the record is durable
+        long fence = io.salus.core.protocol.client.ReplicaMount.BATCH_ID_EPOCH;
+        byte[] qs = signers.get(clientId).sign(Message.MountQuery.signedBytes("v", 5, fence));
+        replicas.get(l).receive(clientId, new Message.MountQuery(5, fence, qs));
+        Message.RecoveryState rs = sent.stream().filter(e -> e.from().equals(l) && e.m() instanceof
+                Message.RecoveryState).map(e -> (Message.RecoveryState) e.m()).reduce((x, y) -> y).orElseThrow();
+        assertTrue(rs.reportsCommitted(b), "a COMMIT being recorded is not reported to a mount");
+        assertTrue(rs.batchInfos().stream().noneMatch(i -> i.batchId() == b));
+        byte[] as = signers.get(clientId).sign(Message.RecoveryAbort.signedBytes("v", fence, b, 0, 1, 1));
+        replicas.get(l).receive(clientId, new Message.RecoveryAbort("v", fence, b, 0, 1, 1, List.of(), as));
+        assertEquals(0, replicas.get(l).recoveryAbortsSigned());
+        assertTrue(replicas.get(l).lastRecoveryAbortRefusal().contains("being recorded"),
+                replicas.get(l).lastRecoveryAbortRefusal());
+        assertTrue(decisionsSentBy(l, b).isEmpty());
+        assertEquals(1, w.leaderDecisions.size());
+
+        w.releaseLeaderDecisions();
+        assertEquals(1, tentativesOnDisk(l));
+        assertTrue(sent.stream().anyMatch(e -> e.from().equals(l) && e.to().equals(asker)
+                && e.m() instanceof Message.DecisionMsg), "the request made during the write is answered after it");
+        assertTrue(sent.stream().anyMatch(e -> e.from().equals(l) && e.to().equals(clientId)
+                && e.m() instanceof Message.DecisionMsg));
+        drain();
+        assertEquals(1, acked.size());
+        assertEquals(1, w.leaderDecisions.size());
+        for (Message.DecisionMsg d : decisionsSentBy(l, b)) {
+            assertEquals(w.leaderDecisions.get(0), d.tentative(), "one decision, the durable one");
+        }
+        // asked again later: the same decision, at once
+        int before = decisionsSentBy(l, b).size();
+        replicas.get(l).receive(asker, new Message.DecisionRequest(0, b));
+        assertEquals(before + 1, decisionsSentBy(l, b).size());
+    }
+
+    /**
+     * Task tput19: a leader replica restarts after its decision was handed to the writer but before it was durable.
+     * Nothing was sent, so the restart behaves as if it never decided: it decides again on what it receives. Hostile
+     * case: a NO vote (a faulty participant replica that voted YES) arriving after the restart may make it sign ABORT
+     * where its lost record said COMMIT (allowed: nobody saw that COMMIT). Honest retransmissions make it decide
+     * COMMIT again and the batch completes. A COMMIT that was durable (and so sent) survives a restart and a NO.
+     */
+    @Test
+    void aLeaderReplicaRestartedBeforeItsDecisionWasDurableDecidesAgainAsIfItNeverHad() {
+        NodeId l = configs.get(0).replicas().get(1);
+        HeldWriter w = new HeldWriter(disks.get(l));
+        w.holdLeaderDecisions = true;
+        autoWriters.add(w);
+        replicas.get(l).writeDiskOn(w);
+        assertTrue(client.submit(List.of(new BlockWrite(1, data(1)))) > 0);
+        drain();
+        Message.BatchInfoMsg info = (Message.BatchInfoMsg) sent.stream().filter(e -> e.m() instanceof
+                Message.BatchInfoMsg).findFirst().orElseThrow().m();
+        long b = info.info().batchId();
+        assertEquals(1, w.leaderDecisions.size());
+        assertEquals(CertType.TENTATIVE_COMMIT, w.leaderDecisions.get(0).type());
+        assertTrue(decisionsSentBy(l, b).isEmpty());
+
+        // crash: memory and the writer's queue lost, the disk kept (without the decision)
+        autoWriters.remove(w);
+        List<Envelope> votes = sent.stream().filter(e -> e.to().equals(l) && e.m() instanceof Message.Vote).toList();
+        RegionReplica restarted = start(configs.get(0), l);
+        HeldWriter w2 = new HeldWriter(disks.get(l));
+        w2.holdLeaderDecisions = true;
+        autoWriters.add(w2);
+        restarted.writeDiskOn(w2);
+        NodeId liar = configs.get(0).replicas().get(2);
+        byte[] no = signers.get(liar).sign(RegionReplica.voteBytes(b, 0, 0, false));
+        restarted.receive(clientId, info);
+        restarted.receive(liar, new Message.Vote(b, 0, 0, false, no));
+        assertEquals(1, w2.leaderDecisions.size(), "the restarted replica decides again");
+        assertEquals(CertType.TENTATIVE_ABORT, w2.leaderDecisions.get(0).type(),
+                "a NO from a participant after the restart: ABORT (its COMMIT was never sent)");
+        restarted.receive(clientId, new Message.DecisionRequest(0, b));
+        assertTrue(decisionsSentBy(l, b).isEmpty(), "sent before durable after the restart");
+        w2.releaseLeaderDecisions();
+        List<Message.DecisionMsg> signed = decisionsSentBy(l, b);
+        assertFalse(signed.isEmpty());
+        for (Message.DecisionMsg d : signed) {
+            assertEquals(CertType.TENTATIVE_ABORT, d.tentative().type(), "a restarted leader replica sent " + d);
+        }
+        // once durable and sent, the ABORT stays across another restart, whatever arrives
+        RegionReplica again = start(configs.get(0), l);
+        sent.clear();
+        again.receive(clientId, info);
+        votes.forEach(e -> again.receive(e.from(), e.m())); // the YES votes again
+        again.receive(clientId, new Message.DecisionRequest(0, b));
+        assertFalse(decisionsSentBy(l, b).isEmpty());
+        for (Message.DecisionMsg d : decisionsSentBy(l, b)) {
+            assertEquals(CertType.TENTATIVE_ABORT, d.tentative().type(), "a durable, sent ABORT became " + d);
+        }
+    }
+
+    /** Task tput19: the honest side: restarted before its COMMIT was durable, it decides COMMIT again on retransmissions. */
+    @Test
+    void aLeaderReplicaRestartedBeforeItsCommitWasDurableCommitsAgainAndNeverFlipsOnceSent() {
+        NodeId l = configs.get(0).replicas().get(1);
+        HeldWriter w = new HeldWriter(disks.get(l));
+        w.holdLeaderDecisions = true;
+        autoWriters.add(w);
+        replicas.get(l).writeDiskOn(w);
+        assertTrue(client.submit(List.of(new BlockWrite(1, data(1)))) > 0);
+        drain();
+        Message.BatchInfoMsg info = (Message.BatchInfoMsg) sent.stream().filter(e -> e.m() instanceof
+                Message.BatchInfoMsg).findFirst().orElseThrow().m();
+        long b = info.info().batchId();
+        assertEquals(1, w.heldDecisions.size());
+        autoWriters.remove(w); // crash before the decision is durable
+        RegionReplica restarted = start(configs.get(0), l);
+        HeldWriter w2 = new HeldWriter(disks.get(l));
+        autoWriters.add(w2); // this time every record is made durable when the network is idle
+        restarted.writeDiskOn(w2);
+        long now = 0;
+        for (int round = 0; round < 200 && acked.isEmpty(); round++) {
+            for (RegionReplica r : replicas.values()) {
+                r.tick();
+            }
+            client.tick(now += 1000);
+            drain();
+        }
+        assertEquals(1, acked.size(), "the batch completes after the leader replica's restart");
+        assertEquals(1, w2.leaderDecisions.size());
+        assertEquals(CertType.TENTATIVE_COMMIT, w2.leaderDecisions.get(0).type());
+        // the COMMIT is durable and was sent: a restart and a NO vote change nothing
+        RegionReplica again = start(configs.get(0), l);
+        sent.clear();
+        NodeId liar = configs.get(0).replicas().get(2);
+        byte[] no = signers.get(liar).sign(RegionReplica.voteBytes(b, 0, 0, false));
+        again.receive(clientId, info);
+        again.receive(liar, new Message.Vote(b, 0, 0, false, no));
+        again.receive(clientId, new Message.DecisionRequest(0, b));
+        assertFalse(decisionsSentBy(l, b).isEmpty());
+        for (Message.DecisionMsg d : decisionsSentBy(l, b)) {
+            assertEquals(CertType.TENTATIVE_COMMIT, d.tentative().type(), "a sent COMMIT became " + d);
+        }
     }
 
     /**

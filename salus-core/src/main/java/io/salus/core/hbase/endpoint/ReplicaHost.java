@@ -74,8 +74,15 @@ public final class ReplicaHost {
     private final AtomicLong diskSyncs = new AtomicLong();
 
     /**
+     * hsyncs the disk writer made for a leader replica's own decisions
+     * ({@link io.salus.core.protocol.replica.DurableWriter#recordLeaderDecision}, task tput19).
+     */
+    private final AtomicLong diskDecisionSyncs = new AtomicLong();
+
+    /**
      * A log entry ({@code decision == null}), a commit mark, or ({@code sync}) a sync of everything before it for the
-     * {@link #diskWriter}.
+     * {@link #diskWriter}; a decision with {@code sync} is a leader replica's own decision, written as a commit mark
+     * and then synced (hsync) with its group.
      */
     private record DiskRecord(long generation, long index, byte[] entry, Certificate decision, boolean sync,
                               Runnable then) {
@@ -370,6 +377,11 @@ public final class ReplicaHost {
             }
 
             @Override
+            public void recordLeaderDecision(long generation, Certificate decision, Runnable then) {
+                queueDiskRecord(new DiskRecord(generation, -1, null, decision, true, then));
+            }
+
+            @Override
             public void sync(long generation, Runnable then) {
                 queueDiskRecord(new DiskRecord(generation, -1, null, null, true, then));
             }
@@ -477,8 +489,10 @@ public final class ReplicaHost {
     /**
      * On the disk writer: every record queued so far, the log entries with one {@link ReplicaDisk#appendAll} and the
      * commit marks with one {@link ReplicaDisk#recordCommitMarks} (one hflush each on HDFS), then, if a FLUSH asked for
-     * it, one {@link ReplicaDisk#sync} (hsync of each file), then their continuations on
-     * the loop in queue order. Each queued record schedules this once; a run that finds the queue empty (an earlier
+     * it, one {@link ReplicaDisk#sync} (hsync of each file); a leader replica's own decisions (task tput19) with one
+     * {@link ReplicaDisk#recordDecisions} after the marks (hsync of the decision records, as
+     * {@link ReplicaDisk#recordDecision} on the loop before), then their continuations on the loop in queue
+     * order. Each queued record schedules this once; a run that finds the queue empty (an earlier
      * run took its record) does nothing.
      */
     private void writeDiskRecords() {
@@ -497,8 +511,12 @@ public final class ReplicaHost {
             Map<Long, List<byte[]>> entries = new LinkedHashMap<>();
             Map<Long, List<Certificate>> marks = new LinkedHashMap<>();
             java.util.Set<Long> syncs = new java.util.LinkedHashSet<>();
+            Map<Long, List<Certificate>> leaderDecisions = new LinkedHashMap<>();
             for (DiskRecord r : group) {
-                if (r.sync()) {
+                if (r.sync() && r.decision() != null) {
+                    // a leader replica's own decision (task tput19): after the group's marks, one hsync for all
+                    leaderDecisions.computeIfAbsent(r.generation(), g -> new ArrayList<>()).add(r.decision());
+                } else if (r.sync()) {
                     syncs.add(r.generation());
                 } else if (r.decision() == null) {
                     indexes.computeIfAbsent(r.generation(), g -> new ArrayList<>()).add(r.index());
@@ -512,6 +530,13 @@ public final class ReplicaHost {
             }
             for (Map.Entry<Long, List<Certificate>> e : marks.entrySet()) {
                 disk.recordCommitMarks(e.getKey(), e.getValue());
+            }
+            // a leader replica's decisions: durable against a machine crash before any of them is sent, as
+            // ReplicaDisk.recordDecision made them on the loop before (one hsync of the decision records for the
+            // group's decisions, covering the marks hflushed before them; the log itself is not hsynced)
+            for (Map.Entry<Long, List<Certificate>> e : leaderDecisions.entrySet()) {
+                disk.recordDecisions(e.getKey(), e.getValue());
+                diskDecisionSyncs.incrementAndGet();
             }
             // a client's FLUSH: everything written so far (this group's records too) made durable against a machine
             // crash before its continuation answers the client (task tput18)
@@ -951,6 +976,8 @@ public final class ReplicaHost {
         m.put("diskGroupRecords", diskGroupRecords.get());
         // syncs (hsync of the log and decision records) a client's FLUSH or FUA write asked for (task tput18)
         m.put("diskSyncs", diskSyncs.get());
+        // hsyncs for leader replicas' own decisions written off the loop, each shared by a group's decisions (tput19)
+        m.put("diskDecisionSyncs", diskDecisionSyncs.get());
         m.put("witnessTruncations", witnessTruncations.get());
         if (remoteHolders != null) {
             m.putAll(remoteHolders.counters());

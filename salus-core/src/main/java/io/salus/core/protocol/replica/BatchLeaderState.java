@@ -15,7 +15,8 @@ import java.util.Set;
 /**
  * The batch-leader state of one {@link RegionReplica} (pipelined commit, PC3): for the batches its
  * region leads, the client's BatchInfo, the participants' votes, the decision this replica signed
- * (durable on the {@link ReplicaDisk} before it is sent), and who waits for it. Pure state, no I/O.
+ * (durable on the {@link ReplicaDisk} before it is sent; while a {@link DurableWriter} writes it, "recording"), and
+ * who waits for it. Pure state, no I/O.
  */
 final class BatchLeaderState {
     /** One batch this region leads and this replica has not decided yet. */
@@ -41,6 +42,13 @@ final class BatchLeaderState {
     private final int maxUnknown;
     private final Map<Long, LeaderBatch> leading = new HashMap<>();
     private final Map<Long, Certificate> myDecisions = new HashMap<>();
+    /**
+     * Task tput19: decisions this replica signed whose record the {@link DurableWriter} is making durable. The batch
+     * counts as decided at once (a retransmitted vote or BatchInfo does not make it sign again), but the decision is
+     * not in {@link #decision} (nobody gets it) until {@link #decide} once the record is durable; a restart before
+     * that loses it with nothing sent.
+     */
+    private final Map<Long, Certificate> recording = new HashMap<>();
     private final Map<Long, Set<NodeId>> decisionWaiters = new HashMap<>();
     /**
      * Askers of decisions freed from memory, answered together from one read of the disk at the next
@@ -60,7 +68,18 @@ final class BatchLeaderState {
 
     /** True once this replica signed a decision for the batch (or the batch is below the decided floor). */
     boolean decided(long batchId) {
-        return batchId < decidedFloor || myDecisions.containsKey(batchId);
+        return batchId < decidedFloor || myDecisions.containsKey(batchId) || recording.containsKey(batchId);
+    }
+
+    /** True while this replica's decision for the batch is being made durable (signed, sent to nobody yet). */
+    boolean recording(long batchId) {
+        return recording.containsKey(batchId);
+    }
+
+    /** The replica signed {@code t} for the batch and handed it to its writer: decided, not yet durable. */
+    void startRecording(long batchId, Certificate t) {
+        recording.put(batchId, t);
+        leading.remove(batchId);
     }
 
     /** True if the batch's decision was freed from memory (it is on the disk). */
@@ -77,6 +96,13 @@ final class BatchLeaderState {
     List<Long> committedInMemory() {
         List<Long> l = new ArrayList<>();
         myDecisions.forEach((b, t) -> {
+            if (t.type() == io.salus.core.cert.CertType.TENTATIVE_COMMIT) {
+                l.add(b);
+            }
+        });
+        // a COMMIT being recorded too: it goes out once durable (a report of a commit that a crash then loses only
+        // keeps a mount waiting; a missed one lets it record an LCP inside the batch)
+        recording.forEach((b, t) -> {
             if (t.type() == io.salus.core.cert.CertType.TENTATIVE_COMMIT) {
                 l.add(b);
             }
@@ -151,15 +177,17 @@ final class BatchLeaderState {
         return new ArrayList<>(leading.values());
     }
 
-    /** Records the decision and forgets the batch's votes and BatchInfo. */
+    /** Records the decision (durable now) and forgets the batch's votes and BatchInfo. */
     void decide(long batchId, Certificate t) {
         myDecisions.put(batchId, t);
         leading.remove(batchId);
+        recording.remove(batchId);
     }
 
     /** Remembers that {@code from} asked for an undecided batch's decision (bounded for unknown batches). */
     void addWaiter(long batchId, NodeId from) {
-        if (decisionWaiters.containsKey(batchId) || decisionWaiters.size() < maxUnknown || knowsInfo(batchId)) {
+        if (decisionWaiters.containsKey(batchId) || decisionWaiters.size() < maxUnknown || knowsInfo(batchId)
+                || recording.containsKey(batchId)) {
             // (beyond the bound the asker is not remembered; it asks again)
             decisionWaiters.computeIfAbsent(batchId, k -> new HashSet<>()).add(from);
         }
@@ -228,6 +256,9 @@ final class BatchLeaderState {
                 floor = Math.min(floor, lb.info.batchId()); // an open batch below the floor keeps its chance
             }
         }
+        for (long b : recording.keySet()) {
+            floor = Math.min(floor, b); // its decision is not on the disk yet: not one to read back from there
+        }
         decidedFloor = Math.max(decidedFloor, floor);
         myDecisions.keySet().removeIf(b -> b < decidedFloor);
         decisionWaiters.keySet().removeIf(b -> b < decidedFloor);
@@ -235,7 +266,7 @@ final class BatchLeaderState {
 
     void sizes(Map<String, Integer> m) {
         m.put("leading", leading.size());
-        m.put("myDecisions", myDecisions.size());
+        m.put("myDecisions", myDecisions.size() + recording.size());
         m.put("decisionWaiters", decisionWaiters.size());
         m.put("diskRequests", diskRequests.size());
     }

@@ -14,7 +14,8 @@ import io.salus.core.cert.Certificate;
  * <p>Durability (task tput18): {@link #append} and {@link #recordDecision} make the record survive a crash of the
  * writing process ({@link ReplicaDisk#appendAll}, {@link ReplicaDisk#recordCommitMarks}: HDFS hflush); {@link #sync}
  * makes every record submitted before it survive a machine crash ({@link ReplicaDisk#sync}: hsync), for a client's
- * FLUSH.
+ * FLUSH. {@link #recordLeaderDecision} (task tput19: a leader replica's own decision, which before was written with an
+ * hsync on the loop) makes its record survive a machine crash before its {@code then}.
  *
  * <p>Contract: records become durable and their {@code then} run in submission order. A record that cannot be written
  * is never followed by a {@code then} of it or of a later record; the adapter calls
@@ -26,6 +27,18 @@ public interface DurableWriter {
 
     /** {@link ReplicaDisk#recordDecision} (an entry's commit/abort mark), then {@code then} on the loop. */
     void recordDecision(long generation, Certificate decision, Runnable then);
+
+    /**
+     * A decision this replica signed as a batch-leader replica (TENTATIVE_COMMIT/ABORT, task tput19): written as
+     * {@link ReplicaDisk#recordDecision} writes it, durable against a machine crash (hsync: a leader replica never
+     * signs two different decisions for a batch, also across a restart of its machine), then {@code then} on the
+     * loop, in submission order with the other records. The replica sends the decision to nobody before {@code then}.
+     * By default the record as a commit mark followed by a {@link #sync}.
+     */
+    default void recordLeaderDecision(long generation, Certificate decision, Runnable then) {
+        recordDecision(generation, decision, () -> { });
+        sync(generation, then);
+    }
 
     /**
      * Once every record submitted before this call is written: {@link ReplicaDisk#sync} (hsync), then {@code then} on

@@ -897,6 +897,12 @@ public final class RegionReplica {
             sendDecision(mine, null); // decided already (a retransmitted request): the same decision again
             return;
         }
+        if (batchLeader.recording(b)) {
+            // decided, its record not durable yet: sent to every replica once it is; a retransmitted request then
+            // gets it above
+            refuseRecoveryAbort(a, "its decision here is being recorded");
+            return;
+        }
         if (batchLeader.decided(b)) {
             refuseRecoveryAbort(a, "decided here long ago (its decision is only on the disk)");
             return;
@@ -1661,13 +1667,33 @@ public final class RegionReplica {
         if (commit == null && hooks.decideEarly()) {
             commit = true;
         }
-        if (commit == null) {
-            return;
+        if (commit == null || diskBroken) {
+            return; // (a replica whose writer failed decides nothing more: it could not record it)
         }
         Certificate t = signDecision(info, commit);
         long t0 = LatencyTrace.now();
+        if (writeOffLoop()) {
+            // task tput19: the record (an hsync) is written off the loop like the log appends and commit marks. The
+            // batch counts as decided at once (a vote or BatchInfo retransmitted meanwhile does not make this replica
+            // sign it again), but nobody gets the decision before it is durable: not the participants, not an asker
+            // (answered in decided, below). A restart before that loses it with nothing sent: as if never decided
+            batchLeader.startRecording(info.batchId(), t);
+            diskWritesPending++;
+            final boolean c = commit;
+            diskWriter.recordLeaderDecision(rrs.generation(), t, () -> {
+                diskWritesPending--;
+                LatencyTrace.took("diskLeaderDecisionOffLoop", t0);
+                decided(info, t, c);
+            });
+            return;
+        }
         disk.recordDecision(rrs.generation(), t); // durable before it is sent: a restart cannot flip it
         LatencyTrace.took("diskLeaderDecision", t0);
+        decided(info, t, commit);
+    }
+
+    /** The decision this replica signed for a batch it leads is durable on its disk: send it. */
+    private void decided(BatchInfo info, Certificate t, boolean commit) {
         LatencyTrace.stage(info.batchId(), "decided@" + pos);
         batchLeader.decide(info.batchId(), t); // decided: votes and BatchInfo are no longer needed
         ledParticipants.put(info.batchId(), info.participants()); // until its decision is collected from the disk
@@ -1707,8 +1733,8 @@ public final class RegionReplica {
         }
         if (d != null) {
             net.send(from, new Message.DecisionMsg(d));
-        } else if (!batchLeader.decided(batchId)) {
-            batchLeader.addWaiter(batchId, from);
+        } else if (!batchLeader.decided(batchId) || batchLeader.recording(batchId)) {
+            batchLeader.addWaiter(batchId, from); // (a decision being recorded: answered once it is durable)
         }
     }
 
