@@ -67,9 +67,23 @@ public final class RegionLogRecovery {
         }
     }
 
-    /** The recovered region log with its proofs. */
+    /**
+     * The recovered region log with its proofs. {@code recordedAborts}: every ABORT certificate the old replicas
+     * recorded in this generation (their decision records), whether or not its batch's entry is among
+     * {@code entries} (not verified here: {@link #abortProblem} checks each where it is used). A batch's sub-batch in
+     * another region may be recovered while this region's sub-batch of it is not (its LOG_ENTRY never formed: a
+     * malformed sub-batch, a replica signing a wrong digest) and while that other region's replicas have not
+     * recorded the ABORT yet (it waits there for the decision of an earlier entry): then this region's records are
+     * the only proof the batch aborted (task net19; {@code SalusSimulationTest} seed 2875).
+     */
     public record RecoveredLog(RrsConfig old, RegionSnapshot base, Certificate baseCertificate,
-                               List<RecoveredEntry> entries, List<Certificate> endProof) {
+                               List<RecoveredEntry> entries, List<Certificate> endProof,
+                               List<Certificate> recordedAborts) {
+        public RecoveredLog(RrsConfig old, RegionSnapshot base, Certificate baseCertificate,
+                            List<RecoveredEntry> entries, List<Certificate> endProof) {
+            this(old, base, baseCertificate, entries, endProof, List.of());
+        }
+
         /**
          * The prepared seqs: those of the recovered entries before the first entry proven aborted.
          * Every later entry belongs to a later batch (the prevNum chain orders the log), which the
@@ -175,8 +189,15 @@ public final class RegionLogRecovery {
                     throw new RecoveryException(region + ": only " + valid.size() + " valid answers for log index "
                             + index + " (need 3)");
                 }
+                List<Certificate> records = decisionRecords(old, dataNodes);
+                List<Certificate> aborts = new ArrayList<>();
+                for (Certificate c : records) {
+                    if (c.type() == CertType.ABORT) {
+                        aborts.add(c);
+                    }
+                }
                 return new RecoveredLog(old, base, baseCert, withAborts(cfg, verifier, membership, old, entries,
-                        dataNodes), valid);
+                        records), valid, aborts);
             }
             Statement.LogEntry st = logEntry.statement(Statement.LogEntry.class);
             RecoveredEntry e = null;
@@ -226,25 +247,14 @@ public final class RegionLogRecovery {
             }
             out.add(new RecoveredEntry(e.index(), e.logEntry(), e.bytes(), e.subBatch(), abort));
         }
-        return new RecoveredLog(log.old(), log.base(), log.baseCertificate(), out, log.endProof());
+        return new RecoveredLog(log.old(), log.base(), log.baseCertificate(), out, log.endProof(),
+                log.recordedAborts());
     }
 
     /** Marks the entries whose batch an old replica recorded a valid ABORT certificate for. */
     private static List<RecoveredEntry> withAborts(ProtocolConfig cfg, Verifier verifier, Membership membership,
                                                    RrsConfig old, List<RecoveredEntry> entries,
-                                                   List<DataSource> dataNodes) {
-        List<Certificate> records = new ArrayList<>();
-        for (DataSource d : dataNodes) {
-            List<Certificate> r;
-            try {
-                r = d.readDecisions(old.generation());
-            } catch (RuntimeException e) {
-                continue; // unreadable: as if unavailable
-            }
-            if (r != null) {
-                records.addAll(r);
-            }
-        }
+                                                   List<Certificate> records) {
         List<RecoveredEntry> out = new ArrayList<>();
         for (RecoveredEntry e : entries) {
             Certificate abort = null;
@@ -257,6 +267,23 @@ public final class RegionLogRecovery {
             out.add(new RecoveredEntry(e.index(), e.logEntry(), e.bytes(), e.subBatch(), abort));
         }
         return out;
+    }
+
+    /** The decision records of the old replicas in {@code old}'s generation, as their DataNodes return them. */
+    private static List<Certificate> decisionRecords(RrsConfig old, List<DataSource> dataNodes) {
+        List<Certificate> records = new ArrayList<>();
+        for (DataSource d : dataNodes) {
+            List<Certificate> r;
+            try {
+                r = d.readDecisions(old.generation());
+            } catch (RuntimeException e) {
+                continue; // unreadable: as if unavailable
+            }
+            if (r != null) {
+                records.addAll(r);
+            }
+        }
+        return records;
     }
 
     /**

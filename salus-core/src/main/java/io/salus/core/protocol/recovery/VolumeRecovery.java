@@ -101,7 +101,10 @@ public final class VolumeRecovery {
 
     /**
      * A batch's ABORT certificate may have been recorded by only one participant region's replicas;
-     * it proves every sub-batch of the batch aborted. Shares all proven aborts across the regions.
+     * it proves every sub-batch of the batch aborted. Shares all proven aborts across the regions: those attached
+     * to recovered entries and those the old replicas recorded for a batch whose entry in their own region was not
+     * recovered ({@link RecoveredLog#recordedAborts}; each is checked against each entry by
+     * {@code RegionLogRecovery.abortProblem}).
      */
     public static Map<Integer, RecoveredLog> shareAborts(ProtocolConfig cfg, Verifier verifier, Membership membership,
                                                          Map<Integer, RecoveredLog> logs) {
@@ -112,6 +115,7 @@ public final class VolumeRecovery {
                     aborts.add(e.abort());
                 }
             }
+            aborts.addAll(l.recordedAborts());
         }
         Map<Integer, RecoveredLog> out = new TreeMap<>();
         logs.forEach((r, l) -> out.put(r, RegionLogRecovery.withAborts(cfg, verifier, membership, l, aborts)));
