@@ -122,6 +122,7 @@ public class MessageCodecBenchmark {
                     List.of(recoveryState(sig), recoveryState(sig), recoveryState(sig)), sig);
             case REBUILD_REQUEST -> new Message.RebuildRequest(17, 3, 123_455, List.of(5L, 6L));
             case REBUILD_BLOCKS -> new Message.RebuildBlocks(17, 3, 123_455, List.of(new Message.StateBlock(5, block)));
+            case CHAIN_ACK -> new Message.ChainAck(17, 3, 123_456, h);
         };
     }
 

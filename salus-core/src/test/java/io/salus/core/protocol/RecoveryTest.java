@@ -336,6 +336,38 @@ class RecoveryTest {
                 "ABORT signed by non-replicas");
     }
 
+    /**
+     * Task net19 (found by {@code SalusSimulationTest} seed 2875 once replicas resent fewer sub-batches): batch 2
+     * spans this region and another. The other region's replicas recorded its ABORT (the client was told it
+     * failed), but their own sub-batch of it has no LOG_ENTRY (one replica signed a wrong digest), so it is not in
+     * their recovered log; this region's replicas have not recorded the ABORT yet (an earlier entry still waited for
+     * its decision). Recovery read the other region's ABORT record and dropped it with the unrecovered entry: the
+     * aborted seqs 2..3 came back. Now a region's recovered log keeps every ABORT its replicas recorded and
+     * {@link VolumeRecovery#shareAborts} shares them too; one that does not bind (signed by the holders) is not used.
+     */
+    @Test
+    void anAbortRecordedOnlyWhereTheEntryWasNotRecoveredStillProvesTheBatchAborted() throws Exception {
+        // recover() keeps the decision records of a batch with no entry in this log
+        disks.get(1).recordDecision(0, decision(false, 9, 7, 8, rs));
+        RegionLogRecovery.RecoveredLog here = RegionLogRecovery.recover(cfg, dir, client.id(), membership, old,
+                Optional.empty(), List.of(honest(0), honest(1), honest(2)), List.of(dn(0), dn(1), dn(2)));
+        assertEquals(1, here.recordedAborts().size(), "the ABORT of batch 9 is kept: " + here.recordedAborts());
+        assertEquals(List.of(1L, 2L, 3L, 5L), new ArrayList<>(VolumeRecovery.report(here).preparedSeqs()));
+        // the other region: nothing recovered, its replicas recorded batch 2's ABORT
+        RegionLogRecovery.RecoveredLog other = new RegionLogRecovery.RecoveredLog(old, here.base(), null, List.of(),
+                here.endProof(), List.of(decision(false, 2, 2, 3, rs)));
+        Map<Integer, RegionLogRecovery.RecoveredLog> shared = VolumeRecovery.shareAborts(cfg, dir, membership,
+                Map.of(0, here, 1, other));
+        assertEquals(List.of(1L), new ArrayList<>(VolumeRecovery.report(shared.get(0)).preparedSeqs()),
+                "batch 2 aborted: its seqs 2, 3 and the later 5 are not prepared");
+        RegionLogRecovery.verify(cfg, dir, client.id(), membership, shared.get(0));
+        // hostile: an ABORT signed by the holders, not the leader region's replicas, proves nothing
+        RegionLogRecovery.RecoveredLog forged = new RegionLogRecovery.RecoveredLog(old, here.base(), null,
+                List.of(), here.endProof(), List.of(decision(false, 2, 2, 3, holders.subList(0, 3))));
+        assertEquals(List.of(1L, 2L, 3L, 5L), new ArrayList<>(VolumeRecovery.report(VolumeRecovery.shareAborts(cfg,
+                dir, membership, Map.of(0, here, 1, forged)).get(0)).preparedSeqs()));
+    }
+
     @Test
     void abortProofsThatDoNotBindToTheEntryAreIgnored() throws Exception {
         // an ABORT signed by outsiders, one for another batch, and a COMMIT: none makes an entry aborted

@@ -283,6 +283,141 @@ class ReplicaTransportBytesTest {
                 + " per byte written: " + describe(all));
     }
 
+    /** Copies of region 0's sub-batch that the servers (not the client) sent from {@code from} on, per sender. */
+    Map<NodeId, Integer> payloadSends(int from) {
+        Map<NodeId, Integer> m = new TreeMap<>(java.util.Comparator.comparing(NodeId::toString));
+        for (Envelope e : sent.subList(from, sent.size())) {
+            if (!e.from().equals(clientId) && e.m() instanceof Message.SubBatchMsg s && s.subBatch().region() == 0) {
+                m.merge(e.from(), 1, Integer::sum);
+            }
+        }
+        return m;
+    }
+
+    /**
+     * Task net19: the five stores answer late (every STORE_ACK waits, as on a loaded witness path, where the acks
+     * took longer than a retransmission period), so no replica can prove from the holders that its successor logged
+     * the entry. The successor's own acknowledgement (CHAIN_ACK, sent once the entry is durable in its log) stops
+     * its predecessor's resends: over 5 s of ticks the payload crossed each chain hop once. Before task net19 the
+     * primary and the middle replica resent the 64 KiB sub-batch at every round until the holders' acks came (and
+     * the middle replica passed each of the primary's copies on).
+     */
+    @Test
+    void aSlowWitnessPathDoesNotResendThePayloadToASuccessorThatLoggedIt() {
+        hold = e -> e.m() instanceof Message.StoreAck;
+        long batch = client.submit(write64KiB());
+        drain();
+        for (int t = 0; t < WAIT_TICKS; t++) {
+            tickAll();
+        }
+        assertFalse(held.isEmpty(), "the stores' acks waited");
+        List<NodeId> reps = configs.get(0).replicas();
+        assertEquals(Map.of(reps.get(0), 1, reps.get(1), 1), payloadSends(0), "copies of the 64 KiB sub-batch per"
+                + " sender while the stores' acks waited " + WAIT_TICKS + " ticks (one per chain hop)");
+        decideAndCommit(batch);
+        assertEquals(Map.of(reps.get(0), 1, reps.get(1), 1), payloadSends(0), "copies over the whole write");
+    }
+
+    /**
+     * Hostile (task net19): the primary's forward to the middle replica is lost, and CHAIN_ACKs that must not count
+     * arrive at the primary: from the middle replica with another digest, another generation, another region or
+     * another index, and the right one from the last replica, which is not the primary's successor. None stops the
+     * primary's resends: it sends the sub-batch again at its next round and the write commits.
+     */
+    @Test
+    void aForgedOrMismatchedChainAckDoesNotStopTheResends() {
+        List<NodeId> reps = configs.get(0).replicas();
+        NodeId primary = reps.get(0);
+        NodeId mid = reps.get(1);
+        NodeId last = reps.get(2);
+        boolean[] dropped = {false};
+        hold = e -> {
+            if (!dropped[0] && e.from().equals(primary) && e.to().equals(mid) && e.m() instanceof Message.SubBatchMsg) {
+                dropped[0] = true;
+                return true; // lost
+            }
+            return false;
+        };
+        long batch = client.submit(write64KiB());
+        drain();
+        assertTrue(dropped[0]);
+        held.clear();
+        SubBatch sb = sent.stream().filter(e -> e.m() instanceof Message.SubBatchMsg).map(
+                e -> ((Message.SubBatchMsg) e.m()).subBatch()).findFirst().orElseThrow();
+        var digest = cfg.hash().hash(sb.encode());
+        var other = cfg.hash().hash(new byte[] {1, 2, 3});
+        int mark = sent.size();
+        send(new Envelope(mid, primary, new Message.ChainAck(0, 0, 0, other)));
+        send(new Envelope(mid, primary, new Message.ChainAck(0, 1, 0, digest)));
+        send(new Envelope(mid, primary, new Message.ChainAck(1, 0, 0, digest)));
+        send(new Envelope(mid, primary, new Message.ChainAck(0, 0, 1, digest)));
+        send(new Envelope(last, primary, new Message.ChainAck(0, 0, 0, digest)));
+        send(new Envelope(clientId, primary, new Message.ChainAck(0, 0, 0, digest)));
+        drain();
+        int ticks = 0;
+        while (ticks < 3 * RegionReplica.RETRANSMIT_TICKS && payloadSends(mark).getOrDefault(primary, 0) == 0) {
+            tickAll();
+            ticks++;
+        }
+        assertEquals(1, payloadSends(mark).getOrDefault(primary, 0), "the primary resent the entry to its successor"
+                + " within " + ticks + " ticks despite the forged acknowledgements");
+        for (int i = 0; i < 30 && !acked.contains(batch); i++) {
+            tickAll();
+        }
+        assertEquals(List.of(batch), acked, "the write committed");
+    }
+
+    /**
+     * Hostile (task net19): the last replica logged the entry and acknowledged it to the middle replica, then
+     * reopens without it while the stores' acks still wait (so nothing but its own acknowledgement vouched for
+     * it). It asks its peers for their log; the middle replica forgets the acknowledgement, sends it the entry at
+     * its next round, takes its new acknowledgement, and does not send it again; the write commits once the stores
+     * answer.
+     */
+    @Test
+    void aSuccessorThatAckedAndReopenedWithoutTheEntryGetsItAgain() {
+        hold = e -> e.m() instanceof Message.StoreAck;
+        // region 1 leads the batch (its first block), so the reopened replica is not one of the batch's leader
+        // replicas (those need the client's BATCH_INFO, which only the client's own retransmission brings back)
+        byte[] d = new byte[BLOCK];
+        d[0] = 42;
+        List<BlockWrite> w = new ArrayList<>();
+        w.add(new BlockWrite(16, d));
+        w.addAll(write64KiB());
+        long batch = client.submit(w);
+        drain();
+        for (int t = 0; t < 20; t++) {
+            tickAll();
+        }
+        RrsConfig c = configs.get(0);
+        NodeId mid = c.replicas().get(1);
+        NodeId last = c.replicas().get(2);
+        assertTrue(sent.stream().anyMatch(e -> e.from().equals(last) && e.to().equals(mid)
+                && e.m() instanceof Message.ChainAck), "the last replica acknowledged the entry to the middle one");
+        assertEquals(1, payloadSends(0).get(mid), "sent to the last replica once so far");
+        RegionReplica reopened = new RegionReplica(cfg, c, last, clientId, signers.get(last), dir, membership,
+                (to, m) -> send(new Envelope(last, to, m)), new InMemoryReplicaDisk(), new InMemoryCoordination(),
+                ReplicaHooks.NONE, RegionSnapshot.empty(0, RegionLogRecovery.emptyVolumeRoot(cfg)));
+        replicas.put(last, reopened);
+        int mark = sent.size();
+        reopened.catchUpFromPeersAtOpen();
+        drain();
+        int ticks = 0;
+        while (ticks < 2 * RegionReplica.MAX_RETRANSMIT_TICKS && payloadSends(mark).getOrDefault(mid, 0) == 0) {
+            tickAll();
+            ticks++;
+        }
+        assertEquals(1, payloadSends(mark).getOrDefault(mid, 0), "the middle replica resent the entry to the"
+                + " reopened replica within two rounds at the back-off cap; ticks: " + ticks);
+        assertTrue(sent.subList(mark, sent.size()).stream().anyMatch(e -> e.from().equals(last) && e.to().equals(mid)
+                && e.m() instanceof Message.ChainAck), "the reopened replica logged and acknowledged it");
+        for (int t = 0; t < WAIT_TICKS; t++) {
+            tickAll();
+        }
+        assertEquals(1, payloadSends(mark).getOrDefault(mid, 0), "not resent after the new acknowledgement");
+        decideAndCommit(batch);
+    }
+
     /** No message but the sub-batch (and the client's GET reply) carries block data: certificates carry digests. */
     @Test
     void onlySubBatchesCarryThePayload() {

@@ -101,6 +101,10 @@ final class MessageRouter {
             return c == null ? null : new Message.CheckpointCert(c);
         } else if (m instanceof Message.StoreAck a) {
             return new Message.StoreAck(a.region(), a.generation(), a.index() + 1, a.digest(), a.signature());
+        } else if (m instanceof Message.ChainAck a) {
+            // a digest that is not the entry's: the predecessor must keep resending the payload
+            return new Message.ChainAck(a.region(), a.generation(), a.index(),
+                    io.salus.core.merkle.HashAlgorithm.SHA256.hash(a.digest().toString().getBytes()));
         } else if (m instanceof Message.Vote v) {
             return new Message.Vote(v.batchId(), v.region(), v.generation(), !v.yes(), v.signature());
         } else if (m instanceof Message.BatchInfoMsg b) {

@@ -19,6 +19,17 @@ public sealed interface Message {
     record BatchInfoMsg(BatchInfo info) implements Message {
     }
 
+    /**
+     * Replica → its chain predecessor (task net19): the log entry at {@code index} of (region, generation) with this
+     * digest (the hash of the sub-batch's canonical encoding) is durable in the sender's log, so the predecessor
+     * stops resending the sub-batch's payload to it ({@code RegionReplica#tick}). Unsigned: the transport between
+     * region servers authenticates the sender, and the receiver takes it only from its chain successor and only for
+     * an entry of its own log with the same digest. A successor that lies only withholds its own copy (liveness:
+     * the predecessor's rare resend and the client's recovery bound it), never what the others stored.
+     */
+    record ChainAck(int region, long generation, long index, io.salus.core.merkle.Hash digest) implements Message {
+    }
+
     /** Replica → the 5 metadata holders: a TENTATIVE_LOG_ENTRY certificate. */
     record LogCertMsg(Certificate tentative) implements Message {
     }

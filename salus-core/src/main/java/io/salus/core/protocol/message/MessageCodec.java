@@ -64,7 +64,8 @@ public final class MessageCodec {
         FLUSH_REQUEST(22, Message.FlushRequest.class),
         FLUSH_REPLY(23, Message.FlushReply.class),
         REBUILD_REQUEST(24, Message.RebuildRequest.class),
-        REBUILD_BLOCKS(25, Message.RebuildBlocks.class);
+        REBUILD_BLOCKS(25, Message.RebuildBlocks.class),
+        CHAIN_ACK(26, Message.ChainAck.class);
 
         private final int code;
         private final Class<? extends Message> cls;
@@ -223,6 +224,10 @@ public final class MessageCodec {
                 for (Message.StateBlock b : x.blocks()) {
                     o.i64(b.localBlock()).blob(b.data());
                 }
+            }
+            case CHAIN_ACK -> {
+                Message.ChainAck a = (Message.ChainAck) m;
+                o.i32(a.region()).i64(a.generation()).i64(a.index()).hash(a.digest());
             }
             case RECOVERY_STATE -> writeRecoveryState(o, (Message.RecoveryState) m);
             case RECOVERY_ABORT -> {
@@ -404,6 +409,12 @@ public final class MessageCodec {
                 long index = in.i64("log index");
                 Hash digest = in.hash("entry digest");
                 yield new Message.StoreAck(region, generation, index, digest, in.blob("store signature"));
+            }
+            case CHAIN_ACK -> {
+                int region = in.i32("region");
+                long generation = in.i64("generation");
+                long index = in.i64("log index");
+                yield new Message.ChainAck(region, generation, index, in.hash("entry digest"));
             }
             case VOTE -> {
                 long batchId = in.i64("batch id");

@@ -523,6 +523,8 @@ public final class RegionReplica {
             onSubBatch(from, s.subBatch());
         } else if (m instanceof Message.StoreAck a) {
             onStoreAck(from, a);
+        } else if (m instanceof Message.ChainAck a) {
+            onChainAck(from, a);
         } else if (m instanceof Message.BatchInfoMsg b) {
             onBatchInfo(from, b.info());
         } else if (m instanceof Message.Vote v) {
@@ -765,6 +767,7 @@ public final class RegionReplica {
             for (ReplicaLog.Entry e : log.entries()) {
                 if (!e.resolved && r.throughIndex() < e.index) {
                     e.successorAsked = true;
+                    e.successorLogged = false; // its acknowledgement may predate a lost log: it acknowledges again
                 }
             }
         }
@@ -1039,11 +1042,12 @@ public final class RegionReplica {
             }
             boolean stalled = ++e.rounds % STALLED_ROUNDS == 0;
             NodeId next = rrs.next(me);
-            if (next != null && hooks.forward(e.sb) && (legacy || !chainLogged(e) || e.successorAsked
-                    || e.rounds % PAYLOAD_RESEND_ROUNDS == 0)) {
-                // the payload again only while the successor may lack it: before every holder stored the entry (see
-                // chainLogged), once the successor asked for the log (it restarted or has a gap), and, rarely, for a
-                // successor that lost it without asking (nothing else brings an undecided entry back to it)
+            if (next != null && hooks.forward(e.sb) && (legacy || !(chainLogged(e) || e.successorLogged)
+                    || e.successorAsked || e.rounds % PAYLOAD_RESEND_ROUNDS == 0)) {
+                // the payload again only while the successor may lack it: before the successor acknowledged the
+                // entry (CHAIN_ACK, task net19) or every holder stored it (see chainLogged), once the successor asked
+                // for the log (it restarted or has a gap), and, rarely, for a successor that lost it without asking
+                // (nothing else brings an undecided entry back to it)
                 e.successorAsked = false;
                 net.send(next, new Message.SubBatchMsg(e.sb));
             }
@@ -1288,6 +1292,9 @@ public final class RegionReplica {
             if (e != null && e.sb.equals(sb)) {
                 subBatchCopies++;
                 subBatchCopyBytes += entryLength(e);
+                if (e.logged && !from.equals(clientId) && chainSender(from)) {
+                    ackToPredecessor(e); // the predecessor resent it: this replica's acknowledgement may be lost
+                }
                 NodeId next = rrs.next(me);
                 if (next != null && hooks.forward(sb)) {
                     // passed on: a client's retransmission of a resolved entry is how the replicas down the chain
@@ -1395,6 +1402,36 @@ public final class RegionReplica {
             sendTentative(e);
         }
         voteIfStored(e); // acks that came before the entry was durable here (only a faulty holder sends them)
+        ackToPredecessor(e);
+    }
+
+    /**
+     * Task net19: tells the chain predecessor that the entry is durable here ({@link Message.ChainAck}), so it stops
+     * resending its payload. The primary has no predecessor (the client learns of the entry from the PUT reply).
+     */
+    private void ackToPredecessor(ReplicaLog.Entry e) {
+        int myPos = rrs.replicas().indexOf(me);
+        if (myPos > 0 && !LatencyTrace.legacy()) {
+            net.send(rrs.replicas().get(myPos - 1),
+                    new Message.ChainAck(regionId.index(), rrs.generation(), e.index, e.digest));
+        }
+    }
+
+    /**
+     * The chain successor logged an entry (task net19): taken only from the successor (the transport between region
+     * servers authenticates the sender), for this region and generation, and only if this replica's entry at that
+     * index has the same digest. A faulty successor can only stop the resends of its own copy: that costs liveness,
+     * which the rare {@link #PAYLOAD_RESEND_ROUNDS} resend and the client's recovery bound, not safety (it still
+     * needs the entry to sign its tentative, and the holders need the tentatives of all three replicas).
+     */
+    private void onChainAck(NodeId from, Message.ChainAck a) {
+        if (!from.equals(rrs.next(me)) || a.region() != regionId.index() || a.generation() != rrs.generation()) {
+            return;
+        }
+        ReplicaLog.Entry e = log.entry(a.index());
+        if (e != null && e.digest.equals(a.digest())) {
+            e.successorLogged = true;
+        }
     }
 
     /**

@@ -43,6 +43,12 @@ final class ReplicaLog {
         int length = -1;
         /** The chain successor asked for the log since this entry was last sent to it: send it again. */
         boolean successorAsked;
+        /**
+         * The chain successor acknowledged this entry (its index and digest) as durable in its log (task net19,
+         * {@code Message.ChainAck}): its payload is not resent to it at every round. Cleared when the successor asks
+         * for the log again.
+         */
+        boolean successorLogged;
 
         Entry(long index, SubBatch sb, Hash digest) {
             this.index = index;

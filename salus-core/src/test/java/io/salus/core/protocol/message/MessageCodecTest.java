@@ -157,6 +157,7 @@ class MessageCodecTest {
                 }
                 case LOG_CERT -> new Message.LogCertMsg(logEntry());
                 case STORE_ACK -> new Message.StoreAck(rnd.nextInt(64), rnd.nextInt(9), anyLong(), hash(), bytes(64));
+                case CHAIN_ACK -> new Message.ChainAck(rnd.nextInt(64), rnd.nextInt(9), anyLong(), hash());
                 case VOTE -> new Message.Vote(anyLong(), rnd.nextInt(64), rnd.nextInt(9), rnd.nextBoolean(), bytes(64));
                 case DECISION_REQUEST -> new Message.DecisionRequest(rnd.nextInt(64), anyLong());
                 case DECISION -> new Message.DecisionMsg(decision());
