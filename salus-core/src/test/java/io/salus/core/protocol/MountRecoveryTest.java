@@ -120,6 +120,62 @@ class MountRecoveryTest {
         assertArrayEquals(PipelinedCommitTest.data(8), h.got.get(11L));
     }
 
+    /**
+     * Review rv19 finding 1: the new writer's batch, acknowledged after a mount that aborted the previous writer's
+     * partial batch, is logged in region 0 right after that batch's aborted entry (same log generation: a mount does
+     * not remap). A full recovery of the volume before the region's next checkpoint (any region server lost later)
+     * took only the entries before the first aborted one as prepared ("every later entry belongs to a later batch,
+     * which the COMMIT-CONFIRMATION chain aborted too"): true within one writer's batch chain, false for the next
+     * writer's batches, which start a new chain (prevBatchId -1). The LCP stopped at seq 1 and the acknowledged
+     * writes to blocks 3 and 11 were gone, with no error.
+     */
+    @Test
+    void aNewWritersAcknowledgedBatchLoggedAfterAnAbortedEntrySurvivesAFullRecovery() throws Exception {
+        firstWriterDiesWithAPartialBatch();
+        VolumeClient w = newWriterWithRecoveryNoEpoch();
+        assertInstanceOf(ReplicaMount.Outcome.Mounted.class, mount(w, 9));
+        int before = h.acked.size();
+        assertTrue(w.submit(List.of(new BlockWrite(3, PipelinedCommitTest.data(7)),
+                new BlockWrite(11, PipelinedCommitTest.data(8)))) > 0);
+        h.drain();
+        assertEquals(before + 1, h.acked.size(), "the new writer's batch is acknowledged");
+        long ackedLast = h.acked.get(h.acked.size() - 1)[2];
+        // every region server is lost: the Master recovers the logs from the holders and DataNodes and rebuilds
+        io.salus.core.protocol.recovery.RecoveryOrchestrator master =
+                new io.salus.core.protocol.recovery.RecoveryOrchestrator(h.cfg, h.dir, h.clientId, h.membership,
+                        h.coord, 1);
+        var logs = master.recoverLogs(h.recoveryCluster());
+        assertEquals(3, logs.get(0).entries().size(), "region 0: batch 1, the aborted batch 2, the new batch");
+        assertTrue(logs.get(0).entries().get(1).aborted());
+        var rb = master.rebuild(1, logs);
+        assertTrue(rb.lcp().seq() >= ackedLast, "the LCP " + rb.lcp().seq() + " drops the acknowledged seqs up to "
+                + ackedLast);
+        assertArrayEquals(PipelinedCommitTest.data(7), rb.regions().get(0).blocks().get(3L),
+                "block 3's acknowledged write is in the rebuilt region 0");
+        assertArrayEquals(PipelinedCommitTest.data(8), rb.regions().get(1).blocks().get(3L),
+                "block 11's acknowledged write is in the rebuilt region 1");
+        assertNull(rb.regions().get(0).blocks().get(2L), "the aborted batch's block 2 stays out");
+        // each new replica re-checks the COMMIT proof that keeps the entry: accepted as recovered, refused when it
+        // is another batch's (genuinely signed) COMMIT or none of the leader region's
+        var log0 = rb.logs().get(0);
+        io.salus.core.protocol.recovery.RegionLogRecovery.verify(h.cfg, h.dir, h.clientId, h.membership, log0);
+        var e2 = log0.entries().get(2);
+        assertTrue(e2.committed());
+        var e0 = log0.entries().get(0);
+        Certificate otherBatch = h.disks.get(h.configs.get(0).replicas().get(0)).decisions(0).stream()
+                .filter(c -> c.type() == CertType.COMMIT && c.statement(Statement.Decision.class).batchId()
+                        == e0.subBatch().batchId()).findFirst().orElseThrow();
+        List<io.salus.core.protocol.recovery.RegionLogRecovery.RecoveredEntry> forged = new ArrayList<>(log0.entries());
+        forged.set(2, new io.salus.core.protocol.recovery.RegionLogRecovery.RecoveredEntry(e2.index(), e2.logEntry(),
+                e2.bytes(), e2.subBatch(), null, otherBatch));
+        var bad = new io.salus.core.protocol.recovery.RegionLogRecovery.RecoveredLog(log0.old(), log0.base(),
+                log0.baseCertificate(), forged, log0.endProof(), log0.recordedAborts());
+        var ex = assertThrows(io.salus.core.protocol.recovery.RecoveryException.class,
+                () -> io.salus.core.protocol.recovery.RegionLogRecovery.verify(h.cfg, h.dir, h.clientId,
+                        h.membership, bad));
+        assertTrue(ex.getMessage().contains("committed without proof"), ex.getMessage());
+    }
+
     VolumeClient newWriterWithRecoveryNoEpoch() {
         return newWriterWithRecovery();
     }

@@ -887,57 +887,7 @@ class PipelinedCommitTest {
                 signers.get(c.signatures().get(0).signer()))).toList()));
         // recovery of both regions from their holders and DataNodes, as the Master runs it
         RecoveryOrchestrator master = new RecoveryOrchestrator(cfg, dir, clientId, membership, coord, 1);
-        RecoveryOrchestrator.Cluster cluster = new RecoveryOrchestrator.Cluster() {
-            public List<RegionLogRecovery.MetadataHolder> holders(RrsConfig old) {
-                List<RegionLogRecovery.MetadataHolder> out = new ArrayList<>();
-                for (NodeId h : old.metadataHolders()) {
-                    out.add(new RegionLogRecovery.MetadataHolder() {
-                        public NodeId id() {
-                            return h;
-                        }
-
-                        public Certificate query(RegionId r, long g, long idx) {
-                            return stores.get(h).query(r, g, idx);
-                        }
-                    });
-                }
-                return out;
-            }
-
-            public List<RegionLogRecovery.DataSource> dataNodes(RrsConfig old) {
-                List<RegionLogRecovery.DataSource> out = new ArrayList<>();
-                for (NodeId rep : old.replicas()) {
-                    InMemoryReplicaDisk d = disks.get(rep);
-                    out.add(new RegionLogRecovery.DataSource() {
-                        public byte[] readEntry(long g, long idx) {
-                            return d.read(g, idx);
-                        }
-
-                        public RegionSnapshot readSnapshot(long g, long k) {
-                            return d.readSnapshot(g, k);
-                        }
-
-                        public List<Certificate> readDecisions(long g) {
-                            return d.decisions(g);
-                        }
-                    });
-                }
-                return out;
-            }
-
-            public RrsConfig remap(RrsConfig old) {
-                throw new UnsupportedOperationException();
-            }
-
-            public Certificate endorse(NodeId replica, RrsConfig fresh, RegionLogRecovery.RecoveredLog log,
-                                       io.salus.core.protocol.recovery.Coordination.Lcp lcp) {
-                throw new UnsupportedOperationException();
-            }
-
-            public void start(RrsConfig fresh, RegionSnapshot state) {
-                throw new UnsupportedOperationException();
-            }
-        };
+        RecoveryOrchestrator.Cluster cluster = recoveryCluster();
         Map<Integer, RegionLogRecovery.RecoveredLog> logs = master.recoverLogs(cluster);
         assertEquals(List.of(), logs.get(0).entries(), "region 0's entry has no LOG_ENTRY certificate: not recovered");
         assertEquals(List.of(1L, 2L), logs.get(1).entries().stream().map(e -> e.subBatch().batchId()).toList());
@@ -1843,6 +1793,61 @@ class PipelinedCommitTest {
     // ------------------------------------------------------------------ mount by a new writer (ReplicaMount)
 
     /** A new writer process (same client id and key, nothing of the old one's memory) that replaces {@link #client}. */
+    /** The old replicas' metadata holders and DataNodes (their disks), for a recovery as the Master runs it. */
+    RecoveryOrchestrator.Cluster recoveryCluster() {
+        return new RecoveryOrchestrator.Cluster() {
+            public List<RegionLogRecovery.MetadataHolder> holders(RrsConfig old) {
+                List<RegionLogRecovery.MetadataHolder> out = new ArrayList<>();
+                for (NodeId h : old.metadataHolders()) {
+                    out.add(new RegionLogRecovery.MetadataHolder() {
+                        public NodeId id() {
+                            return h;
+                        }
+
+                        public Certificate query(RegionId r, long g, long idx) {
+                            return stores.get(h).query(r, g, idx);
+                        }
+                    });
+                }
+                return out;
+            }
+
+            public List<RegionLogRecovery.DataSource> dataNodes(RrsConfig old) {
+                List<RegionLogRecovery.DataSource> out = new ArrayList<>();
+                for (NodeId rep : old.replicas()) {
+                    InMemoryReplicaDisk d = disks.get(rep);
+                    out.add(new RegionLogRecovery.DataSource() {
+                        public byte[] readEntry(long g, long idx) {
+                            return d.read(g, idx);
+                        }
+
+                        public RegionSnapshot readSnapshot(long g, long k) {
+                            return d.readSnapshot(g, k);
+                        }
+
+                        public List<Certificate> readDecisions(long g) {
+                            return d.decisions(g);
+                        }
+                    });
+                }
+                return out;
+            }
+
+            public RrsConfig remap(RrsConfig old) {
+                throw new UnsupportedOperationException();
+            }
+
+            public Certificate endorse(NodeId replica, RrsConfig fresh, RegionLogRecovery.RecoveredLog log,
+                                       io.salus.core.protocol.recovery.Coordination.Lcp lcp) {
+                throw new UnsupportedOperationException();
+            }
+
+            public void start(RrsConfig fresh, RegionSnapshot state) {
+                throw new UnsupportedOperationException();
+            }
+        };
+    }
+
     VolumeClient newWriter() {
         client = new VolumeClient(cfg, clientId, signers.get(clientId), dir, membership,
                 (to, m) -> send(new Envelope(clientId, to, m)), new ClientListener() {

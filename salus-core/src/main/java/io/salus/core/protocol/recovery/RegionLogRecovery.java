@@ -14,8 +14,10 @@ import io.salus.core.protocol.RrsConfig;
 import io.salus.core.protocol.message.SubBatch;
 import io.salus.core.protocol.replica.RegionSnapshot;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 
@@ -54,16 +56,28 @@ public final class RegionLogRecovery {
 
     /**
      * A recovered log entry. {@code abort} is the batch leader's ABORT certificate for its batch if
-     * one of the old replicas recorded it (the entry was logged, then aborted), else null.
+     * one of the old replicas recorded it (the entry was logged, then aborted), else null. {@code commit} is the
+     * batch leader's COMMIT certificate for its batch if one of the old replicas recorded it as the entry's commit
+     * mark, else null (review rv19: what keeps an entry logged after an aborted one in the prepared prefix, see
+     * {@link RecoveredLog#preparedEntries}).
      */
     public record RecoveredEntry(long index, Certificate logEntry, byte[] bytes, SubBatch subBatch,
-                                 Certificate abort) {
+                                 Certificate abort, Certificate commit) {
         public RecoveredEntry(long index, Certificate logEntry, byte[] bytes, SubBatch subBatch) {
-            this(index, logEntry, bytes, subBatch, null);
+            this(index, logEntry, bytes, subBatch, null, null);
+        }
+
+        public RecoveredEntry(long index, Certificate logEntry, byte[] bytes, SubBatch subBatch, Certificate abort) {
+            this(index, logEntry, bytes, subBatch, abort, null);
         }
 
         public boolean aborted() {
             return abort != null;
+        }
+
+        /** True if a recorded COMMIT certificate of its batch is bound to it (checked by {@link #decisionProblem}). */
+        public boolean committed() {
+            return commit != null;
         }
     }
 
@@ -96,14 +110,27 @@ public final class RegionLogRecovery {
             return s;
         }
 
-        /** The entries before the first one proven aborted. */
+        /**
+         * The entries before the first one proven aborted, and after it those proven committed (a recorded COMMIT
+         * certificate of their batch). Within one writer's batch chain every entry after an aborted one is aborted
+         * too (COMMIT-CONFIRMATION), but a later writer (a mount that aborted the previous writer's batches after its
+         * LCP, or the same client remounted after a proven abort) starts a new chain in the same log generation, right
+         * after the aborted entries (review rv19 finding 1: a full recovery before the region's next checkpoint
+         * dropped that writer's acknowledged batches). An acknowledged sub-batch always has its COMMIT mark on its
+         * region's DataNodes (each replica records it before it answers PUT_SUCCESS); one of the aborted chain never
+         * has one (its leaders sign ABORT).
+         */
         public List<RecoveredEntry> preparedEntries() {
             List<RecoveredEntry> out = new ArrayList<>();
+            boolean afterAbort = false;
             for (RecoveredEntry e : entries) {
                 if (e.aborted()) {
-                    break;
+                    afterAbort = true;
+                    continue;
                 }
-                out.add(e);
+                if (!afterAbort || e.committed()) {
+                    out.add(e);
+                }
             }
             return out;
         }
@@ -188,9 +215,10 @@ public final class RegionLogRecovery {
                     throw new RecoveryException(region + ": only " + valid.size() + " valid answers for log index "
                             + index + " (need 3)");
                 }
-                List<Certificate> recordedAborts = recordedAborts(cfg, old, dataNodes);
-                return new RecoveredLog(old, base, baseCert, withAborts(cfg, verifier, membership, old, entries,
-                        recordedAborts), valid, recordedAborts);
+                List<Certificate> recordedAborts = recordedDecisions(cfg, old, dataNodes, CertType.ABORT);
+                List<RecoveredEntry> marked = withAborts(cfg, verifier, membership, old, entries, recordedAborts);
+                return new RecoveredLog(old, base, baseCert, withCommits(cfg, verifier, membership, old, marked,
+                        recordedDecisions(cfg, old, dataNodes, CertType.COMMIT)), valid, recordedAborts);
             }
             Statement.LogEntry st = logEntry.statement(Statement.LogEntry.class);
             RecoveredEntry e = null;
@@ -238,17 +266,19 @@ public final class RegionLogRecovery {
                     }
                 }
             }
-            out.add(new RecoveredEntry(e.index(), e.logEntry(), e.bytes(), e.subBatch(), abort));
+            out.add(new RecoveredEntry(e.index(), e.logEntry(), e.bytes(), e.subBatch(), abort, e.commit()));
         }
         return new RecoveredLog(log.old(), log.base(), log.baseCertificate(), out, log.endProof(),
                 log.recordedAborts());
     }
 
     /**
-     * The ABORT certificates of this volume among the decision records of {@code old}'s DataNodes (each distinct one
-     * once). Not checked here: one counts only where {@link #abortProblem} binds it to an entry.
+     * The certificates of {@code type} (ABORT or COMMIT) of this volume among the decision records of {@code old}'s
+     * DataNodes (each distinct one once). Not checked here: one counts only where {@link #decisionProblem} binds it
+     * to an entry.
      */
-    private static List<Certificate> recordedAborts(ProtocolConfig cfg, RrsConfig old, List<DataSource> dataNodes) {
+    private static List<Certificate> recordedDecisions(ProtocolConfig cfg, RrsConfig old, List<DataSource> dataNodes,
+                                                       CertType type) {
         java.util.LinkedHashSet<Certificate> records = new java.util.LinkedHashSet<>();
         for (DataSource d : dataNodes) {
             List<Certificate> r;
@@ -259,7 +289,7 @@ public final class RegionLogRecovery {
             }
             if (r != null) {
                 for (Certificate c : r) {
-                    if (c != null && c.type() == CertType.ABORT
+                    if (c != null && c.type() == type
                             && c.statement(Statement.Decision.class).volume().equals(cfg.volume())) {
                         records.add(c);
                     }
@@ -282,7 +312,29 @@ public final class RegionLogRecovery {
                     break;
                 }
             }
-            out.add(new RecoveredEntry(e.index(), e.logEntry(), e.bytes(), e.subBatch(), abort));
+            out.add(new RecoveredEntry(e.index(), e.logEntry(), e.bytes(), e.subBatch(), abort, e.commit()));
+        }
+        return out;
+    }
+
+    /** Binds to each entry a recorded COMMIT certificate of its batch that {@link #decisionProblem} accepts. */
+    private static List<RecoveredEntry> withCommits(ProtocolConfig cfg, Verifier verifier, Membership membership,
+                                                    RrsConfig old, List<RecoveredEntry> entries,
+                                                    List<Certificate> records) {
+        Map<Long, List<Certificate>> byBatch = new HashMap<>();
+        for (Certificate c : records) {
+            byBatch.computeIfAbsent(c.statement(Statement.Decision.class).batchId(), k -> new ArrayList<>()).add(c);
+        }
+        List<RecoveredEntry> out = new ArrayList<>();
+        for (RecoveredEntry e : entries) {
+            Certificate commit = null;
+            for (Certificate c : byBatch.getOrDefault(e.subBatch().batchId(), List.of())) {
+                if (decisionProblem(cfg, verifier, membership, old, e.subBatch(), c, CertType.COMMIT) == null) {
+                    commit = c;
+                    break;
+                }
+            }
+            out.add(new RecoveredEntry(e.index(), e.logEntry(), e.bytes(), e.subBatch(), e.abort(), commit));
         }
         return out;
     }
@@ -296,9 +348,16 @@ public final class RegionLogRecovery {
      */
     static String abortProblem(ProtocolConfig cfg, Verifier verifier, Membership membership, RrsConfig old,
                                SubBatch sb, Certificate c) {
-        if (c.type() != CertType.ABORT) {
-            return "a " + c.type() + " is not an ABORT certificate";
+        return decisionProblem(cfg, verifier, membership, old, sb, c, CertType.ABORT);
+    }
+
+    /** As {@link #abortProblem}, for a certificate of {@code type} (ABORT or COMMIT). */
+    static String decisionProblem(ProtocolConfig cfg, Verifier verifier, Membership membership, RrsConfig old,
+                                  SubBatch sb, Certificate c, CertType type) {
+        if (c.type() != type) {
+            return "a " + c.type() + " is not a " + type + " certificate";
         }
+        boolean unbound = type == CertType.ABORT && cfg.mutated(Mutation.RECOVERY_UNBOUND_ABORT);
         Statement.Decision st = c.statement(Statement.Decision.class);
         if (!st.volume().equals(cfg.volume()) || st.batchId() != sb.batchId() || st.firstSeq() > sb.firstSeq()
                 || st.lastSeq() < sb.lastSeq() || !st.leader().volume().equals(cfg.volume())
@@ -306,7 +365,7 @@ public final class RegionLogRecovery {
             return "it decides " + st + ", not batch " + sb.batchId() + " seqs " + sb.firstSeq() + ".."
                     + sb.lastSeq() + " led by region " + sb.leaderRegion();
         }
-        if (st.generation() != old.generation() && !cfg.mutated(Mutation.RECOVERY_UNBOUND_ABORT)) {
+        if (st.generation() != old.generation() && !unbound) {
             return "it was decided in generation " + st.generation() + ", the entry was logged in "
                     + old.generation();
         }
@@ -314,7 +373,7 @@ public final class RegionLogRecovery {
         if (leader == null) {
             return "no configuration of leader region " + st.leader() + " in generation " + old.generation();
         }
-        if (!c.verify(verifier, cfg.mutated(Mutation.RECOVERY_UNBOUND_ABORT) ? null : leader.replicaSet())) {
+        if (!c.verify(verifier, unbound ? null : leader.replicaSet())) {
             return "it is not signed by the leader region's replicas " + leader.replicas();
         }
         return null;
@@ -433,6 +492,14 @@ public final class RegionLogRecovery {
                 if (why != null) {
                     throw new RecoveryException(old.region() + ": recovered entry " + index
                             + " is marked aborted without proof: " + why);
+                }
+            }
+            if (e.committed()) {
+                // (it keeps an entry after an aborted one in the prepared prefix: never on the orchestrator's word)
+                String why = decisionProblem(cfg, verifier, membership, old, e.subBatch(), e.commit(), CertType.COMMIT);
+                if (why != null) {
+                    throw new RecoveryException(old.region() + ": recovered entry " + index
+                            + " is marked committed without proof: " + why);
                 }
             }
             prev = e.subBatch().lastSeq();

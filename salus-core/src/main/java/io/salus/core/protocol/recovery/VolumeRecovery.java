@@ -81,7 +81,9 @@ public final class VolumeRecovery {
             if (log.base().rootRecord().seq() == lcp) {
                 return log.base().rootRecord().root();
             }
-            for (RecoveredEntry e : log.entries()) {
+            // the prepared entries only: a later writer reuses the seqs of the aborted entries after the LCP of its
+            // mount, so an aborted entry may hold a PUT with the same seq and another root (review rv19)
+            for (RecoveredEntry e : log.preparedEntries()) {
                 for (Put p : e.subBatch().puts()) {
                     if (p.seq() == lcp) {
                         return p.volumeRoot();
