@@ -176,6 +176,34 @@ class MountRecoveryTest {
         assertTrue(ex.getMessage().contains("committed without proof"), ex.getMessage());
     }
 
+    /**
+     * Review rv19 finding 2 (task tput19 widened it): a leader replica whose decision was queued for its writer
+     * (signed, not yet durable, sent to nobody) loses it in a crash, while the other two leader replicas' COMMITs
+     * went out. The writer died too. The restarted leader replica never gets the batch's BatchInfo again (only the
+     * client sends it, and a mount's fence refuses a late one), so it can never sign; the other two keep reporting
+     * the batch committed, so the new writer's mount waits for its COMMIT for ever; no ABORT can form either.
+     */
+    @Test
+    @org.junit.jupiter.api.Disabled("finding rv19-2: a leader replica that lost its queued decision in a crash never"
+            + " decides the batch again once its writer is gone; the mount waits for ever")
+    void aLeaderReplicaThatLostItsQueuedDecisionDoesNotKeepTheNextMountWaitingForEver() {
+        NodeId l = h.configs.get(0).replicas().get(1);
+        PipelinedCommitTest.HeldWriter w = new PipelinedCommitTest.HeldWriter(h.disks.get(l));
+        w.holdLeaderDecisions = true;
+        h.autoWriters.add(w);
+        h.replicas.get(l).writeDiskOn(w);
+        assertTrue(h.client.submit(List.of(new BlockWrite(1, PipelinedCommitTest.data(1)))) > 0);
+        h.drain();
+        assertEquals(1, w.heldDecisions.size(), "its decision waits for its writer");
+        assertTrue(h.acked.isEmpty());
+        // its process dies with the queued record (the disk keeps the log entry); the writer dies too
+        h.autoWriters.remove(w);
+        h.start(h.configs.get(0), l);
+        VolumeClient nw = newWriterWithRecovery();
+        ReplicaMount.Outcome o = mount(nw, 9);
+        assertInstanceOf(ReplicaMount.Outcome.Mounted.class, o, String.valueOf(o));
+    }
+
     VolumeClient newWriterWithRecoveryNoEpoch() {
         return newWriterWithRecovery();
     }
