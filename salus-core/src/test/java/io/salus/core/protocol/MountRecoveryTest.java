@@ -174,6 +174,15 @@ class MountRecoveryTest {
                 () -> io.salus.core.protocol.recovery.RegionLogRecovery.verify(h.cfg, h.dir, h.clientId,
                         h.membership, bad));
         assertTrue(ex.getMessage().contains("committed without proof"), ex.getMessage());
+        // its commit mark not durable on any DataNode yet (committed at the leaders, acknowledged in another region
+        // first): the new writer's batch ids (from its mount's fence) still mark it as a new chain, not the aborted one
+        List<io.salus.core.protocol.recovery.RegionLogRecovery.RecoveredEntry> unproven = new ArrayList<>(log0.entries());
+        unproven.set(2, new io.salus.core.protocol.recovery.RegionLogRecovery.RecoveredEntry(e2.index(), e2.logEntry(),
+                e2.bytes(), e2.subBatch()));
+        var noMark = new io.salus.core.protocol.recovery.RegionLogRecovery.RecoveredLog(log0.old(), log0.base(),
+                log0.baseCertificate(), unproven, log0.endProof(), log0.recordedAborts());
+        assertEquals(List.of(e0.subBatch().batchId(), e2.subBatch().batchId()),
+                noMark.preparedEntries().stream().map(e -> e.subBatch().batchId()).toList());
     }
 
     /**

@@ -111,8 +111,8 @@ public final class RegionLogRecovery {
         }
 
         /**
-         * The entries before the first one proven aborted, and after it those proven committed (a recorded COMMIT
-         * certificate of their batch). Within one writer's batch chain every entry after an aborted one is aborted
+         * The entries before the first one proven aborted, and after it those of a new batch chain: from the first
+         * entry proven committed (a recorded COMMIT certificate of its batch) or of a higher batch-id epoch. Within one writer's batch chain every entry after an aborted one is aborted
          * too (COMMIT-CONFIRMATION), but a later writer (a mount that aborted the previous writer's batches after its
          * LCP, or the same client remounted after a proven abort) starts a new chain in the same log generation, right
          * after the aborted entries (review rv19 finding 1: a full recovery before the region's next checkpoint
@@ -122,15 +122,25 @@ public final class RegionLogRecovery {
          */
         public List<RecoveredEntry> preparedEntries() {
             List<RecoveredEntry> out = new ArrayList<>();
-            boolean afterAbort = false;
+            long skippedEpoch = -1; // the batch-id epoch of the aborted chain being skipped, -1: none
             for (RecoveredEntry e : entries) {
+                long epoch = Math.floorDiv(e.subBatch().batchId(),
+                        io.salus.core.protocol.client.ReplicaMount.BATCH_ID_EPOCH);
                 if (e.aborted()) {
-                    afterAbort = true;
+                    skippedEpoch = Math.max(skippedEpoch, epoch);
                     continue;
                 }
-                if (!afterAbort || e.committed()) {
-                    out.add(e);
+                if (skippedEpoch >= 0) {
+                    if (!e.committed() && epoch <= skippedEpoch) {
+                        continue; // a later batch of the aborted chain (or not known to be of a new one)
+                    }
+                    // a new chain: a later writer's batch ids start at its mount's fence, in a higher batch-id epoch
+                    // (ReplicaMount.BATCH_ID_EPOCH); a client remounted without a fence continues its ids, but an
+                    // entry of its new chain with a COMMIT proof ends the aborted one (every entry of that chain
+                    // precedes it in the log: the client sends none of it again once remounted)
+                    skippedEpoch = -1;
                 }
+                out.add(e);
             }
             return out;
         }
