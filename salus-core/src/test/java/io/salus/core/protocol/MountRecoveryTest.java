@@ -213,6 +213,44 @@ class MountRecoveryTest {
         assertInstanceOf(ReplicaMount.Outcome.Mounted.class, o, String.valueOf(o));
     }
 
+    /**
+     * Review rv19 finding 3 (review rv18r's rule): the mount takes a batch any replica reports "committed" (as a
+     * leader replica, {@code RecoveryState.committed}) for one that may still commit, and waits for it. The report is
+     * signed by the reporter only, and any replica's counts, also one of a region that does not lead the batch. One
+     * faulty replica reporting the stuck batch 2 as committed keeps every mount of the volume waiting for ever.
+     */
+    @Test
+    @org.junit.jupiter.api.Disabled("finding rv19-3: one faulty replica's unproven 'committed' report keeps the mount"
+            + " waiting for ever")
+    void oneFaultyReplicaReportingACommitItNeverSignedDoesNotKeepTheMountWaitingForEver() {
+        firstWriterDiesWithAPartialBatch();
+        NodeId faulty = h.configs.get(1).replicas().get(2); // region 1 does not even lead batch 2
+        h.hold = e -> e.from().equals(faulty) && e.m() instanceof Message.RecoveryState;
+        VolumeClient w = newWriterWithRecovery();
+        w.beginRemount(9);
+        ReplicaMount.Outcome o = null;
+        for (int i = 0; i < 30; i++) {
+            h.drain();
+            for (Envelope e : new ArrayList<>(h.held)) {
+                Message.RecoveryState x = (Message.RecoveryState) e.m();
+                Message.RecoveryState lie = new Message.RecoveryState(x.nonce(), x.volume(), x.region(),
+                        x.generation(), x.replica(), x.fenceBelow(), x.pending(), x.batchInfos(), List.of(2L), null);
+                h.deliver(new Envelope(e.from(), e.to(), lie.withSignature(h.signers.get(faulty)
+                        .sign(lie.signedBytes()))));
+            }
+            h.held.clear();
+            o = w.remountOutcome();
+            if (!(o instanceof ReplicaMount.Outcome.Waiting)) {
+                break;
+            }
+            h.drain();
+            now += 1000;
+            w.tick(now);
+            h.replicas.values().forEach(RegionReplica::tick);
+        }
+        assertInstanceOf(ReplicaMount.Outcome.Mounted.class, o, String.valueOf(o));
+    }
+
     VolumeClient newWriterWithRecoveryNoEpoch() {
         return newWriterWithRecovery();
     }
