@@ -441,13 +441,7 @@ class PipelinedCommitTest {
     void aLeaderReplicaRestartedBeforeItsDecisionWasDurableDecidesAgainAsIfItNeverHad() {
         NodeId l = configs.get(0).replicas().get(1);
         HeldWriter w = new HeldWriter(disks.get(l));
-        w.holdLeaderDecisions = true;
-        autoWriters.add(w);
-        replicas.get(l).writeDiskOn(w);
-        assertTrue(client.submit(List.of(new BlockWrite(1, data(1)))) > 0);
-        drain();
-        Message.BatchInfoMsg info = (Message.BatchInfoMsg) sent.stream().filter(e -> e.m() instanceof
-                Message.BatchInfoMsg).findFirst().orElseThrow().m();
+        Message.BatchInfoMsg info = submitWithLeaderDecisionsHeld(l, w);
         long b = info.info().batchId();
         assertEquals(1, w.leaderDecisions.size());
         assertEquals(CertType.TENTATIVE_COMMIT, w.leaderDecisions.get(0).type());
@@ -488,18 +482,23 @@ class PipelinedCommitTest {
         }
     }
 
-    /** Task tput19: the honest side: restarted before its COMMIT was durable, it decides COMMIT again on retransmissions. */
-    @Test
-    void aLeaderReplicaRestartedBeforeItsCommitWasDurableCommitsAgainAndNeverFlipsOnceSent() {
-        NodeId l = configs.get(0).replicas().get(1);
-        HeldWriter w = new HeldWriter(disks.get(l));
+    /** Submits a write of block 1 with leader replica {@code l}'s decision records held by {@code w}; its BatchInfo. */
+    Message.BatchInfoMsg submitWithLeaderDecisionsHeld(NodeId l, HeldWriter w) {
         w.holdLeaderDecisions = true;
         autoWriters.add(w);
         replicas.get(l).writeDiskOn(w);
         assertTrue(client.submit(List.of(new BlockWrite(1, data(1)))) > 0);
         drain();
-        Message.BatchInfoMsg info = (Message.BatchInfoMsg) sent.stream().filter(e -> e.m() instanceof
-                Message.BatchInfoMsg).findFirst().orElseThrow().m();
+        return (Message.BatchInfoMsg) sent.stream().filter(e -> e.m() instanceof Message.BatchInfoMsg).findFirst()
+                .orElseThrow().m();
+    }
+
+    /** Task tput19: the honest side: restarted before its COMMIT was durable, it decides COMMIT again on retransmissions. */
+    @Test
+    void aLeaderReplicaRestartedBeforeItsCommitWasDurableCommitsAgainAndNeverFlipsOnceSent() {
+        NodeId l = configs.get(0).replicas().get(1);
+        HeldWriter w = new HeldWriter(disks.get(l));
+        Message.BatchInfoMsg info = submitWithLeaderDecisionsHeld(l, w);
         long b = info.info().batchId();
         assertEquals(1, w.heldDecisions.size());
         autoWriters.remove(w); // crash before the decision is durable
