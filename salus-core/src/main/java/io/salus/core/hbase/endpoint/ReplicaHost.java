@@ -633,63 +633,44 @@ public final class ReplicaHost {
             this.failed = failed;
         }
 
-        private RuntimeException report(RuntimeException e) {
-            failed.accept(e);
-            return e;
+        /** Runs a log or decision write, reporting its failure before it propagates. */
+        private void reporting(Runnable write) {
+            try {
+                write.run();
+            } catch (RuntimeException e) {
+                failed.accept(e);
+                throw e;
+            }
         }
 
         @Override
         public void append(long generation, long index, byte[] entry) {
-            try {
-                d.append(generation, index, entry);
-            } catch (RuntimeException e) {
-                throw report(e);
-            }
+            reporting(() -> d.append(generation, index, entry));
         }
 
         @Override
         public void appendAll(long generation, List<Long> indexes, List<byte[]> entries) {
-            try {
-                d.appendAll(generation, indexes, entries);
-            } catch (RuntimeException e) {
-                throw report(e);
-            }
+            reporting(() -> d.appendAll(generation, indexes, entries));
         }
 
         @Override
         public void recordDecision(long generation, Certificate decision) {
-            try {
-                d.recordDecision(generation, decision);
-            } catch (RuntimeException e) {
-                throw report(e);
-            }
+            reporting(() -> d.recordDecision(generation, decision));
         }
 
         @Override
         public void recordDecisions(long generation, List<Certificate> decisions) {
-            try {
-                d.recordDecisions(generation, decisions);
-            } catch (RuntimeException e) {
-                throw report(e);
-            }
+            reporting(() -> d.recordDecisions(generation, decisions));
         }
 
         @Override
         public void recordCommitMarks(long generation, List<Certificate> marks) {
-            try {
-                d.recordCommitMarks(generation, marks);
-            } catch (RuntimeException e) {
-                throw report(e);
-            }
+            reporting(() -> d.recordCommitMarks(generation, marks));
         }
 
         @Override
         public void sync(long generation) {
-            try {
-                d.sync(generation);
-            } catch (RuntimeException e) {
-                throw report(e);
-            }
+            reporting(() -> d.sync(generation));
         }
 
         @Override
