@@ -51,6 +51,12 @@ public record RrsConfig(RegionId region, long generation, List<NodeId> replicas,
         return i >= 0 && i < 2 ? replicas.get(i + 1) : null;
     }
 
+    /** The previous replica in the chain, or null for the primary (and for a node not in the RRS). */
+    public NodeId previous(NodeId replica) {
+        int i = replicas.indexOf(replica);
+        return i > 0 ? replicas.get(i - 1) : null;
+    }
+
     public Set<NodeId> replicaSet() {
         return new HashSet<>(replicas);
     }

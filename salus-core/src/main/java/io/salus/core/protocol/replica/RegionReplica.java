@@ -1246,9 +1246,10 @@ public final class RegionReplica {
 
     /** Whether {@code from} may send this replica a sub-batch: the client (to the primary) or the chain predecessor. */
     private boolean chainSender(NodeId from) {
-        int myPos = rrs.replicas().indexOf(me);
-        boolean fromPredecessor = myPos > 0 && rrs.replicas().get(myPos - 1).equals(from);
-        return myPos == 0 ? from.equals(clientId) || from.equals(me) : fromPredecessor;
+        if (rrs.primary().equals(me)) {
+            return from.equals(clientId) || from.equals(me);
+        }
+        return from.equals(rrs.previous(me));
     }
 
     private boolean validSubBatch(NodeId from, SubBatch sb) {
@@ -1410,10 +1411,9 @@ public final class RegionReplica {
      * resending its payload. The primary has no predecessor (the client learns of the entry from the PUT reply).
      */
     private void ackToPredecessor(ReplicaLog.Entry e) {
-        int myPos = rrs.replicas().indexOf(me);
-        if (myPos > 0 && !LatencyTrace.legacy()) {
-            net.send(rrs.replicas().get(myPos - 1),
-                    new Message.ChainAck(regionId.index(), rrs.generation(), e.index, e.digest));
+        NodeId prev = rrs.previous(me);
+        if (prev != null && !LatencyTrace.legacy()) {
+            net.send(prev, new Message.ChainAck(regionId.index(), rrs.generation(), e.index, e.digest));
         }
     }
 
@@ -1805,7 +1805,10 @@ public final class RegionReplica {
             if (led != null) {
                 // a whole certificate of a batch this region led (a caught-up replica's only record of it): the
                 // answer if no tentative of its own is on the disk
-                whole.putIfAbsent(led.statement(Statement.Decision.class).batchId(), led);
+                long b = led.statement(Statement.Decision.class).batchId();
+                if (asked.containsKey(b)) {
+                    whole.putIfAbsent(b, led);
+                }
                 continue;
             }
             if (d.type() != CertType.TENTATIVE_COMMIT && d.type() != CertType.TENTATIVE_ABORT
