@@ -225,10 +225,11 @@ public final class RegionLogRecovery {
                     throw new RecoveryException(region + ": only " + valid.size() + " valid answers for log index "
                             + index + " (need 3)");
                 }
-                List<Certificate> recordedAborts = recordedDecisions(cfg, old, dataNodes, CertType.ABORT);
-                List<RecoveredEntry> marked = withAborts(cfg, verifier, membership, old, entries, recordedAborts);
-                return new RecoveredLog(old, base, baseCert, withCommits(cfg, verifier, membership, old, marked,
-                        recordedDecisions(cfg, old, dataNodes, CertType.COMMIT)), valid, recordedAborts);
+                List<Certificate> recorded = recordedDecisions(cfg, old, dataNodes);
+                List<Certificate> recordedAborts = ofType(recorded, CertType.ABORT);
+                RecoveredLog log = new RecoveredLog(old, base, baseCert, withCommits(cfg, verifier, membership, old,
+                        entries, ofType(recorded, CertType.COMMIT)), valid, recordedAborts);
+                return withAborts(cfg, verifier, membership, log, recordedAborts);
             }
             Statement.LogEntry st = logEntry.statement(Statement.LogEntry.class);
             RecoveredEntry e = null;
@@ -267,15 +268,8 @@ public final class RegionLogRecovery {
                                           RecoveredLog log, java.util.Collection<Certificate> aborts) {
         List<RecoveredEntry> out = new ArrayList<>();
         for (RecoveredEntry e : log.entries()) {
-            Certificate abort = e.abort();
-            if (abort == null) {
-                for (Certificate c : aborts) {
-                    if (abortProblem(cfg, verifier, membership, log.old(), e.subBatch(), c) == null) {
-                        abort = c;
-                        break;
-                    }
-                }
-            }
+            Certificate abort = e.abort() != null ? e.abort()
+                    : bound(cfg, verifier, membership, log.old(), e.subBatch(), aborts, CertType.ABORT);
             out.add(new RecoveredEntry(e.index(), e.logEntry(), e.bytes(), e.subBatch(), abort, e.commit()));
         }
         return new RecoveredLog(log.old(), log.base(), log.baseCertificate(), out, log.endProof(),
@@ -283,12 +277,11 @@ public final class RegionLogRecovery {
     }
 
     /**
-     * The certificates of {@code type} (ABORT or COMMIT) of this volume among the decision records of {@code old}'s
-     * DataNodes (each distinct one once). Not checked here: one counts only where {@link #decisionProblem} binds it
-     * to an entry.
+     * The ABORT and COMMIT certificates of this volume among the decision records of {@code old}'s DataNodes (each
+     * distinct one once; every DataNode read once). Not checked here: one counts only where {@link #decisionProblem}
+     * binds it to an entry.
      */
-    private static List<Certificate> recordedDecisions(ProtocolConfig cfg, RrsConfig old, List<DataSource> dataNodes,
-                                                       CertType type) {
+    private static List<Certificate> recordedDecisions(ProtocolConfig cfg, RrsConfig old, List<DataSource> dataNodes) {
         java.util.LinkedHashSet<Certificate> records = new java.util.LinkedHashSet<>();
         for (DataSource d : dataNodes) {
             List<Certificate> r;
@@ -299,7 +292,7 @@ public final class RegionLogRecovery {
             }
             if (r != null) {
                 for (Certificate c : r) {
-                    if (c != null && c.type() == type
+                    if (c != null && (c.type() == CertType.ABORT || c.type() == CertType.COMMIT)
                             && c.statement(Statement.Decision.class).volume().equals(cfg.volume())) {
                         records.add(c);
                     }
@@ -309,22 +302,19 @@ public final class RegionLogRecovery {
         return List.copyOf(records);
     }
 
-    /** Marks the entries whose batch an old replica recorded a valid ABORT certificate for. */
-    private static List<RecoveredEntry> withAborts(ProtocolConfig cfg, Verifier verifier, Membership membership,
-                                                   RrsConfig old, List<RecoveredEntry> entries,
-                                                   List<Certificate> records) {
-        List<RecoveredEntry> out = new ArrayList<>();
-        for (RecoveredEntry e : entries) {
-            Certificate abort = null;
-            for (Certificate c : records) {
-                if (abortProblem(cfg, verifier, membership, old, e.subBatch(), c) == null) {
-                    abort = c;
-                    break;
-                }
+    private static List<Certificate> ofType(List<Certificate> records, CertType type) {
+        return records.stream().filter(c -> c.type() == type).toList();
+    }
+
+    /** The first of {@code records} that {@link #decisionProblem} binds to {@code sb} as a {@code type}, or null. */
+    private static Certificate bound(ProtocolConfig cfg, Verifier verifier, Membership membership, RrsConfig old,
+                                     SubBatch sb, java.util.Collection<Certificate> records, CertType type) {
+        for (Certificate c : records) {
+            if (decisionProblem(cfg, verifier, membership, old, sb, c, type) == null) {
+                return c;
             }
-            out.add(new RecoveredEntry(e.index(), e.logEntry(), e.bytes(), e.subBatch(), abort, e.commit()));
         }
-        return out;
+        return null;
     }
 
     /** Binds to each entry a recorded COMMIT certificate of its batch that {@link #decisionProblem} accepts. */
@@ -337,13 +327,8 @@ public final class RegionLogRecovery {
         }
         List<RecoveredEntry> out = new ArrayList<>();
         for (RecoveredEntry e : entries) {
-            Certificate commit = null;
-            for (Certificate c : byBatch.getOrDefault(e.subBatch().batchId(), List.of())) {
-                if (decisionProblem(cfg, verifier, membership, old, e.subBatch(), c, CertType.COMMIT) == null) {
-                    commit = c;
-                    break;
-                }
-            }
+            Certificate commit = bound(cfg, verifier, membership, old, e.subBatch(),
+                    byBatch.getOrDefault(e.subBatch().batchId(), List.of()), CertType.COMMIT);
             out.add(new RecoveredEntry(e.index(), e.logEntry(), e.bytes(), e.subBatch(), e.abort(), commit));
         }
         return out;
