@@ -94,21 +94,11 @@ final class BatchLeaderState {
 
     /** The batches this replica signed COMMIT for, whose decision it still holds in memory, in id order. */
     List<Long> committedInMemory() {
-        List<Long> l = new ArrayList<>();
-        myDecisions.forEach((b, t) -> {
-            if (t.type() == io.salus.core.cert.CertType.TENTATIVE_COMMIT) {
-                l.add(b);
-            }
-        });
         // a COMMIT being recorded too: it goes out once durable (a report of a commit that a crash then loses only
         // keeps a mount waiting; a missed one lets it record an LCP inside the batch)
-        recording.forEach((b, t) -> {
-            if (t.type() == io.salus.core.cert.CertType.TENTATIVE_COMMIT) {
-                l.add(b);
-            }
-        });
-        java.util.Collections.sort(l);
-        return l;
+        return java.util.stream.Stream.of(myDecisions, recording).flatMap(m -> m.entrySet().stream())
+                .filter(e -> e.getValue().type() == io.salus.core.cert.CertType.TENTATIVE_COMMIT)
+                .map(Map.Entry::getKey).sorted().toList();
     }
 
     /** Reloads a decision this replica signed before a restart. */
