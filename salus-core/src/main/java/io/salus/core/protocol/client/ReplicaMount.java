@@ -381,7 +381,7 @@ public final class ReplicaMount {
         String why = null;
         List<Message.RecoveryState> proof = List.of();
         for (long b : undecided) {
-            if (committedAtLeader(b, leaderOf)) {
+            if (committedAtLeader(b)) {
                 // a leader replica signed COMMIT for it (and so reports no BatchInfo): every participant voted YES, its
                 // COMMIT may be on its way to them: not a batch that never commits (taking it for one recorded an LCP
                 // inside it, and every later mount of the epoch was refused). A later stuck batch waits for it below.
@@ -424,7 +424,7 @@ public final class ReplicaMount {
                             + " for the batches before it to be decided (batch " + e.batchId() + " at " + x.replica()
                             + ")");
                 }
-                if (committedAtLeader(e.batchId(), leaderOf)) {
+                if (committedAtLeader(e.batchId())) {
                     // a leader replica signed COMMIT for a batch after the "stuck" one (ordered commit: only if the
                     // stuck one is not what it seems, e.g. invented by a faulty replica): the LCP would end inside it.
                     // Recorded only once it is resolved everywhere (review rv18r)
@@ -507,7 +507,7 @@ public final class ReplicaMount {
      * participant could name another leader region for the batch in its pending entry): a false report can only keep
      * the mount waiting, a missed one records an LCP inside a committed batch.
      */
-    private boolean committedAtLeader(long b, Map<Long, Integer> leaderOf) {
+    private boolean committedAtLeader(long b) {
         return recovery.values().stream().anyMatch(x -> x.reportsCommitted(b));
     }
 
