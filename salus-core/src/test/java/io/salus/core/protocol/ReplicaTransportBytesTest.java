@@ -318,6 +318,19 @@ class ReplicaTransportBytesTest {
         assertEquals(Map.of(reps.get(0), 1, reps.get(1), 1), payloadSends(0), "copies over the whole write");
     }
 
+    /** The first SUB_BATCH from {@code from} to {@code to} is lost (held, never delivered); the flag says it was. */
+    boolean[] loseFirstSubBatch(NodeId from, NodeId to) {
+        boolean[] lost = {false};
+        hold = e -> {
+            if (!lost[0] && e.from().equals(from) && e.to().equals(to) && e.m() instanceof Message.SubBatchMsg) {
+                lost[0] = true;
+                return true;
+            }
+            return false;
+        };
+        return lost;
+    }
+
     /**
      * Hostile (task net19): the primary's forward to the middle replica is lost, and CHAIN_ACKs that must not count
      * arrive at the primary: from the middle replica with another digest, another generation, another region or
@@ -330,14 +343,7 @@ class ReplicaTransportBytesTest {
         NodeId primary = reps.get(0);
         NodeId mid = reps.get(1);
         NodeId last = reps.get(2);
-        boolean[] dropped = {false};
-        hold = e -> {
-            if (!dropped[0] && e.from().equals(primary) && e.to().equals(mid) && e.m() instanceof Message.SubBatchMsg) {
-                dropped[0] = true;
-                return true; // lost
-            }
-            return false;
-        };
+        boolean[] dropped = loseFirstSubBatch(primary, mid);
         long batch = client.submit(write64KiB());
         drain();
         assertTrue(dropped[0]);
@@ -449,14 +455,7 @@ class ReplicaTransportBytesTest {
         List<NodeId> reps = configs.get(0).replicas();
         NodeId mid = reps.get(1);
         NodeId last = reps.get(2);
-        boolean[] dropped = {false};
-        hold = e -> {
-            if (!dropped[0] && e.from().equals(mid) && e.to().equals(last) && e.m() instanceof Message.SubBatchMsg) {
-                dropped[0] = true;
-                return true; // lost
-            }
-            return false;
-        };
+        boolean[] dropped = loseFirstSubBatch(mid, last);
         long batch = client.submit(write64KiB());
         drain();
         assertTrue(dropped[0]);
