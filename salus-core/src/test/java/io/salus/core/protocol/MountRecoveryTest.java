@@ -299,8 +299,13 @@ class MountRecoveryTest {
         assertEquals(1, rl.recoveryBatchInfosTaken());
         assertEquals(7, rl.recoveryBatchInfosRefused());
         assertEquals(CertType.TENTATIVE_COMMIT, l0Decision(rl, 1));
-        h.drain();
+        for (int i = 0; i < 20 && h.configs.get(0).replicas().stream()
+                .anyMatch(n -> h.replicas.get(n).decisionCertificate(1) == null); i++) {
+            h.replicas.values().forEach(RegionReplica::tick); // the restarted one asks its peers for their tentatives
+            h.drain();
+        }
         for (int i = 0; i < 3; i++) {
+            assertNotNull(leader(i).decisionCertificate(1), "replica " + i + " learned batch 1's decision");
             assertEquals(CertType.COMMIT, leader(i).decisionCertificate(1).type(), "replica " + i + " committed batch 1");
         }
         // sent again, it changes nothing (decided: the same decision is sent again)
