@@ -123,6 +123,9 @@ public class MessageCodecBenchmark {
             case REBUILD_REQUEST -> new Message.RebuildRequest(17, 3, 123_455, List.of(5L, 6L));
             case REBUILD_BLOCKS -> new Message.RebuildBlocks(17, 3, 123_455, List.of(new Message.StateBlock(5, block)));
             case CHAIN_ACK -> new Message.ChainAck(17, 3, 123_456, h);
+            case RECOVERY_BATCH_INFO -> new Message.RecoveryBatchInfo("volume-0001", 1L << 32,
+                    new io.salus.core.protocol.message.BatchInfo("volume-0001", 98, 1249, 1252, List.of(17, 18), 97, 17,
+                            sig), sig);
         };
     }
 

@@ -10,6 +10,7 @@ import io.salus.core.protocol.PipelinedCommitTest.Envelope;
 import io.salus.core.protocol.client.BlockWrite;
 import io.salus.core.protocol.client.ReplicaMount;
 import io.salus.core.protocol.client.VolumeClient;
+import io.salus.core.protocol.message.BatchInfo;
 import io.salus.core.protocol.message.Message;
 import io.salus.core.protocol.recovery.Coordination;
 import io.salus.core.protocol.replica.RegionReplica;
@@ -193,9 +194,28 @@ class MountRecoveryTest {
      * the batch committed, so the new writer's mount waits for its COMMIT for ever; no ABORT can form either.
      */
     @Test
-    @org.junit.jupiter.api.Disabled("finding rv19-2: a leader replica that lost its queued decision in a crash never"
-            + " decides the batch again once its writer is gone; the mount waits for ever")
     void aLeaderReplicaThatLostItsQueuedDecisionDoesNotKeepTheNextMountWaitingForEver() {
+        NodeId l = leaderReplicaLosesItsQueuedCommit();
+        VolumeClient nw = newWriterWithRecovery();
+        ReplicaMount.Outcome o = mount(nw, 9);
+        var m = assertInstanceOf(ReplicaMount.Outcome.Mounted.class, o, String.valueOf(o));
+        assertEquals(1, m.seq(), "the batch its other two leader replicas committed is in the mounted volume");
+        assertEquals(1, h.replicas.get(l).recoveryBatchInfosTaken(), "the re-sent BatchInfo was taken");
+        for (int i = 0; i < 3; i++) {
+            assertEquals(CertType.TENTATIVE_COMMIT, l0Decision(leader(i), 1), "leader replica " + i + " committed");
+            assertEquals(CertType.COMMIT, leader(i).decisionCertificate(1).type());
+            assertEquals(1, leader(i).appliedSeq());
+        }
+        assertNull(h.coord.lcp(m.nextBatchId()).orElse(null), "nothing needed an LCP: nothing was aborted");
+        assertTrue(nw.lastMountAborts().isEmpty());
+    }
+
+    /**
+     * Leader replica 1 of region 0 signs COMMIT for batch 1 (block 1, region 0 only) and queues it for its disk writer;
+     * the other two leader replicas' COMMITs go out. It dies with the record queued (its disk keeps the log entry),
+     * and so does the writer. Returns its id.
+     */
+    NodeId leaderReplicaLosesItsQueuedCommit() {
         NodeId l = h.configs.get(0).replicas().get(1);
         PipelinedCommitTest.HeldWriter w = new PipelinedCommitTest.HeldWriter(h.disks.get(l));
         w.holdLeaderDecisions = true;
@@ -208,9 +228,106 @@ class MountRecoveryTest {
         // its process dies with the queued record (the disk keeps the log entry); the writer dies too
         h.autoWriters.remove(w);
         h.start(h.configs.get(0), l);
-        VolumeClient nw = newWriterWithRecovery();
-        ReplicaMount.Outcome o = mount(nw, 9);
-        assertInstanceOf(ReplicaMount.Outcome.Mounted.class, o, String.valueOf(o));
+        return l;
+    }
+
+    /**
+     * Review rv19-2, hostile: the leader replica that lost its decision takes a re-sent BatchInfo only as the mount's
+     * own (client-signed, under the fence it holds), unchanged, matching the entry it logged as the batch's leader
+     * region, and not once the LCP recorded for the epoch excludes the batch (recovery aborts it then). Each refusal
+     * signs nothing; the genuine re-send is taken and the batch commits by the usual unanimous rule.
+     */
+    @Test
+    void aReSentBatchInfoThatIsChangedStaleForeignOrExcludedByTheLcpIsRefused() {
+        NodeId l = leaderReplicaLosesItsQueuedCommit();
+        RegionReplica rl = h.replicas.get(l);
+        BatchInfo info = h.sent.stream().filter(e -> e.m() instanceof Message.BatchInfoMsg b && b.info().batchId() == 1)
+                .map(e -> ((Message.BatchInfoMsg) e.m()).info()).findFirst().orElseThrow();
+        long fence = ReplicaMount.BATCH_ID_EPOCH;
+        fence(rl, 5, fence);
+        // an LCP of this recovery epoch that excludes the batch: recovery aborts it, nobody may take its BatchInfo now
+        h.coord.putLcp(new Coordination.Lcp(fence, 0, io.salus.core.protocol.recovery.RegionLogRecovery
+                .emptyVolumeRoot(h.cfg)));
+        rl.receive(h.clientId, resend(fence, info));
+        assertResendRefused(rl, 1, "excludes it");
+        long fence2 = fence + ReplicaMount.BATCH_ID_EPOCH;
+        fence(rl, 6, fence2);
+        // a re-send of the earlier mount (stale fence), and one above the fence it holds
+        rl.receive(h.clientId, resend(fence, info));
+        assertResendRefused(rl, 2, "holds fence");
+        rl.receive(h.clientId, resend(fence2 + ReplicaMount.BATCH_ID_EPOCH, info));
+        assertResendRefused(rl, 3, "holds fence");
+        // signed by a replica, not the client
+        rl.receive(h.clientId, new Message.RecoveryBatchInfo("v", fence2, info,
+                h.signers.get(l).sign(Message.RecoveryBatchInfo.signedBytes("v", fence2, info))));
+        assertResendRefused(rl, 4, "not signed by the client");
+        // the BatchInfo changed under the client's signature (one more seq, one more participant)
+        BatchInfo longer = new BatchInfo("v", 1, info.firstSeq(), info.lastSeq() + 1, info.participants(),
+                info.prevBatchId(), info.prevLeaderRegion(), info.epoch(), info.clientSig());
+        rl.receive(h.clientId, resend(fence2, longer));
+        assertResendRefused(rl, 5, "not signed by the client");
+        BatchInfo wider = new BatchInfo("v", 1, info.firstSeq(), info.lastSeq(), List.of(0, 1),
+                info.prevBatchId(), info.prevLeaderRegion(), info.epoch(), info.clientSig());
+        rl.receive(h.clientId, resend(fence2, wider));
+        assertResendRefused(rl, 6, "not signed by the client");
+        // client-signed, but not the batch this replica logged (its entry holds seq 1)
+        BatchInfo other = new BatchInfo("v", 1, 2, 2, info.participants(), info.prevBatchId(),
+                info.prevLeaderRegion(), info.epoch(), null);
+        other = other.withSignature(h.signers.get(h.clientId).sign(other.signedBytes()));
+        rl.receive(h.clientId, resend(fence2, other));
+        assertResendRefused(rl, 7, "is not this BatchInfo's");
+        // a replica of region 1, which neither leads nor logged the batch
+        RegionReplica r1 = h.replicas.get(h.configs.get(1).replicas().get(0));
+        fence(r1, 6, fence2);
+        r1.receive(h.clientId, resend(fence2, info));
+        assertEquals(1, r1.recoveryBatchInfosRefused());
+        assertTrue(r1.lastRecoveryBatchInfoRefusal().contains("no logged entry"), r1.lastRecoveryBatchInfoRefusal());
+        h.drain();
+        for (int i = 0; i < 8; i++) { // the participants' votes come again meanwhile: still nothing to decide on
+            h.replicas.values().forEach(RegionReplica::tick);
+            h.drain();
+        }
+        assertNull(l0Decision(rl, 1), "nothing signed on a refused BatchInfo");
+        assertNull(leader(0).decisionCertificate(1), "no certificate without it");
+        // the genuine re-send of the current mount
+        rl.receive(h.clientId, resend(fence2, info));
+        h.drain();
+        for (int i = 0; i < 20 && l0Decision(rl, 1) == null; i++) {
+            h.replicas.values().forEach(RegionReplica::tick);
+            h.drain();
+        }
+        assertEquals(1, rl.recoveryBatchInfosTaken());
+        assertEquals(7, rl.recoveryBatchInfosRefused());
+        assertEquals(CertType.TENTATIVE_COMMIT, l0Decision(rl, 1));
+        for (int i = 0; i < 20 && h.configs.get(0).replicas().stream()
+                .anyMatch(n -> h.replicas.get(n).decisionCertificate(1) == null); i++) {
+            h.replicas.values().forEach(RegionReplica::tick); // the restarted one asks its peers for their tentatives
+            h.drain();
+        }
+        for (int i = 0; i < 3; i++) {
+            assertNotNull(leader(i).decisionCertificate(1), "replica " + i + " learned batch 1's decision");
+            assertEquals(CertType.COMMIT, leader(i).decisionCertificate(1).type(), "replica " + i + " committed batch 1");
+        }
+        // sent again, it changes nothing (decided: the same decision is sent again)
+        rl.receive(h.clientId, resend(fence2, info));
+        assertEquals(1, rl.recoveryBatchInfosTaken());
+        assertEquals(CertType.TENTATIVE_COMMIT, l0Decision(rl, 1));
+    }
+
+    void fence(RegionReplica r, long nonce, long fence) {
+        byte[] qs = h.signers.get(h.clientId).sign(Message.MountQuery.signedBytes("v", nonce, fence));
+        r.receive(h.clientId, new Message.MountQuery(nonce, fence, qs));
+    }
+
+    Message.RecoveryBatchInfo resend(long fence, BatchInfo info) {
+        return new Message.RecoveryBatchInfo("v", fence, info,
+                h.signers.get(h.clientId).sign(Message.RecoveryBatchInfo.signedBytes("v", fence, info)));
+    }
+
+    static void assertResendRefused(RegionReplica r, long count, String why) {
+        assertEquals(count, r.recoveryBatchInfosRefused(), r.lastRecoveryBatchInfoRefusal());
+        assertTrue(r.lastRecoveryBatchInfoRefusal().contains(why), r.lastRecoveryBatchInfoRefusal());
+        assertEquals(0, r.recoveryBatchInfosTaken());
     }
 
     /**
@@ -220,8 +337,6 @@ class MountRecoveryTest {
      * faulty replica reporting the stuck batch 2 as committed keeps every mount of the volume waiting for ever.
      */
     @Test
-    @org.junit.jupiter.api.Disabled("finding rv19-3: one faulty replica's unproven 'committed' report keeps the mount"
-            + " waiting for ever")
     void oneFaultyReplicaReportingACommitItNeverSignedDoesNotKeepTheMountWaitingForEver() {
         firstWriterDiesWithAPartialBatch();
         NodeId faulty = h.configs.get(1).replicas().get(2); // region 1 does not even lead batch 2
@@ -249,6 +364,90 @@ class MountRecoveryTest {
             h.replicas.values().forEach(RegionReplica::tick);
         }
         assertInstanceOf(ReplicaMount.Outcome.Mounted.class, o, String.valueOf(o));
+    }
+
+    /**
+     * Review rv19-3, hostile: the faulty replica of region 1 attaches a proof to its "batch 2 committed" report. None
+     * proves a commit by a leader replica of batch 2 (region 0 leads it), so none keeps the mount waiting: the mount
+     * completes at the LCP (seq 1) and batch 2 is aborted.
+     */
+    @Test
+    void aCommitProofSignedByTheReporterWithABatchInfoTheClientNeverSignedIsIgnored() {
+        firstWriterDiesWithAPartialBatch();
+        NodeId faulty = h.configs.get(1).replicas().get(2);
+        BatchInfo mine = new BatchInfo("v", 2, 2, 3, List.of(0, 1), 1, 0, null);
+        mine = mine.withSignature(h.signers.get(faulty).sign(mine.signedBytes()));
+        mountsPastAFaultyCommitProof(faulty, new Message.CommitProof(ownCommit(faulty, 1), mine));
+    }
+
+    @Test
+    void aGenuineCommitOfAnotherBatchByAnotherReplicaAttachedAsProofIsIgnored() {
+        firstWriterDiesWithAPartialBatch();
+        NodeId faulty = h.configs.get(1).replicas().get(2);
+        NodeId l0 = h.configs.get(0).replicas().get(0);
+        Certificate batch1 = h.disks.get(l0).decisions(0).stream().filter(c -> c.type() == CertType.TENTATIVE_COMMIT
+                && c.statement(Statement.Decision.class).batchId() == 1).findFirst().orElseThrow();
+        mountsPastAFaultyCommitProof(faulty, new Message.CommitProof(batch1, batchInfo(2)));
+    }
+
+    /**
+     * The faulty replica even holds batch 2's genuine client-signed BatchInfo (leaked to it) and signs a matching
+     * TENTATIVE_COMMIT naming its own region as the leader. Region 0's three replicas all logged batch 2's sub-batch
+     * naming region 0 as its leader (client-signed; one of them is correct): the claim is not a leader's.
+     */
+    @Test
+    void aLeakedBatchInfoWithTheReportersOwnCommitIsIgnoredWhenARegionShowsAnotherLeader() {
+        firstWriterDiesWithAPartialBatch();
+        NodeId faulty = h.configs.get(1).replicas().get(2);
+        mountsPastAFaultyCommitProof(faulty, new Message.CommitProof(ownCommit(faulty, 1), batchInfo(2)));
+    }
+
+    /** A TENTATIVE_COMMIT of batch 2 (seqs 2..3) signed by {@code by}, naming region {@code leader} as its leader. */
+    Certificate ownCommit(NodeId by, int leader) {
+        return Certificate.sign(CertType.TENTATIVE_COMMIT, new Statement.Decision(true, "v", 2, 2, 3,
+                new io.salus.core.cert.RegionId("v", leader), 0), h.signers.get(by));
+    }
+
+    BatchInfo batchInfo(long batch) {
+        return h.sent.stream().filter(e -> e.m() instanceof Message.BatchInfoMsg b && b.info().batchId() == batch)
+                .map(e -> ((Message.BatchInfoMsg) e.m()).info()).findFirst().orElseThrow();
+    }
+
+    /** Mounts with {@code faulty}'s recovery states reporting batch 2 committed with {@code proof}, re-signed by it. */
+    void mountsPastAFaultyCommitProof(NodeId faulty, Message.CommitProof proof) {
+        h.hold = e -> e.from().equals(faulty) && e.m() instanceof Message.RecoveryState;
+        VolumeClient w = newWriterWithRecovery();
+        w.beginRemount(9);
+        ReplicaMount.Outcome o = null;
+        int lies = 0;
+        for (int i = 0; i < 30; i++) {
+            h.drain();
+            for (Envelope e : new ArrayList<>(h.held)) {
+                Message.RecoveryState x = (Message.RecoveryState) e.m();
+                Message.RecoveryState lie = new Message.RecoveryState(x.nonce(), x.volume(), x.region(),
+                        x.generation(), x.replica(), x.fenceBelow(), x.pending(), x.batchInfos(), List.of(2L),
+                        List.of(proof), null);
+                h.deliver(new Envelope(e.from(), e.to(), lie.withSignature(h.signers.get(faulty)
+                        .sign(lie.signedBytes()))));
+                lies++;
+            }
+            h.held.clear();
+            o = w.remountOutcome();
+            if (!(o instanceof ReplicaMount.Outcome.Waiting)) {
+                break;
+            }
+            h.drain();
+            now += 1000;
+            w.tick(now);
+            h.replicas.values().forEach(RegionReplica::tick);
+        }
+        assertTrue(lies > 0, "the faulty replica's report was delivered");
+        var m = assertInstanceOf(ReplicaMount.Outcome.Mounted.class, o, String.valueOf(o));
+        assertEquals(1, m.seq());
+        assertEquals(List.of(2L), List.copyOf(w.lastMountAborts()));
+        for (NodeId r : h.configs.get(0).replicas()) {
+            assertEquals(CertType.ABORT, h.replicas.get(r).decisionCertificate(2).type(), r + " aborted batch 2");
+        }
     }
 
     VolumeClient newWriterWithRecoveryNoEpoch() {

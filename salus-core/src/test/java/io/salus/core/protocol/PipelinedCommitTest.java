@@ -1125,7 +1125,7 @@ class PipelinedCommitTest {
         for (RegionReplica r : replicas.values()) {
             Map<String, Integer> sizes = r.retainedSizes();
             assertEquals(java.util.Set.of("entries", "indexByBatch", "waiting", "decisionCerts", "decisionTentatives",
-                    "leading", "myDecisions", "decisionWaiters", "diskRequests", "snapshotRoots", "snapshotRecords",
+                    "leading", "myDecisions", "committedInfos", "decisionWaiters", "diskRequests", "snapshotRoots", "snapshotRecords",
                     "checkpointProposals", "checkpointVotes", "rootHistory", "pendingGets", "ledParticipants"),
                     sizes.keySet(), "every collection of the replica is accounted for");
             for (Map.Entry<String, Integer> e : sizes.entrySet()) {

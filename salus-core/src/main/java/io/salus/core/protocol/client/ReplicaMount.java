@@ -80,6 +80,8 @@ public final class ReplicaMount {
     private final Map<Integer, Map<NodeId, Message.MountState>> answers = new HashMap<>();
     /** Per replica: its latest verified recovery state of the fenced round. */
     private final Map<NodeId, Message.RecoveryState> recovery = new HashMap<>();
+    /** Per replica: the batches its latest recovery state proves it committed as their leader, with their BatchInfo. */
+    private final Map<NodeId, Map<Long, Message.CommitProof>> proven = new HashMap<>();
     /** Where identifyLCP records its reports and the LCP (null: recovery is not possible, the mount waits). */
     private final Coordination coordination;
     private final NodeId client;
@@ -173,6 +175,14 @@ public final class ReplicaMount {
             return;
         }
         recovery.put(from, s);
+        Map<Long, Message.CommitProof> mine = new HashMap<>();
+        for (Message.CommitProof p : s.commitProofs()) {
+            long b = p.batchId();
+            if (s.reportsCommitted(b) && provesCommit(s, p)) {
+                mine.merge(b, p, (a, c) -> a.info() != null ? a : c); // (verified once per answer, not per outcome)
+            }
+        }
+        proven.put(from, mine);
     }
 
     /** The recovery messages to send now (new plan), else empty. */
@@ -412,14 +422,37 @@ public final class ReplicaMount {
                 break;
             }
         }
+        // review rv19-2: a batch a leader replica proves it committed may wait on another leader replica that lost its
+        // own decision in a crash (queued for its writer, sent to nobody) and, the writer gone, never gets the BatchInfo
+        // again: the proof's client-signed BatchInfo goes to the batch's leader replicas, bound to this mount's fence
+        List<Map.Entry<NodeId, Message>> resends = new ArrayList<>();
+        java.util.SortedSet<Long> resent = new java.util.TreeSet<>();
+        for (long b : undecided) {
+            Message.RecoveryState x = provenCommit(b, true);
+            if (x == null || stuck != null && b >= stuck) {
+                continue;
+            }
+            BatchInfo bi = proven.get(x.replica()).get(b).info();
+            Message.RecoveryBatchInfo rb = new Message.RecoveryBatchInfo(cfg.volume(), fence, bi,
+                    signer.sign(Message.RecoveryBatchInfo.signedBytes(cfg.volume(), fence, bi)));
+            for (NodeId n : membership.current(x.region()).replicas()) {
+                resends.add(Map.<NodeId, Message>entry(n, query())); // a leader replica restarted since holds no fence
+                resends.add(Map.<NodeId, Message>entry(n, rb));
+            }
+            resent.add(b);
+        }
         if (stuck == null) {
+            planResends(resent, resends);
             return new Outcome.Waiting("recovery: the previous writer's batches " + undecided + " reached every"
-                    + " participant region; waiting for their leaders to decide them");
+                    + " participant region; waiting for their leaders to decide them"
+                    + (resent.isEmpty() ? "" : " (the BatchInfos of " + resent + ", proven committed at a leader"
+                    + " replica, sent again to their leader replicas)"));
         }
         final long bStar = stuck;
         for (Message.RecoveryState x : recovery.values()) {
             for (Message.PendingEntry e : x.pending()) {
                 if (e.batchId() < bStar) {
+                    planResends(resent, resends);
                     return new Outcome.Waiting("recovery: batch " + bStar + " can never commit (" + why + "); waiting"
                             + " for the batches before it to be decided (batch " + e.batchId() + " at " + x.replica()
                             + ")");
@@ -428,6 +461,7 @@ public final class ReplicaMount {
                     // a leader replica signed COMMIT for a batch after the "stuck" one (ordered commit: only if the
                     // stuck one is not what it seems, e.g. invented by a faulty replica): the LCP would end inside it.
                     // Recorded only once it is resolved everywhere (review rv18r)
+                    planResends(resent, resends);
                     return new Outcome.Waiting("recovery: batch " + e.batchId() + " is committed at a leader replica"
                             + " and not resolved at " + x.replica() + "; waiting for its COMMIT to reach it");
                 }
@@ -491,24 +525,129 @@ public final class ReplicaMount {
             }
             abortsRequested.add(b);
         }
-        String plan = bStar + " " + undecided.tailSet(bStar) + " " + agreed;
-        if (!plan.equals(recoveryPlan)) {
-            recoveryPlan = plan;
-            recoverySends = sends;
-            recoverySendsNew = true;
-        }
+        resends.addAll(sends);
+        plan(bStar + " " + undecided.tailSet(bStar) + " " + agreed + " resend " + resent, resends);
         return new Outcome.Waiting("recovery epoch " + fence + ": LCP seq " + agreed.seq() + " recorded in"
                 + " coordination; batch " + bStar + " can never commit (" + why + "): aborting batches "
                 + undecided.tailSet(bStar) + " at their leader replicas");
     }
 
+    /** While the mount waits before recording an LCP, the re-sent BatchInfos (if any) are the whole plan. */
+    private void planResends(java.util.SortedSet<Long> resent, List<Map.Entry<NodeId, Message>> resends) {
+        if (!resent.isEmpty()) {
+            plan("resend " + resent, resends);
+        }
+    }
+
+    /** Makes {@code sends} the recovery messages of this mount if the plan changed (sent now and at every retransmission). */
+    private void plan(String plan, List<Map.Entry<NodeId, Message>> sends) {
+        if (!plan.equals(recoveryPlan)) {
+            recoveryPlan = plan;
+            recoverySends = sends;
+            recoverySendsNew = true;
+        }
+    }
+
     /**
-     * True if a replica reports it signed COMMIT for the batch as its leader. Any replica's report counts (a faulty
-     * participant could name another leader region for the batch in its pending entry): a false report can only keep
-     * the mount waiting, a missed one records an LCP inside a committed batch.
+     * True if a replica proves it signed COMMIT for the batch as its leader ({@link #provenCommit}). A missed commit
+     * records an LCP inside a committed batch (review rv18r); before review rv19-3 any replica's bare report counted,
+     * also one of a region that does not lead the batch, and one faulty replica kept every mount waiting for ever.
      */
     private boolean committedAtLeader(long b) {
-        return recovery.values().stream().anyMatch(x -> x.reportsCommitted(b));
+        return provenCommit(b, false) != null;
+    }
+
+    /**
+     * The recovery state of a replica that proves it signed COMMIT for batch {@code b} as a replica of its leader
+     * region, else null (review rv19-3). The proof ({@link Message.CommitProof}) is the TENTATIVE_COMMIT of {@code b}
+     * signed by the reporter alone, for this volume, naming the reporter's region (current generation) as the batch's
+     * leader, and either
+     * <ul>
+     *   <li>the batch's BatchInfo signed by the client, with the same seqs and the reporter's region among its
+     *       participants (a leader region always takes part in its batch): the client sends a BatchInfo only to the
+     *       leader region's replicas, so a replica of another region cannot show one; or</li>
+     *   <li>no BatchInfo (a COMMIT reloaded from the disk after a restart: the BatchInfo is not recorded), and the
+     *       three replicas of some region all list an unresolved entry of the batch naming the reporter's region as
+     *       its leader (one of them is correct: its entry is the client-signed sub-batch).</li>
+     * </ul>
+     * Either way a claim is refuted when the three replicas of some region all name another leader region. A bare
+     * "committed" id is not counted. {@code withInfo}: only a proof that carries the BatchInfo (to re-send it).
+     */
+    private Message.RecoveryState provenCommit(long b, boolean withInfo) {
+        for (Message.RecoveryState x : recovery.values()) {
+            Message.CommitProof p = proven.getOrDefault(x.replica(), Map.of()).get(b);
+            if (p == null || withInfo && p.info() == null || leaderRefuted(b, x.region())) {
+                continue;
+            }
+            if (p.info() != null || leaderConfirmed(b, x.region())) {
+                return x;
+            }
+        }
+        return null;
+    }
+
+    /**
+     * True if the three replicas of some region all list an unresolved entry of batch {@code b} naming {@code region}
+     * as its leader: one of them is correct, and its entry is the client-signed sub-batch. What makes a leader
+     * replica's TENTATIVE_COMMIT without the BatchInfo (one reloaded from its disk after a restart) a leader's.
+     */
+    private boolean leaderConfirmed(long b, int region) {
+        for (int r = 0; r < cfg.regionCount(); r++) {
+            Integer named = unanimousLeader(r, b);
+            if (named != null && named == region) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** The leader region all three replicas of region {@code r} name in an unresolved entry of {@code b}, or null. */
+    private Integer unanimousLeader(int r, long b) {
+        Integer named = null;
+        for (NodeId n : membership.current(r).replicas()) {
+            Message.RecoveryState x = recovery.get(n);
+            Message.PendingEntry e = x == null ? null : x.pending().stream().filter(p -> p.batchId() == b)
+                    .findFirst().orElse(null);
+            if (e == null || named != null && named != e.leaderRegion()) {
+                return null;
+            }
+            named = e.leaderRegion();
+        }
+        return named;
+    }
+
+    /**
+     * True if the three replicas of some region all list an unresolved entry of batch {@code b} naming a leader
+     * region other than {@code region}: at least one of them is correct, and its entry is the client-signed
+     * sub-batch, which names the batch's true leader. So a claim from {@code region} is not a leader's (a BatchInfo
+     * leaked to a replica of another region does not make it one).
+     */
+    private boolean leaderRefuted(long b, int region) {
+        for (int r = 0; r < cfg.regionCount(); r++) {
+            Integer named = unanimousLeader(r, b);
+            if (named != null && named != region) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private boolean provesCommit(Message.RecoveryState x, Message.CommitProof p) {
+        BatchInfo bi = p.info();
+        io.salus.core.cert.Certificate t = p.tentative();
+        if (t.type() != io.salus.core.cert.CertType.TENTATIVE_COMMIT) {
+            return false;
+        }
+        io.salus.core.cert.Statement.Decision d = t.statement(io.salus.core.cert.Statement.Decision.class);
+        if (bi != null && (client == null || !bi.volume().equals(cfg.volume()) || d.batchId() != bi.batchId()
+                || d.firstSeq() != bi.firstSeq() || d.lastSeq() != bi.lastSeq() || !bi.participants().contains(x.region())
+                || bi.clientSig() == null || !verifier.verify(client, bi.signedBytes(), bi.clientSig()))) {
+            return false;
+        }
+        RrsConfig rrs = membership.current(x.region());
+        return d.commit() && d.volume().equals(cfg.volume()) && d.leader().index() == x.region()
+                && d.leader().volume().equals(cfg.volume()) && d.generation() == rrs.generation()
+                && t.signers().equals(java.util.Set.of(x.replica())) && t.verify(verifier, java.util.Set.of(x.replica()));
     }
 
     /**

@@ -326,12 +326,21 @@ public sealed interface Message {
      */
     record RecoveryState(long nonce, String volume, int region, long generation, NodeId replica, long fenceBelow,
                          java.util.List<PendingEntry> pending, java.util.List<BatchInfo> batchInfos,
-                         java.util.List<Long> committed, byte[] signature)
+                         java.util.List<Long> committed, java.util.List<CommitProof> commitProofs, byte[] signature)
             implements Message {
         public RecoveryState {
             pending = java.util.List.copyOf(pending);
             batchInfos = java.util.List.copyOf(batchInfos);
             committed = java.util.List.copyOf(committed);
+            commitProofs = java.util.List.copyOf(commitProofs);
+        }
+
+        /** Compatibility: committed ids without their proofs (a mount counts none of them: review rv19-3). */
+        public RecoveryState(long nonce, String volume, int region, long generation, NodeId replica, long fenceBelow,
+                             java.util.List<PendingEntry> pending, java.util.List<BatchInfo> batchInfos,
+                             java.util.List<Long> committed, byte[] signature) {
+            this(nonce, volume, region, generation, replica, fenceBelow, pending, batchInfos, committed,
+                    java.util.List.of(), signature);
         }
 
         /** Compatibility: a replica that signed no COMMIT as a leader (or holds none in memory). */
@@ -367,7 +376,12 @@ public sealed interface Message {
 
         public RecoveryState withSignature(byte[] sig) {
             return new RecoveryState(nonce, volume, region, generation, replica, fenceBelow, pending, batchInfos,
-                    committed, sig);
+                    committed, commitProofs, sig);
+        }
+
+        /** The proof this replica attached to its report that it committed {@code batchId}, or null. */
+        public CommitProof commitProof(long batchId) {
+            return commitProofs.stream().filter(p -> p.batchId() == batchId).findFirst().orElse(null);
         }
 
         /** True if this replica lists an unresolved entry of {@code batchId}. */
@@ -385,7 +399,41 @@ public sealed interface Message {
             return "RecoveryState[" + replica + " region " + region + " gen " + generation + ", fence " + fenceBelow
                     + ", pending " + pending.stream().map(e -> e.batchId() + "@" + e.leaderRegion() + e.seqs()).toList()
                     + ", batch infos " + batchInfos.stream().map(BatchInfo::batchId).toList() + ", committed "
-                    + committed + "]";
+                    + committed + " (" + commitProofs.size() + " with proof)]";
+        }
+    }
+
+    /**
+     * A leader replica's proof, attached to its {@link RecoveryState}, that it committed a batch (review rv19-3): the
+     * TENTATIVE_COMMIT it signed ({@code tentative}, its own signature: statement leader region = its region) and the
+     * batch's client-signed {@link BatchInfo}, which the client sends only to the batch's leader region ({@code info};
+     * null for a COMMIT reloaded from the disk after a restart, whose BatchInfo was not recorded). A mount counts a
+     * "committed" report only with such a proof, and re-sends the BatchInfo to the batch's leader replicas (rv19-2,
+     * {@link RecoveryBatchInfo}).
+     */
+    record CommitProof(Certificate tentative, BatchInfo info) {
+        /** The batch the TENTATIVE_COMMIT names (a proof of another kind names none: -1). */
+        public long batchId() {
+            return tentative.statement() instanceof io.salus.core.cert.Statement.Decision d ? d.batchId() : -1;
+        }
+    }
+
+    /**
+     * The mounting client → a leader replica of {@code info}'s batch (review rv19-2): the previous writer's
+     * client-signed BatchInfo again, as a leader replica that signed COMMIT for the batch reported it with its proof
+     * ({@link CommitProof}). Bound to the mount's fence: the client signs {@link #signedBytes} (the fence and the
+     * whole BatchInfo), and a leader replica takes it only under the fence it holds, for a batch below it that it
+     * logged as the batch's leader region, not decided, and not excluded by the LCP recorded for that recovery epoch.
+     * Then it decides as on the original BatchInfo (unanimous YES votes, the previous batch's decision).
+     */
+    record RecoveryBatchInfo(String volume, long fence, BatchInfo info, byte[] signature) implements Message {
+        public static byte[] signedBytes(String volume, long fence, BatchInfo info) {
+            return new io.salus.core.cert.Wire.Out().u8(0x49).str8(volume).i64(fence).blob(info.signedBytes())
+                    .toByteArray();
+        }
+
+        public byte[] signedBytes() {
+            return signedBytes(volume, fence, info);
         }
     }
 

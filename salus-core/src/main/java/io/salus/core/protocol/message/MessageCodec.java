@@ -65,7 +65,8 @@ public final class MessageCodec {
         FLUSH_REPLY(23, Message.FlushReply.class),
         REBUILD_REQUEST(24, Message.RebuildRequest.class),
         REBUILD_BLOCKS(25, Message.RebuildBlocks.class),
-        CHAIN_ACK(26, Message.ChainAck.class);
+        CHAIN_ACK(26, Message.ChainAck.class),
+        RECOVERY_BATCH_INFO(27, Message.RecoveryBatchInfo.class);
 
         private final int code;
         private final Class<? extends Message> cls;
@@ -237,6 +238,12 @@ public final class MessageCodec {
                 a.proof().forEach(x -> writeRecoveryState(o, x));
                 o.blob(requireSigned(a.signature(), "RecoveryAbort.signature"));
             }
+            case RECOVERY_BATCH_INFO -> {
+                Message.RecoveryBatchInfo r = (Message.RecoveryBatchInfo) m;
+                o.str8(r.volume()).i64(r.fence());
+                writeBatchInfo(o, r.info());
+                o.blob(requireSigned(r.signature(), "RecoveryBatchInfo.signature"));
+            }
             default -> throw new AssertionError(t);
         }
         return o.toByteArray();
@@ -262,6 +269,13 @@ public final class MessageCodec {
         s.batchInfos().forEach(b -> writeBatchInfo(o, b));
         o.i32(s.committed().size());
         s.committed().forEach(o::i64);
+        o.i32(s.commitProofs().size());
+        for (Message.CommitProof p : s.commitProofs()) {
+            o.blob(cert(p.tentative(), Type.RECOVERY_STATE)).u8(p.info() == null ? 0 : 1);
+            if (p.info() != null) {
+                writeBatchInfo(o, p.info());
+            }
+        }
         o.blob(requireSigned(s.signature(), "RecoveryState.signature"));
     }
 
@@ -325,8 +339,15 @@ public final class MessageCodec {
         for (int i = 0; i < d; i++) {
             committed.add(in.i64("committed batch id " + i));
         }
+        int c = count(in, 5, "commit proof count");
+        List<Message.CommitProof> proofs = new ArrayList<>(c);
+        for (int i = 0; i < c; i++) {
+            Certificate t = cert(in, Type.RECOVERY_STATE);
+            proofs.add(new Message.CommitProof(t, bool(in, "commit proof " + i + " has a BatchInfo") ? readBatchInfo(in)
+                    : null));
+        }
         return new Message.RecoveryState(nonce, volume, region, generation, replica, fence, pending, infos,
-                committed, in.blob("replica signature"));
+                committed, proofs, in.blob("replica signature"));
     }
 
     /** About the encoded size, so that block-carrying messages are written without regrowing the buffer. */
@@ -468,6 +489,8 @@ public final class MessageCodec {
                 yield new Message.RecoveryAbort(volume, fence, batch, leader, first, last, proof,
                         in.blob("client signature"));
             }
+            case RECOVERY_BATCH_INFO -> new Message.RecoveryBatchInfo(in.str8("volume"), in.i64("fence"),
+                    readBatchInfo(in), in.blob("client signature"));
             case WRITER_FENCE -> new Message.WriterFence(cert(in, t));
             case FLUSH_REQUEST -> new Message.FlushRequest(in.i64("flush id"));
             case FLUSH_REPLY -> new Message.FlushReply(in.str8("volume"), in.i32("region"), in.i64("generation"),
@@ -597,6 +620,7 @@ public final class MessageCodec {
             case CHECKPOINT_VOTE, CHECKPOINT_CERT -> EnumSet.of(StatementKind.CHECKPOINT);
             case WRITER_FENCE -> EnumSet.of(StatementKind.WRITER_EPOCH);
             case STATE_TRANSFER -> EnumSet.of(StatementKind.COMMIT, StatementKind.ABORT, StatementKind.WRITER_EPOCH);
+            case RECOVERY_STATE -> EnumSet.of(StatementKind.COMMIT); // commit proofs, also inside a RecoveryAbort (rv19-3)
             default -> EnumSet.noneOf(StatementKind.class);
         };
     }

@@ -51,6 +51,12 @@ final class BatchLeaderState {
     private final Map<Long, Certificate> recording = new HashMap<>();
     private final Map<Long, Set<NodeId>> decisionWaiters = new HashMap<>();
     /**
+     * Review rv19-2/3: the client-signed BatchInfo of each batch this replica signed COMMIT for (recorded or being
+     * recorded), kept as long as the decision is in memory: with its TENTATIVE_COMMIT it is this replica's proof to a
+     * mount that the batch committed, and the BatchInfo the mount re-sends to a leader replica that lost its decision.
+     */
+    private final Map<Long, BatchInfo> committedInfos = new HashMap<>();
+    /**
      * Askers of decisions freed from memory, answered together from one read of the disk at the next
      * tick (bounded: beyond it an asker is not remembered and asks again), so the rate of requests
      * does not set the rate of disk scans.
@@ -79,7 +85,24 @@ final class BatchLeaderState {
     /** The replica signed {@code t} for the batch and handed it to its writer: decided, not yet durable. */
     void startRecording(long batchId, Certificate t) {
         recording.put(batchId, t);
-        leading.remove(batchId);
+        keepCommittedInfo(batchId, t, leading.remove(batchId));
+    }
+
+    private void keepCommittedInfo(long batchId, Certificate t, LeaderBatch lb) {
+        if (t.type() == io.salus.core.cert.CertType.TENTATIVE_COMMIT && lb != null && lb.info != null) {
+            committedInfos.put(batchId, lb.info);
+        }
+    }
+
+    /**
+     * The client-signed BatchInfo of a batch whose COMMIT this replica reloaded from its disk (its BatchInfo is not
+     * on the disk), once a mount re-sends it: kept with the decision, so its report proves the commit again.
+     */
+    void rememberCommittedInfo(long batchId, BatchInfo info) {
+        Certificate t = myDecisions.get(batchId);
+        if (t != null && t.type() == io.salus.core.cert.CertType.TENTATIVE_COMMIT) {
+            committedInfos.putIfAbsent(batchId, info);
+        }
     }
 
     /** True if the batch's decision was freed from memory (it is on the disk). */
@@ -94,11 +117,28 @@ final class BatchLeaderState {
 
     /** The batches this replica signed COMMIT for, whose decision it still holds in memory, in id order. */
     List<Long> committedInMemory() {
-        // a COMMIT being recorded too: it goes out once durable (a report of a commit that a crash then loses only
-        // keeps a mount waiting; a missed one lets it record an LCP inside the batch)
+        // a COMMIT being recorded too: it goes out once durable (a missed one lets a mount record an LCP inside the
+        // batch; one a crash then loses is decided again once the mount re-sends the BatchInfo: review rv19-2)
         return java.util.stream.Stream.of(myDecisions, recording).flatMap(m -> m.entrySet().stream())
                 .filter(e -> e.getValue().type() == io.salus.core.cert.CertType.TENTATIVE_COMMIT)
                 .map(Map.Entry::getKey).sorted().toList();
+    }
+
+    /**
+     * The proofs of {@link #committedInMemory()} (review rv19-3): its TENTATIVE_COMMIT with the batch's client-signed
+     * BatchInfo, in id order. A COMMIT reloaded from the disk has no BatchInfo (null) until a mount re-sends it
+     * ({@link #rememberCommittedInfo}).
+     */
+    List<io.salus.core.protocol.message.Message.CommitProof> commitProofs() {
+        List<io.salus.core.protocol.message.Message.CommitProof> out = new ArrayList<>();
+        for (long b : committedInMemory()) {
+            BatchInfo info = committedInfos.get(b);
+            Certificate t = myDecisions.containsKey(b) ? myDecisions.get(b) : recording.get(b);
+            if (t != null) {
+                out.add(new io.salus.core.protocol.message.Message.CommitProof(t, info));
+            }
+        }
+        return out;
     }
 
     /** Reloads a decision this replica signed before a restart. */
@@ -170,7 +210,7 @@ final class BatchLeaderState {
     /** Records the decision (durable now) and forgets the batch's votes and BatchInfo. */
     void decide(long batchId, Certificate t) {
         myDecisions.put(batchId, t);
-        leading.remove(batchId);
+        keepCommittedInfo(batchId, t, leading.remove(batchId));
         recording.remove(batchId);
     }
 
@@ -251,12 +291,14 @@ final class BatchLeaderState {
         }
         decidedFloor = Math.max(decidedFloor, floor);
         myDecisions.keySet().removeIf(b -> b < decidedFloor);
+        committedInfos.keySet().removeIf(b -> b < decidedFloor);
         decisionWaiters.keySet().removeIf(b -> b < decidedFloor);
     }
 
     void sizes(Map<String, Integer> m) {
         m.put("leading", leading.size());
         m.put("myDecisions", myDecisions.size() + recording.size());
+        m.put("committedInfos", committedInfos.size());
         m.put("decisionWaiters", decisionWaiters.size());
         m.put("diskRequests", diskRequests.size());
     }

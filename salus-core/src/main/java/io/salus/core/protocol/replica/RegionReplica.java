@@ -553,6 +553,8 @@ public final class RegionReplica {
             onStateTransfer(from, x);
         } else if (m instanceof Message.RecoveryAbort a) {
             onRecoveryAbort(from, a);
+        } else if (m instanceof Message.RecoveryBatchInfo r) {
+            onRecoveryBatchInfo(from, r);
         } else if (m instanceof Message.RebuildRequest r) {
             onRebuildRequest(from, r);
         } else if (m instanceof Message.RebuildBlocks b) {
@@ -835,8 +837,10 @@ public final class RegionReplica {
         infos.sort(java.util.Comparator.comparingLong(BatchInfo::batchId));
         // the batches it signed COMMIT for (still in memory) too: a decided batch reports no BatchInfo, yet its COMMIT
         // may still be on its way to a participant whose entry of it is unresolved (review rv18r)
+        // each with its proof where this replica has one (its TENTATIVE_COMMIT and the client-signed BatchInfo): a
+        // mount counts only a proven claim (review rv19-3)
         Message.RecoveryState st = new Message.RecoveryState(nonce, cfg.volume(), regionId.index(), rrs.generation(),
-                me, fenceBelow, pending, infos, batchLeader.committedInMemory(), null);
+                me, fenceBelow, pending, infos, batchLeader.committedInMemory(), batchLeader.commitProofs(), null);
         return st.withSignature(signer.sign(st.signedBytes()));
     }
 
@@ -959,6 +963,105 @@ public final class RegionReplica {
         maxLedBatch = Math.max(maxLedBatch, b);
         recoveryAbortsSigned++;
         sendDecision(t, batchLeader.takeWaiters(b));
+    }
+
+    /** Re-sent BatchInfos this leader replica took, and refused (the last refusal's reason: tests, counters). */
+    private volatile long recoveryBatchInfosTaken;
+    private volatile long recoveryBatchInfosRefused;
+    private volatile String lastRecoveryBatchInfoRefusal;
+
+    public long recoveryBatchInfosTaken() {
+        return recoveryBatchInfosTaken;
+    }
+
+    public long recoveryBatchInfosRefused() {
+        return recoveryBatchInfosRefused;
+    }
+
+    public String lastRecoveryBatchInfoRefusal() {
+        return lastRecoveryBatchInfoRefusal;
+    }
+
+    private void refuseRecoveryBatchInfo(Message.RecoveryBatchInfo r, String why) {
+        recoveryBatchInfosRefused++;
+        lastRecoveryBatchInfoRefusal = "batch " + r.info().batchId() + " (fence " + r.fence() + "): " + why;
+    }
+
+    /**
+     * Review rv19-2: the mounting client re-sends the previous writer's BatchInfo of a batch another leader replica of
+     * this region reported committed with its proof. This replica lost its own decision (it was queued for its disk
+     * writer, signed and sent to nobody, when the process died) and, with the writer gone and its late BatchInfo
+     * refused under the fence, would never decide the batch: the mount waited for ever. It takes the BatchInfo, and
+     * then decides exactly as on the original one (all participants' YES votes, the previous batch's decision), only
+     * if all of these hold:
+     * <ul>
+     *   <li>the message is signed by the client over the fence and the whole BatchInfo, and the BatchInfo carries
+     *       the client's own signature (nothing in it can be changed);</li>
+     *   <li>the fence is the one this replica holds and the batch is below it (a re-send of an earlier mount is stale;
+     *       the current writer's batches come the ordinary way);</li>
+     *   <li>this replica logged the batch's sub-batch, client-signed, naming this region as its leader, with seqs
+     *       inside the BatchInfo's range (a leader region always takes part in its batch);</li>
+     *   <li>it has not decided the batch (a decision is never changed; if it has, the decision is sent again);</li>
+     *   <li>no LCP recorded in coordination for this recovery epoch excludes the batch: once one does, recovery aborts
+     *       it, and the leader replicas that hold no BatchInfo sign that abort on exactly this absence, so taking
+     *       one now could split them.</li>
+     * </ul>
+     */
+    private void onRecoveryBatchInfo(NodeId from, Message.RecoveryBatchInfo r) {
+        BatchInfo info = r.info();
+        if (!from.equals(clientId) || !r.volume().equals(cfg.volume()) || !info.volume().equals(cfg.volume())) {
+            return; // not for this replica
+        }
+        if (r.signature() == null || !verifier.verify(clientId, r.signedBytes(), r.signature())
+                || info.clientSig() == null || !verifier.verify(clientId, info.signedBytes(), info.clientSig())) {
+            refuseRecoveryBatchInfo(r, "not signed by the client");
+            return;
+        }
+        long b = info.batchId();
+        if (fenceBelow <= 0 || r.fence() != fenceBelow || b >= fenceBelow) {
+            refuseRecoveryBatchInfo(r, "this replica holds fence " + fenceBelow + " (a stale re-send, or a batch of the"
+                    + " current writer)");
+            return;
+        }
+        ReplicaLog.Entry e = log.entryOfBatch(b);
+        if (e == null || e.sb.leaderRegion() != regionId.index() || !info.participants().contains(regionId.index())
+                || e.sb.puts().stream().anyMatch(p -> p.seq() < info.firstSeq() || p.seq() > info.lastSeq())) {
+            refuseRecoveryBatchInfo(r, e == null ? "no logged entry of the batch here"
+                    : "the logged entry (leader region " + e.sb.leaderRegion() + ", seqs "
+                    + e.sb.puts().stream().map(Put::seq).toList() + ") is not this BatchInfo's as its leader region");
+            return;
+        }
+        Certificate mine = batchLeader.decision(b);
+        if (mine != null) {
+            Statement.Decision d = mine.statement(Statement.Decision.class);
+            if (d.firstSeq() == info.firstSeq() && d.lastSeq() == info.lastSeq()) {
+                batchLeader.rememberCommittedInfo(b, info); // a COMMIT reloaded from the disk proves itself again
+            }
+            sendDecision(mine, null); // decided already: the same decision again
+            return;
+        }
+        if (batchLeader.decided(b) || batchLeader.knowsInfo(b)) {
+            return; // being recorded (sent once durable), decided long ago, or the BatchInfo is here already
+        }
+        Optional<Coordination.Lcp> lcp;
+        try {
+            lcp = coordination.lcp(r.fence());
+        } catch (RuntimeException x) {
+            refuseRecoveryBatchInfo(r, "cannot read the LCP of recovery epoch " + r.fence() + ": " + x.getMessage());
+            return;
+        }
+        if (lcp.isPresent() && lcp.get().seq() < info.lastSeq()) {
+            refuseRecoveryBatchInfo(r, "the LCP of recovery epoch " + r.fence() + " (seq " + lcp.get().seq()
+                    + ") excludes it: recovery aborts it");
+            return;
+        }
+        BatchLeaderState.LeaderBatch lb = batchLeader.forBatchInfo(b);
+        lb.info = info;
+        recoveryBatchInfosTaken++;
+        if (info.prevBatchId() >= 0 && !cfg.mutated(Mutation.COMMIT_WITHOUT_CONFIRMATION)) {
+            requestPrevDecision(info);
+        }
+        tryDecide(lb);
     }
 
     /** Sends a decision this replica signed to every replica of every region (and {@code extra}). */

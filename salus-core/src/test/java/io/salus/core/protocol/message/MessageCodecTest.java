@@ -137,10 +137,31 @@ class MessageCodecTest {
                 infos.add(new BatchInfo(volume(), anyLong(), f, f + rnd.nextInt(9), List.of(rnd.nextInt(64)),
                         anyLong(), rnd.nextInt(64), rnd.nextLong() & Long.MAX_VALUE, bytes(64)));
             }
+            List<Message.CommitProof> proofs = new ArrayList<>();
+            for (int i = rnd.nextInt(3); i > 0; i--) {
+                proofs.add(commitProof());
+            }
             return new Message.RecoveryState(anyLong(), volume(), rnd.nextInt(64), rnd.nextInt(9),
                     io.salus.core.crypto.NodeId.of("v/" + rnd.nextInt(64) + "/r" + rnd.nextInt(3)), anyLong(), pending,
                     infos, java.util.stream.LongStream.range(0, rnd.nextInt(4)).map(i -> anyLong()).boxed().toList(),
-                    bytes(64));
+                    proofs, bytes(64));
+        }
+
+        BatchInfo batchInfo() {
+            List<Integer> parts = new ArrayList<>();
+            for (int i = rnd.nextInt(5); i > 0; i--) {
+                parts.add(rnd.nextInt(64));
+            }
+            long f = rnd.nextInt(1000);
+            return new BatchInfo(volume(), anyLong(), f, f + rnd.nextInt(9), parts, anyLong(), rnd.nextInt(64),
+                    rnd.nextLong() & Long.MAX_VALUE, bytes(64));
+        }
+
+        /** A leader replica's TENTATIVE_COMMIT with a BatchInfo (review rv19-3; the wire does not check they match). */
+        Message.CommitProof commitProof() {
+            long f = rnd.nextInt(1000);
+            return new Message.CommitProof(cert(CertType.TENTATIVE_COMMIT, new Statement.Decision(true, volume(),
+                    anyLong(), f, f + rnd.nextInt(50), region(), rnd.nextInt(5))), rnd.nextBoolean() ? batchInfo() : null);
         }
 
         Message of(MessageCodec.Type t) {
@@ -232,6 +253,7 @@ class MessageCodecTest {
                     yield new Message.RebuildBlocks(rnd.nextInt(64), rnd.nextInt(9), anyLong(), blocks);
                 }
                 case RECOVERY_STATE -> recoveryState();
+                case RECOVERY_BATCH_INFO -> new Message.RecoveryBatchInfo(volume(), anyLong(), batchInfo(), bytes(64));
                 case RECOVERY_ABORT -> {
                     List<Message.RecoveryState> proof = new ArrayList<>();
                     for (int i = rnd.nextInt(4); i > 0; i--) {
@@ -350,6 +372,48 @@ class MessageCodecTest {
         assertTrue(e.getMessage().contains("PUT_REPLY message carries"), e.getMessage());
         assertEquals(7, e.offset(), "offset of the nested certificate's type byte");
         assertThrows(IllegalArgumentException.class, () -> MessageCodec.encode(new Message.PutReply(decision)));
+    }
+
+    /**
+     * Review rv19-3: a recovery state's commit proof carries a TENTATIVE_COMMIT only. An ABORT (or any other kind) in
+     * its place is refused when encoding and when decoding, at the nested certificate's type byte.
+     */
+    @Test
+    void aCommitProofCarriesOnlyACommitDecision() {
+        Samples s = new Samples(12);
+        Message.RecoveryState st = s.recoveryState();
+        Message.CommitProof good = new Message.CommitProof(s.commitProof().tentative(), s.batchInfo());
+        Certificate abort = s.cert(CertType.TENTATIVE_ABORT, new Statement.Decision(false, "v", 2, 2, 3, s.region(), 1));
+        Message.RecoveryState withAbort = new Message.RecoveryState(st.nonce(), st.volume(), st.region(),
+                st.generation(), st.replica(), st.fenceBelow(), List.of(), List.of(), List.of(2L),
+                List.of(new Message.CommitProof(abort, good.info())), st.signature());
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> MessageCodec.encode(withAbort));
+        assertTrue(e.getMessage().contains("RECOVERY_STATE message carries"), e.getMessage());
+        // the same bytes with the ABORT's type byte written over a genuine COMMIT's
+        Message.RecoveryState withCommit = new Message.RecoveryState(st.nonce(), st.volume(), st.region(),
+                st.generation(), st.replica(), st.fenceBelow(), List.of(), List.of(), List.of(2L),
+                List.of(new Message.CommitProof(good.tentative(), good.info())), st.signature());
+        byte[] b = MessageCodec.encode(withCommit);
+        byte[] certBytes = good.tentative().encode();
+        int at = indexOf(b, certBytes);
+        assertTrue(at > 0);
+        byte[] bad = b.clone();
+        byte[] abortBytes = abort.encode();
+        bad[at + 1] = abortBytes[1]; // the certificate type byte (after its version byte)
+        CertificateFormatException x = assertThrows(CertificateFormatException.class, () -> MessageCodec.decode(bad));
+        assertTrue(x.getMessage().contains("RECOVERY_STATE message carries") || x.getMessage().contains("certificate"),
+                x.getMessage());
+        assertSameValue(withCommit, MessageCodec.decode(b), "commit proof");
+    }
+
+    static int indexOf(byte[] hay, byte[] needle) {
+        for (int i = 0; i + needle.length <= hay.length; i++) {
+            if (Arrays.equals(hay, i, i + needle.length, needle, 0, needle.length)) {
+                return i;
+            }
+        }
+        return -1;
     }
 
     @Test
