@@ -155,10 +155,11 @@ public final class HdfsReplicaStorage implements ReplicaStorageFactory {
     /**
      * Asks the master, once per region open, to reopen the region: {@code inPlace}, closed and assigned again (HBase
      * assigns a closed region to its last server), else moved to another server ({@code Admin.move}); off the
-     * caller's thread. A request that fails is made again up to {@value #MOVE_ATTEMPTS} times, 5 s apart (e.g. the
-     * region is still in transition). In place keeps the replica on its server (and its files on that server's
-     * DataNode): a move lands on a server that holds another replica of the same RRS (three servers, three replicas),
-     * and the placement observer then moves one of them again, two reopens of a replica for one failure.
+     * caller's thread, asked again until the region was reopened ({@link RegionReopener}: a fresh connection each
+     * attempt, a backoff from {@value #REOPEN_BACKOFF_DEFAULT_MS} ms doubling to {@value #REOPEN_MAX_BACKOFF_DEFAULT_MS}
+     * ms, given up after {@link #REOPEN_GIVE_UP_KEY}). In place keeps the replica on its server (and its files on that
+     * server's DataNode): a move lands on a server that holds another replica of the same RRS (three servers, three
+     * replicas), and the placement observer then moves one of them again, two reopens of a replica for one failure.
      */
     private void askToMove(RegionCoprocessorEnvironment env, String why, boolean inPlace) {
         if (!moveAsked.compareAndSet(false, true)) {
@@ -167,37 +168,126 @@ public final class HdfsReplicaStorage implements ReplicaStorageFactory {
         String encoded = env.getRegionInfo().getEncodedName();
         LOG.warn("Salus region {}: {}; asking the master to {} it", encoded, why, inPlace ? "reopen" : "move");
         MOVES_ASKED.incrementAndGet();
+        Configuration conf = env.getConfiguration();
+        org.apache.hadoop.hbase.client.RegionInfo ri = env.getRegionInfo();
+        org.apache.hadoop.hbase.regionserver.Region mine = env.getRegion();
+        org.apache.hadoop.hbase.ServerName myServer = env.getServerName();
+        RegionReopener reopener = new RegionReopener(encoded, inPlace,
+                () -> new AdminMaster(conf, ri, mine, myServer, env),
+                () -> closed || mine.isClosed(),
+                conf.getLong(REOPEN_BACKOFF_KEY, REOPEN_BACKOFF_DEFAULT_MS),
+                conf.getLong(REOPEN_MAX_BACKOFF_KEY, REOPEN_MAX_BACKOFF_DEFAULT_MS),
+                conf.getLong(REOPEN_GIVE_UP_KEY, REOPEN_GIVE_UP_DEFAULT_MS), System::currentTimeMillis, Thread::sleep);
         Thread t = new Thread(() -> {
-            boolean closed = false;
-            for (int attempt = 1; attempt <= MOVE_ATTEMPTS; attempt++) {
-                try (org.apache.hadoop.hbase.client.Admin admin = env.getConnection().getAdmin()) {
-                    if (inPlace) {
-                        byte[] name = env.getRegionInfo().getRegionName();
-                        if (!closed) {
-                            admin.unassign(name, true);
-                            closed = true;
-                        }
-                        admin.assign(name);
-                    } else {
-                        admin.move(env.getRegionInfo().getEncodedNameAsBytes());
-                    }
-                    return;
-                } catch (IOException | RuntimeException moveFailed) {
-                    LOG.warn("Salus region {}: move attempt {} failed: {}", encoded, attempt, moveFailed.toString());
-                }
-                try {
-                    Thread.sleep(5_000);
-                } catch (InterruptedException e) {
-                    return;
-                }
-            }
-            moveAsked.set(false); // the next failure asks again
+            RegionReopener.Outcome o = reopener.run();
+            REOPEN_OUTCOMES.computeIfAbsent(o, k -> new java.util.concurrent.atomic.AtomicLong()).incrementAndGet();
         }, "salus-reopen-" + encoded);
         t.setDaemon(true);
         t.start();
     }
 
-    static final int MOVE_ATTEMPTS = 6;
+    /** First wait (ms) between two attempts of a reopen request; doubled after each, up to the next key's value. */
+    public static final String REOPEN_BACKOFF_KEY = "salus.reopen.backoff.ms";
+    public static final long REOPEN_BACKOFF_DEFAULT_MS = 1_000;
+    public static final String REOPEN_MAX_BACKOFF_KEY = "salus.reopen.max-backoff.ms";
+    public static final long REOPEN_MAX_BACKOFF_DEFAULT_MS = 30_000;
+    /** How long (ms) a reopen request is asked again before it is given up (logged as an error). */
+    public static final String REOPEN_GIVE_UP_KEY = "salus.reopen.give-up.ms";
+    public static final long REOPEN_GIVE_UP_DEFAULT_MS = 30 * 60_000L;
+
+    private static final java.util.Map<RegionReopener.Outcome, java.util.concurrent.atomic.AtomicLong> REOPEN_OUTCOMES =
+            new java.util.concurrent.ConcurrentHashMap<>();
+
+    /** How this JVM's reopen requests ended so far (tests and metrics). */
+    public static long reopenOutcomes(RegionReopener.Outcome o) {
+        java.util.concurrent.atomic.AtomicLong n = REOPEN_OUTCOMES.get(o);
+        return n == null ? 0 : n.get();
+    }
+
+    /** The master over a fresh connection, for one attempt of a reopen request (RegionReopener). */
+    private static final class AdminMaster implements RegionReopener.Master {
+        private final org.apache.hadoop.hbase.client.Connection conn;
+        private final org.apache.hadoop.hbase.client.Admin admin;
+        private final org.apache.hadoop.hbase.client.RegionInfo ri;
+        private final org.apache.hadoop.hbase.regionserver.Region mine;
+        private final org.apache.hadoop.hbase.ServerName myServer;
+        private final RegionCoprocessorEnvironment env;
+
+        AdminMaster(Configuration conf, org.apache.hadoop.hbase.client.RegionInfo ri,
+                    org.apache.hadoop.hbase.regionserver.Region mine, org.apache.hadoop.hbase.ServerName myServer,
+                    RegionCoprocessorEnvironment env) throws IOException {
+            // not env.getConnection(): the region server's own connection is closed once it aborts, and an old
+            // incarnation's request then failed every attempt with "connection is closed"
+            this.conn = org.apache.hadoop.hbase.client.ConnectionFactory.createConnection(conf);
+            this.admin = conn.getAdmin();
+            this.ri = ri;
+            this.mine = mine;
+            this.myServer = myServer;
+            this.env = env;
+        }
+
+        @Override
+        public boolean tableGone() throws IOException {
+            return !admin.tableExists(ri.getTable()) || admin.isTableDisabled(ri.getTable());
+        }
+
+        @Override
+        public void unassign() throws IOException {
+            admin.unassign(ri.getRegionName(), true);
+        }
+
+        @Override
+        public void move() throws IOException {
+            admin.move(ri.getEncodedNameAsBytes());
+        }
+
+        @Override
+        public void assign() throws IOException {
+            admin.assign(ri.getRegionName());
+        }
+
+        @Override
+        public boolean reopened() {
+            try {
+                org.apache.hadoop.hbase.HRegionLocation loc =
+                        org.apache.hadoop.hbase.MetaTableAccessor.getRegionLocation(conn, ri.getRegionName());
+                if (loc == null || loc.getServerName() == null) {
+                    return false;
+                }
+                if (loc.getServerName().equals(myServer)) {
+                    // on this server: open again only as another (later) region object than the requesting one
+                    org.apache.hadoop.hbase.regionserver.Region r = env.getOnlineRegions()
+                            .getRegion(ri.getEncodedName());
+                    return r != null && r != mine && r.isAvailable();
+                }
+                for (org.apache.hadoop.hbase.client.RegionInfo o : admin.getRegions(loc.getServerName())) {
+                    if (o.getEncodedName().equals(ri.getEncodedName())) {
+                        return true;
+                    }
+                }
+                return false;
+            } catch (IOException | RuntimeException e) {
+                return false; // not known to be open: the attempt assigns it (rejected if it is open)
+            }
+        }
+
+        @Override
+        public boolean notOpen(IOException e) {
+            // the master's "Unexpected state for state=CLOSED, ..." (AssignmentManager.preTransitCheck)
+            String m = e.getMessage();
+            return e instanceof org.apache.hadoop.hbase.client.DoNotRetryRegionException && m != null
+                    && m.contains("Unexpected state");
+        }
+
+        @Override
+        public void close() throws IOException {
+            try {
+                admin.close();
+            } finally {
+                conn.close();
+            }
+        }
+    }
 
     @Override
     public synchronized Coordination coordination(RegionCoprocessorEnvironment env, String volume) {
@@ -267,8 +357,12 @@ public final class HdfsReplicaStorage implements ReplicaStorageFactory {
         return disk;
     }
 
+    /** Set by {@link #close}: the region incarnation this storage belongs to is closing or closed. */
+    private volatile boolean closed;
+
     @Override
     public synchronized void close() {
+        closed = true;
         if (disk != null) {
             try {
                 disk.close();
