@@ -82,6 +82,21 @@ final class FileAdvice {
         }
     }
 
+    /**
+     * {@code setTimes} of the basic attribute view (and its posix/unix/dos subclasses): behind Files.setLastModifiedTime,
+     * Files.setAttribute(p, "lastModifiedTime", t) and BasicFileAttributeView.setTimes. A new modification time set
+     * through any of them is the application's, not a change outside the agent (before, the last two were not hooked and
+     * the file was refused, while open and at every later open).
+     */
+    static final class BasicSetTimes {
+        @Advice.OnMethodExit
+        static void exit(@Advice.FieldValue("file") Object file, @Advice.Argument(0) java.nio.file.attribute.FileTime mtime) {
+            if (mtime != null && file != null) {
+                FileHooks.timesSet(file.toString());
+            }
+        }
+    }
+
     static final class FilesMove {
         @Advice.OnMethodExit
         static void exit(@Advice.Argument(0) java.nio.file.Path src, @Advice.Argument(1) java.nio.file.Path dst) {
@@ -366,9 +381,10 @@ final class FileAdvice {
     static final class TransferFrom {
         @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
         static Long enter(@Advice.This FileChannel self, @Advice.FieldValue("fd") FileDescriptor fd,
-                @Advice.Argument(0) ReadableByteChannel src, @Advice.Argument(1) long pos, @Advice.Argument(2) long count)
-                throws Exception {
-            return FileHooks.transferFrom(self, fd, src, pos, count);
+                @Advice.FieldValue("writable") boolean writable, @Advice.Argument(0) ReadableByteChannel src,
+                @Advice.Argument(1) long pos, @Advice.Argument(2) long count) throws Exception {
+            // not writable: the JDK throws NonWritableChannelException before reading the source (the hook read first)
+            return writable ? FileHooks.transferFrom(self, fd, src, pos, count) : null;
         }
 
         @Advice.OnMethodExit
@@ -392,10 +408,23 @@ final class FileAdvice {
         }
     }
 
+    /**
+     * FileChannel.truncate: an emulated file is truncated by the agent under the file's lock (the original is skipped);
+     * a channel not open for writing runs the original, which throws NonWritableChannelException.
+     */
     static final class Truncate {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static boolean enter(@Advice.FieldValue("fd") FileDescriptor fd, @Advice.FieldValue("writable") boolean writable,
+                @Advice.Argument(0) long size) throws Exception {
+            return writable && FileHooks.truncate(fd, size);
+        }
+
         @Advice.OnMethodExit
-        static void exit(@Advice.FieldValue("fd") FileDescriptor fd) throws Exception {
-            FileHooks.truncated(fd);
+        static void exit(@Advice.This FileChannel self, @Advice.Enter boolean handled,
+                @Advice.Return(readOnly = false) FileChannel ret) throws Exception {
+            if (handled) {
+                ret = self;
+            }
         }
     }
 }

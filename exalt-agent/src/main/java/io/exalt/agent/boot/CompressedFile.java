@@ -188,6 +188,7 @@ public final class CompressedFile {
             }
             raw = r;
             ch = r.getChannel();
+            JdkAccess.uninterruptible(ch); // an application thread's interrupt must not close the file for every handle
             writable = rw;
         } finally {
             ExaltRuntime.BYPASS.set(prev);
@@ -607,6 +608,36 @@ public final class CompressedFile {
             }
             noteOwnChange();
         }
+    }
+
+    /**
+     * FileChannel.truncate of an emulated file, done here under this file's lock: the kernel's truncation, the index and
+     * the recorded modification time change as one step. The JDK's own truncate ran outside the lock and the agent was
+     * told afterwards, so a read or write of another thread in between saw a modification time the agent had not
+     * recorded and refused the file for good as changed outside the agent. A refused file may still be emptied (as by a
+     * truncating open).
+     */
+    synchronized void truncateByHook(long newSize) throws IOException {
+        ensureWritable();
+        long s = newSize == 0 ? ch.size() : size();
+        if (newSize >= s) {
+            return; // as the JDK: a size >= the file's size leaves the file alone
+        }
+        ownMtime = null; // our own change starts (see write)
+        ch.truncate(newSize);
+        if (tainted != null) {
+            size(); // newSize == 0: size() drops the index and accepts the file again
+            return;
+        }
+        if (index.truncate(newSize)) {
+            persist();
+        }
+        noteOwnChange();
+    }
+
+    /** fsync of the agent's own descriptor: the file's data and metadata (size, the index xattr) reach the disk. */
+    synchronized void force() throws IOException {
+        ch.force(true);
     }
 
     /** Called after a hooked truncation. */

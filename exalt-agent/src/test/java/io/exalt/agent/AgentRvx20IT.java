@@ -1,0 +1,119 @@
+package io.exalt.agent;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.File;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Review rvx20 findings through the real (shaded) agent in one child JVM ({@link ChildRvx20}). Each case failed on
+ * the code before its fix (see docs/exalt.md, "Rule kept (review rvx20)").
+ */
+class AgentRvx20IT {
+    @TempDir
+    static Path tmp;
+    static String out;
+    static int exit;
+
+    @BeforeAll
+    static void runChild() throws Exception {
+        String agentJar = System.getProperty("exalt.agent.jar");
+        assertTrue(agentJar != null && new File(agentJar).isFile(), "agent jar not found (" + agentJar + ")");
+        Path emu = Files.createDirectories(tmp.resolve("emulated"));
+        Path outside = Files.createDirectories(tmp.resolve("outside"));
+        int port;
+        try (ServerSocket s = new ServerSocket(0)) {
+            port = s.getLocalPort();
+        }
+        List<String> cmd = List.of(System.getProperty("java.home") + "/bin/java", "-Xmx512m", "-XX:TieredStopAtLevel=1",
+                "-javaagent:" + agentJar + "=prefix=" + emu + ",ports=" + port, "-cp", AgentFilesIT.classPath(),
+                ChildRvx20.class.getName(), emu.toString(), outside.toString(), "" + port);
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        byte[] o = p.getInputStream().readAllBytes();
+        assertTrue(p.waitFor(300, TimeUnit.SECONDS), "child JVM timed out");
+        out = new String(o, StandardCharsets.UTF_8);
+        exit = p.exitValue();
+        System.out.println(out);
+    }
+
+    static void ok(String name) {
+        assertEquals(0, exit, out);
+        assertTrue(out.contains("\nOK " + name + "\n") || out.startsWith("OK " + name + "\n"), name + " did not pass:\n" + out);
+    }
+
+    /** A zero-length Socket stream write sent an empty frame; the reader failed on it (IndexOutOfBoundsException). */
+    @Test
+    void aZeroLengthSocketWriteSendsNothing() {
+        ok("zero-length-socket-stream-write");
+        ok("zero-length-socket-stream-write-channel-adaptor");
+    }
+
+    /** write(b, 0, -1) on a compressed Socket stream was acknowledged (and sent an empty frame). */
+    @Test
+    void aNegativeLengthSocketWriteIsRefused() {
+        ok("negative-length-socket-stream-write-is-refused");
+    }
+
+    /** A frame the decoder refuses made the read throw IllegalArgumentException instead of an IOException. */
+    @Test
+    void aCorruptFrameIsAnIOException() {
+        ok("corrupt-frame-is-an-IOException");
+    }
+
+    /** Each frame header allocated the whole frame (64 MiB) before its bytes arrived: 16 headers exhausted the heap. */
+    @Test
+    void frameHeadersAloneDoNotAllocateWholeFrames() {
+        ok("frame-headers-alone-do-not-allocate-whole-frames");
+    }
+
+    /** A 256 MiB socket write was encoded whole before sending: about three times its size in heap (OutOfMemoryError). */
+    @Test
+    void largeSocketWritesAreSentInFramesAsTheyAreEncoded() {
+        ok("large-socket-writes-are-sent-in-frames-as-they-are-encoded");
+    }
+
+    /** An interrupted thread's file I/O closed the agent's shared channel: every handle of the file failed. */
+    @Test
+    void anInterruptedThreadsFileIoWorksAsTheJdks() {
+        ok("interrupted-thread-file-io-works-as-the-jdk");
+    }
+
+    /** A read between the JDK's ftruncate and the agent's truncate hook refused the file for good. */
+    @Test
+    void aTruncateRacingWithAReadDoesNotRefuseTheFile() {
+        ok("truncate-racing-with-a-read-of-another-handle");
+    }
+
+    /** A FileOutputStream on a read-only handle's descriptor wrote the file through the agent's read-write handle. */
+    @Test
+    void aWriteThroughAReadOnlyDescriptorFails() {
+        ok("write-through-the-descriptor-of-a-read-only-handle-fails");
+    }
+
+    /** transferFrom into a read-only channel read (and lost) the source's bytes before failing. */
+    @Test
+    void transferFromIntoAReadOnlyChannelConsumesNothing() {
+        ok("transferFrom-into-a-read-only-channel-consumes-nothing");
+    }
+
+    /** "rwd"/"rws"/DSYNC/SYNC writes were written through the agent's plain handle: dirty in the page cache on return. */
+    @Test
+    void synchronousWritesAreOnDiskWhenTheyReturn() {
+        ok("synchronous-writes-are-on-disk-when-they-return");
+    }
+
+    /** setTimes through BasicFileAttributeView / Files.setAttribute refused the file as changed outside the agent. */
+    @Test
+    void setTimesThroughTheAttributeViewIsTheAgentsOwnChange() {
+        ok("setTimes-through-the-attribute-view-is-the-agents-own-change");
+    }
+}
