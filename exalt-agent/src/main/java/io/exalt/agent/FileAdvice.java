@@ -66,12 +66,16 @@ final class FileAdvice {
         }
     }
 
+    /** File.setLastModified: the open file's staleness check pauses while the JDK sets the time (see FileHooks.settingTimes). */
     static final class SetLastModified {
-        @Advice.OnMethodExit
-        static void exit(@Advice.This File self, @Advice.Return boolean ok) {
-            if (ok) {
-                FileHooks.timesSet(self.getPath());
-            }
+        @Advice.OnMethodEnter
+        static Object enter(@Advice.This File self) {
+            return FileHooks.settingTimes(self.getPath());
+        }
+
+        @Advice.OnMethodExit(onThrowable = Throwable.class)
+        static void exit(@Advice.This File self, @Advice.Enter Object token, @Advice.Return boolean ok) {
+            FileHooks.timesSet(self.getPath(), token, ok);
         }
     }
 
@@ -89,10 +93,16 @@ final class FileAdvice {
      * the file was refused, while open and at every later open).
      */
     static final class BasicSetTimes {
-        @Advice.OnMethodExit
-        static void exit(@Advice.FieldValue("file") Object file, @Advice.Argument(0) java.nio.file.attribute.FileTime mtime) {
+        @Advice.OnMethodEnter
+        static Object enter(@Advice.FieldValue("file") Object file, @Advice.Argument(0) java.nio.file.attribute.FileTime mtime) {
+            return mtime != null && file != null ? FileHooks.settingTimes(file.toString()) : null;
+        }
+
+        @Advice.OnMethodExit(onThrowable = Throwable.class)
+        static void exit(@Advice.FieldValue("file") Object file, @Advice.Argument(0) java.nio.file.attribute.FileTime mtime,
+                @Advice.Enter Object token, @Advice.Thrown Throwable thrown) {
             if (mtime != null && file != null) {
-                FileHooks.timesSet(file.toString());
+                FileHooks.timesSet(file.toString(), token, thrown == null);
             }
         }
     }

@@ -99,6 +99,12 @@ class AgentRvx20IT {
         ok("write-through-the-descriptor-of-a-read-only-handle-fails");
     }
 
+    /** A read between the JDK's setting of a modification time and the agent's hook refused the file for good. */
+    @Test
+    void setLastModifiedRacingWithAReadDoesNotRefuseTheFile() {
+        ok("setLastModified-racing-with-a-read-of-another-handle");
+    }
+
     /** transferFrom into a read-only channel read (and lost) the source's bytes before failing. */
     @Test
     void transferFromIntoAReadOnlyChannelConsumesNothing() {

@@ -295,6 +295,71 @@ public final class ChildRvx20 {
             return Arrays.equals(Files.readAllBytes(f.toPath()), d);
         });
 
+        // The same race with File.setLastModified / BasicFileAttributeView.setTimes: the JDK sets the time, then the hook
+        // tells the agent; a read of another thread in between refused the file for good.
+        run("setLastModified-racing-with-a-read-of-another-handle", () -> {
+            byte[] big = new byte[48 << 20];
+            new TardisGenerator(1L << 30).fill(0, big, 0, big.length);
+            byte[] hold = new byte[big.length];
+            for (int round = 0; round < 12; round++) {
+                File f = new File(dir, "times-race" + round);
+                try (FileChannel w = FileChannel.open(f.toPath(), StandardOpenOption.CREATE, StandardOpenOption.READ,
+                        StandardOpenOption.WRITE); FileChannel rd = FileChannel.open(f.toPath(), StandardOpenOption.READ)) {
+                    w.write(ByteBuffer.wrap(big));
+                    Thread.sleep(2);
+                    AtomicReference<Throwable> err = new AtomicReference<>();
+                    Thread holder = new Thread(() -> {
+                        try {
+                            rd.read(ByteBuffer.wrap(hold), 0);
+                        } catch (Throwable t) {
+                            err.compareAndSet(null, t);
+                        }
+                    });
+                    long t0 = 1_500_000_000_000L + round * 1000L;
+                    boolean viaView = round % 2 == 1;
+                    Thread setter = new Thread(() -> {
+                        try {
+                            if (viaView) {
+                                Files.getFileAttributeView(f.toPath(), BasicFileAttributeView.class).setTimes(
+                                        FileTime.fromMillis(t0), null, null);
+                            } else if (!f.setLastModified(t0)) {
+                                throw new IOException("setLastModified failed");
+                            }
+                        } catch (Throwable t) {
+                            err.compareAndSet(null, t);
+                        }
+                    });
+                    holder.start();
+                    Thread.sleep(3);
+                    setter.start();
+                    Thread.sleep(3);
+                    try {
+                        rd.read(ByteBuffer.allocate(64), 1000);
+                    } catch (IOException e) {
+                        System.out.println("round " + round + ": " + e.getMessage());
+                        return false;
+                    } finally {
+                        holder.join();
+                        setter.join();
+                    }
+                    if (err.get() != null) {
+                        System.out.println("round " + round + ": " + err.get());
+                        return false;
+                    }
+                    ByteBuffer all = ByteBuffer.wrap(hold);
+                    while (all.hasRemaining() && rd.read(all, all.position()) > 0) {
+                        // until full
+                    }
+                    if (!Arrays.equals(hold, big) || f.lastModified() != t0) {
+                        System.out.println("round " + round + ": wrong bytes or time after setting the time");
+                        return false;
+                    }
+                }
+                f.delete();
+            }
+            return true;
+        });
+
         // transferFrom into a channel opened read-only: the JDK throws NonWritableChannelException before reading
         // anything; the agent read up to 256 KiB from the source first (a socket's or a pipe's bytes were gone).
         run("transferFrom-into-a-read-only-channel-consumes-nothing", () -> {

@@ -257,7 +257,7 @@ public final class CompressedFile {
         java.nio.file.attribute.FileTime[] mt = {null};
         // one fstat gives the size and the modification time (was: FileChannel.size, then a stat of /proc/self/fd/N)
         long s = fd >= 0 ? FdOps.fstat(fd, mt) : ch.size();
-        if (tainted == null && ownMtime != null && !mappedWritable && !index.isEmpty()) {
+        if (tainted == null && ownMtime != null && !mappedWritable && timesChanging == 0 && !index.isEmpty()) {
             java.nio.file.attribute.FileTime now = mt[0] != null ? mt[0] : statMtime();
             if (now != null && !now.equals(ownMtime)) {
                 tainted = "modified at " + now + ", the agent's last change was at " + ownMtime;
@@ -544,6 +544,20 @@ public final class CompressedFile {
             persist();
         }
         noteOwnChange();
+    }
+
+    /** Calls setting this file's times in progress (see FileHooks.settingTimes): no staleness check meanwhile. */
+    private int timesChanging;
+
+    synchronized void beginTimesChange() {
+        timesChanging++;
+    }
+
+    synchronized void endTimesChange() {
+        timesChanging--;
+        if (tainted == null) {
+            noteOwnChange();
+        }
     }
 
     /** After File.setLastModified / Files.setLastModifiedTime on this open file: the new time is the agent's. */

@@ -164,6 +164,43 @@ public final class FileHooks {
         }
     }
 
+    /**
+     * Before File.setLastModified / the basic attribute view's setTimes: the open emulated file at {@code path}, whose
+     * staleness check pauses until {@link #timesSet(String, Object, boolean)} (the JDK sets the time before the exit hook
+     * runs: another thread's read in between took the new time for a change outside the agent and refused the file for
+     * good); null if the file is not open here.
+     */
+    public static Object settingTimes(String path) {
+        if (path == null || open == 0 || ExaltRuntime.BYPASS.get() != null || !ExaltRuntime.underPrefix(path)) {
+            return null;
+        }
+        CompressedFile cf = openAt(Paths.get(ExaltRuntime.realPath(path)));
+        if (cf != null) {
+            cf.beginTimesChange();
+        }
+        return cf;
+    }
+
+    /** After the call {@link #settingTimes} was made for: {@code token} is what it returned, {@code ok} if a time was set. */
+    public static void timesSet(String path, Object token, boolean ok) {
+        if (token != null) {
+            ((CompressedFile) token).endTimesChange();
+        } else if (ok) {
+            timesSet(path);
+        }
+    }
+
+    private static CompressedFile openAt(Path p) {
+        synchronized (FILES) {
+            for (CompressedFile cf : FILES.values()) {
+                if (cf.path.equals(p)) {
+                    return cf;
+                }
+            }
+        }
+        return null;
+    }
+
     /** After File.setLastModified / Files.setLastModifiedTime: a time the agent knows about, not a foreign change. */
     public static void timesSet(String path) {
         if (path == null || ExaltRuntime.BYPASS.get() != null || !ExaltRuntime.underPrefix(path)) {
