@@ -45,6 +45,33 @@ class AgentRvx20IT {
         System.out.println(out);
     }
 
+    /**
+     * A write failing with ENOSPC had removed the partial unit an earlier, acknowledged write left in the index: those bytes
+     * read back as zeros. Needs a small file system: a 512 KiB tmpfs (user xattrs: Linux >= 6.6) mounted here (root only).
+     */
+    @Test
+    void aWriteFailingForLackOfSpaceKeepsAcknowledgedBytes() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue("root".equals(System.getProperty("user.name")), "needs root to mount a tmpfs");
+        Path small = Files.createDirectories(tmp.resolve("small"));
+        Process m = new ProcessBuilder("mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", small.toString())
+                .redirectErrorStream(true).start();
+        String mo = new String(m.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        org.junit.jupiter.api.Assumptions.assumeTrue(m.waitFor() == 0, "cannot mount a tmpfs: " + mo);
+        try {
+            String agentJar = System.getProperty("exalt.agent.jar");
+            List<String> cmd = List.of(System.getProperty("java.home") + "/bin/java", "-Xmx256m", "-XX:TieredStopAtLevel=1",
+                    "-javaagent:" + agentJar + "=prefix=" + small + ",selfcheck=false", "-cp", AgentFilesIT.classPath(),
+                    ChildRvx20.class.getName(), small.toString(), small.toString(), "0", "enospc");
+            Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+            String s = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertTrue(p.waitFor(120, TimeUnit.SECONDS), "child JVM timed out");
+            System.out.println(s);
+            assertTrue(s.contains("OK a-write-failing-for-lack-of-space-keeps-acknowledged-bytes"), s);
+        } finally {
+            new ProcessBuilder("umount", small.toString()).start().waitFor();
+        }
+    }
+
     static void ok(String name) {
         assertEquals(0, exit, out);
         assertTrue(out.contains("\nOK " + name + "\n") || out.startsWith("OK " + name + "\n"), name + " did not pass:\n" + out);

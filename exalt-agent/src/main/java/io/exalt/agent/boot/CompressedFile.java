@@ -410,39 +410,48 @@ public final class CompressedFile {
         long end = pos + len;
         long clearFrom = joinedMarker >= 0 ? pre.start : base;
         boolean changed = !index.isEmpty() && !index.overlapping(clearFrom, end).isEmpty();
-        index.clear(clearFrom, end);
-        if (joinedMarker >= 0) {
-            index.addTardis(pre.start, TardisFormat.UNIT, joinedMarker); // the run below merges with it
-            changed = true;
-        }
-        long physical = 0;
-        long physEnd = sizeBefore; // the file's size as the writes below leave it (we hold the lock: nobody else writes)
-        for (int i = first; i < segs.size(); i++) {
-            long[] s = segs.get(i);
-            long at = base + s[1] - boff;
-            if (s[0] == 1) {
-                index.addTardis(at, s[2], s[3]);
+        // a write that fails (no space left, an I/O error) leaves the index as it was: it has already dropped what it
+        // replaces, e.g. the partial unit an earlier, acknowledged write left there (joined into this write's first
+        // segment), which would otherwise read back as the hole under it
+        List<ExtentIndex.Extent> before = index.copyOf(clearFrom, end);
+        try {
+            index.clear(clearFrom, end);
+            if (joinedMarker >= 0) {
+                index.addTardis(pre.start, TardisFormat.UNIT, joinedMarker); // the run below merges with it
                 changed = true;
-            } else if (s[2] < TardisFormat.UNIT && ((hasTardis || pre != null) && (i == first || i == segs.size() - 1)
-                    || i == segs.size() - 1 && end >= sizeBefore)) {
-                // a partial unit at the edge of a run: keep it in the index until the next write completes it
-                byte[] b = new byte[(int) s[2]];
-                System.arraycopy(buf, (int) s[1], b, 0, b.length);
-                index.addInline(at, b);
-                changed = true;
-            } else {
-                writeFully(at, buf, (int) s[1], (int) s[2]);
-                physical += s[2];
-                physEnd = Math.max(physEnd, at + s[2]);
             }
-        }
-        if ((fd() >= 0 ? physEnd : ch.size()) < end) {
-            raw.setLength(end); // sparse extension: the Tardis tail is not written
-        }
-        ExaltRuntime.LOGICAL_BYTES_WRITTEN.addAndGet(len);
-        ExaltRuntime.PHYSICAL_BYTES_WRITTEN.addAndGet(physical);
-        if (changed) {
-            persist(shrinkIfNeeded());
+            long physical = 0;
+            long physEnd = sizeBefore; // the file's size as the writes below leave it (we hold the lock: nobody else writes)
+            for (int i = first; i < segs.size(); i++) {
+                long[] s = segs.get(i);
+                long at = base + s[1] - boff;
+                if (s[0] == 1) {
+                    index.addTardis(at, s[2], s[3]);
+                    changed = true;
+                } else if (s[2] < TardisFormat.UNIT && ((hasTardis || pre != null) && (i == first || i == segs.size() - 1)
+                        || i == segs.size() - 1 && end >= sizeBefore)) {
+                    // a partial unit at the edge of a run: keep it in the index until the next write completes it
+                    byte[] b = new byte[(int) s[2]];
+                    System.arraycopy(buf, (int) s[1], b, 0, b.length);
+                    index.addInline(at, b);
+                    changed = true;
+                } else {
+                    writeFully(at, buf, (int) s[1], (int) s[2]);
+                    physical += s[2];
+                    physEnd = Math.max(physEnd, at + s[2]);
+                }
+            }
+            if ((fd() >= 0 ? physEnd : ch.size()) < end) {
+                raw.setLength(end); // sparse extension: the Tardis tail is not written
+            }
+            ExaltRuntime.LOGICAL_BYTES_WRITTEN.addAndGet(len);
+            ExaltRuntime.PHYSICAL_BYTES_WRITTEN.addAndGet(physical);
+            if (changed) {
+                persist(shrinkIfNeeded());
+            }
+        } catch (IOException | RuntimeException | Error e) {
+            index.restore(clearFrom, end, before);
+            throw e;
         }
         noteOwnChange();
     }
@@ -478,14 +487,20 @@ public final class CompressedFile {
         size(); // fail loudly if the file was changed outside the agent
         ownMtime = null;
         boolean changed = !index.overlapping(pos, pos + len).isEmpty();
-        if (changed) {
-            index.clear(pos, pos + len); // runs around the range are split, the range itself is written below
-        }
-        writeFully(pos, src, off, len);
-        ExaltRuntime.LOGICAL_BYTES_WRITTEN.addAndGet(len);
-        ExaltRuntime.PHYSICAL_BYTES_WRITTEN.addAndGet(len);
-        if (changed) {
-            persist();
+        List<ExtentIndex.Extent> before = index.copyOf(pos, pos + len);
+        try {
+            if (changed) {
+                index.clear(pos, pos + len); // runs around the range are split, the range itself is written below
+            }
+            writeFully(pos, src, off, len);
+            ExaltRuntime.LOGICAL_BYTES_WRITTEN.addAndGet(len);
+            ExaltRuntime.PHYSICAL_BYTES_WRITTEN.addAndGet(len);
+            if (changed) {
+                persist();
+            }
+        } catch (IOException | RuntimeException | Error e) {
+            index.restore(pos, pos + len, before); // as in write: a failed write leaves the index as it was
+            throw e;
         }
         noteOwnChange();
     }
