@@ -137,6 +137,41 @@ public final class ChildRvx20 {
                 }
                 return true;
             });
+            // Files.copy of an emulated file is done by the agent through streams; when it failed midway (here: no space
+            // left) the partial copy stayed, where the JDK's copy removes its target: a truncated copy under the target's
+            // name, as if the copy had been made.
+            run("a-failed-copy-leaves-no-partial-target", () -> {
+                File src = new File(dir, "copy-src");
+                byte[] d = mixed(200_000, 14);
+                byte[] meta = new byte[150_000];
+                new Random(15).nextBytes(meta);
+                System.arraycopy(meta, 0, d, 20_000, meta.length); // 150 KB stored physically
+                Files.write(src.toPath(), d);
+                File filler = new File(dir, "filler2");
+                byte[] junk = new byte[4096];
+                new Random(16).nextBytes(junk);
+                long free = dir.getUsableSpace();
+                try (FileOutputStream o = new FileOutputStream(filler)) {
+                    for (long n = 0; n + 100_000 < free; n += junk.length) {
+                        o.write(junk); // leave about 100 KB: the copy needs 150 KB
+                    }
+                }
+                File dst = new File(dir, "copy-dst");
+                try {
+                    Files.copy(src.toPath(), dst.toPath());
+                    System.out.println("the copy on a full file system succeeded");
+                    return false;
+                } catch (IOException expected) {
+                    // No space left on device
+                } finally {
+                    Files.delete(filler.toPath());
+                }
+                if (dst.exists()) {
+                    System.out.println("a partial copy of " + dst.length() + " bytes was left");
+                    return false;
+                }
+                return true;
+            });
             return;
         }
 

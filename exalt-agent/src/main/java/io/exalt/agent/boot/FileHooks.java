@@ -329,17 +329,32 @@ public final class FileHooks {
             }
             Files.delete(dst);
         }
-        try (java.io.InputStream in = Files.newInputStream(src);
-                java.io.OutputStream out = Files.newOutputStream(dst, java.nio.file.StandardOpenOption.CREATE_NEW,
-                        java.nio.file.StandardOpenOption.WRITE)) {
-            byte[] buf = new byte[1 << 20];
-            int n;
-            while ((n = in.read(buf)) > 0) {
-                out.write(buf, 0, n);
+        boolean created = false;
+        boolean complete = false;
+        try (java.io.InputStream in = Files.newInputStream(src)) {
+            try (java.io.OutputStream out = Files.newOutputStream(dst, java.nio.file.StandardOpenOption.CREATE_NEW,
+                    java.nio.file.StandardOpenOption.WRITE)) {
+                created = true;
+                byte[] buf = new byte[1 << 20];
+                int n;
+                while ((n = in.read(buf)) > 0) {
+                    out.write(buf, 0, n);
+                }
             }
-        }
-        if (copyAttributes) {
-            Files.setLastModifiedTime(dst, Files.getLastModifiedTime(src));
+            if (copyAttributes) {
+                Files.setLastModifiedTime(dst, Files.getLastModifiedTime(src));
+            }
+            complete = true;
+        } finally {
+            if (created && !complete) {
+                // as the JDK's copy: a copy that failed (no space left, a read error) removes its target, never leaving a
+                // truncated file under the target's name as if the copy had been made
+                try {
+                    Files.deleteIfExists(dst);
+                } catch (IOException ignore) {
+                    // the copy's own exception is the one to report
+                }
+            }
         }
         ExaltRuntime.log("copied emulated " + src + " -> " + dst + " logically");
         return dst;
