@@ -73,6 +73,22 @@ class AgentRvx20IT {
         }
     }
 
+    /** A FileChannel.write of a 100 MiB direct (mapped) buffer copied it into one heap array: OutOfMemoryError in 64 MiB. */
+    @Test
+    void aLargeDirectBufferWriteNeedsNoHeapOfItsSize() throws Exception {
+        String agentJar = System.getProperty("exalt.agent.jar");
+        Path emu = Files.createDirectories(tmp.resolve("emulated-small-heap"));
+        Path outside = Files.createDirectories(tmp.resolve("outside-small-heap"));
+        List<String> cmd = List.of(System.getProperty("java.home") + "/bin/java", "-Xmx64m", "-XX:TieredStopAtLevel=1",
+                "-javaagent:" + agentJar + "=prefix=" + emu + ",selfcheck=false", "-cp", AgentFilesIT.classPath(),
+                ChildRvx20.class.getName(), emu.toString(), outside.toString(), "0", "small-heap");
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String s = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(p.waitFor(120, TimeUnit.SECONDS), "child JVM timed out");
+        System.out.println(s);
+        assertTrue(s.contains("OK a-large-direct-buffer-write-needs-no-heap-of-its-size"), s);
+    }
+
     static void ok(String name) {
         assertEquals(0, exit, out);
         assertTrue(out.contains("\nOK " + name + "\n") || out.startsWith("OK " + name + "\n"), name + " did not pass:\n" + out);

@@ -98,6 +98,43 @@ public final class ChildRvx20 {
     public static void main(String[] a) throws Exception {
         File dir = new File(a[0]);
         int port = Integer.parseInt(a[2]);
+        if (a.length > 3 && a[3].equals("small-heap")) {
+            // FileChannel.write of a direct buffer (here a 100 MiB mapping of another file) into an emulated file copied the
+            // whole buffer into one heap array first: OutOfMemoryError in a 64 MiB heap, where the JDK writes it as it is.
+            run("a-large-direct-buffer-write-needs-no-heap-of-its-size", () -> {
+                File plain = new File(a[1], "sparse-source");
+                int size = 100 << 20;
+                try (RandomAccessFile r = new RandomAccessFile(plain, "rw")) {
+                    r.setLength(size); // a hole: reads as zeros, no disk blocks
+                }
+                File f = new File(dir, "from-mapping");
+                try (FileChannel in = FileChannel.open(plain.toPath(), StandardOpenOption.READ);
+                        FileChannel out = FileChannel.open(f.toPath(), StandardOpenOption.CREATE, StandardOpenOption.WRITE)) {
+                    java.nio.MappedByteBuffer m = in.map(FileChannel.MapMode.READ_ONLY, 0, size);
+                    while (m.hasRemaining()) {
+                        out.write(m);
+                    }
+                } finally {
+                    plain.delete();
+                }
+                boolean ok = f.length() == size;
+                try (FileChannel c = FileChannel.open(f.toPath(), StandardOpenOption.READ)) {
+                    ByteBuffer b = ByteBuffer.allocate(1 << 20);
+                    long p = 0;
+                    while (ok && p < size) {
+                        b.clear();
+                        int n = c.read(b, p);
+                        for (int i = 0; i < n && ok; i++) {
+                            ok = b.get(i) == 0;
+                        }
+                        p += n;
+                    }
+                }
+                f.delete();
+                return ok;
+            });
+            return;
+        }
         if (a.length > 3 && a[3].equals("enospc")) {
             // DIR is a small tmpfs (mounted by AgentRvx20IT). A write that failed with "No space left on device" had
             // already removed the partial unit an earlier, acknowledged write left in the index (the write joins it):

@@ -527,9 +527,17 @@ public final class FileHooks {
             cf.write(pos, src.array(), src.arrayOffset() + src.position(), n);
             src.position(src.position() + n);
         } else {
-            byte[] tmp = new byte[n];
-            src.get(tmp);
-            cf.write(pos, tmp, 0, n);
+            // a direct (or mapped, or read-only) buffer is copied in pieces of at most 8 MiB, each written before the
+            // next (under the file's lock: one write for every other reader and writer); one copy of the whole buffer
+            // needed a heap of its size (a 100 MiB mapping: OutOfMemoryError in a 64 MiB heap)
+            byte[] tmp = new byte[Math.min(n, DIRECT_CHUNK)];
+            int done = 0;
+            while (done < n) {
+                int k = Math.min(tmp.length, n - done);
+                src.get(tmp, 0, k);
+                cf.write(pos + done, tmp, 0, k);
+                done += k;
+            }
         }
         syncIfAsked(fd, cf);
         if (usePos) {
@@ -537,6 +545,9 @@ public final class FileHooks {
         }
         return n;
     }
+
+    /** Piece size of a direct-buffer write (see chWrite). */
+    static final int DIRECT_CHUNK = 8 << 20;
 
     public static Long chWriteV(FileDescriptor fd, ByteBuffer[] srcs, int offset, int length) throws IOException {
         CompressedFile cf = lookup(fd);
