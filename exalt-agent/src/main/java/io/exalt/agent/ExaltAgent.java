@@ -45,7 +45,7 @@ public final class ExaltAgent {
     /** Types the agent must transform, and what it hooks in them. */
     static final List<String> FILE_TYPES = List.of("java.io.FileOutputStream", "java.io.FileInputStream",
             "java.io.RandomAccessFile", "sun.nio.ch.FileChannelImpl", "java.io.File", "java.nio.file.Files",
-            "java.nio.channels.AsynchronousFileChannel");
+            "java.nio.channels.AsynchronousFileChannel", "sun.nio.fs.UnixFileAttributeViews$Basic");
     static final List<String> SOCKET_TYPES = List.of("sun.nio.ch.NioSocketImpl", "sun.nio.ch.SocketChannelImpl",
             "java.nio.channels.spi.AbstractInterruptibleChannel");
 
@@ -226,6 +226,9 @@ public final class ExaltAgent {
                         FileAdvice.FilesSetLastModifiedTime.class, named("setLastModifiedTime").and(takesArguments(2)),
                         FileAdvice.FilesCopy.class, named("copy").and(takesArguments(Path.class, Path.class,
                                 java.nio.file.CopyOption[].class))))
+                .type(named("sun.nio.fs.UnixFileAttributeViews$Basic")).transform(advice(
+                        FileAdvice.BasicSetTimes.class, m("setTimes", java.nio.file.attribute.FileTime.class,
+                                java.nio.file.attribute.FileTime.class, java.nio.file.attribute.FileTime.class)))
                 .type(named("java.nio.channels.AsynchronousFileChannel")).transform(advice(
                         FileAdvice.AsyncOpen.class, named("open").and(takesArguments(4)).and(takesArgument(0, Path.class))));
     }

@@ -66,12 +66,16 @@ final class FileAdvice {
         }
     }
 
+    /** File.setLastModified: the open file's staleness check pauses while the JDK sets the time (see FileHooks.settingTimes). */
     static final class SetLastModified {
-        @Advice.OnMethodExit
-        static void exit(@Advice.This File self, @Advice.Return boolean ok) {
-            if (ok) {
-                FileHooks.timesSet(self.getPath());
-            }
+        @Advice.OnMethodEnter
+        static Object enter(@Advice.This File self) {
+            return FileHooks.settingTimes(self.getPath());
+        }
+
+        @Advice.OnMethodExit(onThrowable = Throwable.class)
+        static void exit(@Advice.This File self, @Advice.Enter Object token, @Advice.Return boolean ok) {
+            FileHooks.timesSet(self.getPath(), token, ok);
         }
     }
 
@@ -79,6 +83,27 @@ final class FileAdvice {
         @Advice.OnMethodExit
         static void exit(@Advice.Argument(0) java.nio.file.Path p) {
             FileHooks.timesSet(p.toString());
+        }
+    }
+
+    /**
+     * {@code setTimes} of the basic attribute view (and its posix/unix/dos subclasses): behind Files.setLastModifiedTime,
+     * Files.setAttribute(p, "lastModifiedTime", t) and BasicFileAttributeView.setTimes. A new modification time set
+     * through any of them is the application's, not a change outside the agent (before, the last two were not hooked and
+     * the file was refused, while open and at every later open).
+     */
+    static final class BasicSetTimes {
+        @Advice.OnMethodEnter
+        static Object enter(@Advice.FieldValue("file") Object file, @Advice.Argument(0) java.nio.file.attribute.FileTime mtime) {
+            return mtime != null && file != null ? FileHooks.settingTimes(file.toString()) : null;
+        }
+
+        @Advice.OnMethodExit(onThrowable = Throwable.class)
+        static void exit(@Advice.FieldValue("file") Object file, @Advice.Argument(0) java.nio.file.attribute.FileTime mtime,
+                @Advice.Enter Object token, @Advice.Thrown Throwable thrown) {
+            if (mtime != null && file != null) {
+                FileHooks.timesSet(file.toString(), token, thrown == null);
+            }
         }
     }
 
@@ -366,9 +391,10 @@ final class FileAdvice {
     static final class TransferFrom {
         @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
         static Long enter(@Advice.This FileChannel self, @Advice.FieldValue("fd") FileDescriptor fd,
-                @Advice.Argument(0) ReadableByteChannel src, @Advice.Argument(1) long pos, @Advice.Argument(2) long count)
-                throws Exception {
-            return FileHooks.transferFrom(self, fd, src, pos, count);
+                @Advice.FieldValue("writable") boolean writable, @Advice.Argument(0) ReadableByteChannel src,
+                @Advice.Argument(1) long pos, @Advice.Argument(2) long count) throws Exception {
+            // not writable: the JDK throws NonWritableChannelException before reading the source (the hook read first)
+            return writable ? FileHooks.transferFrom(self, fd, src, pos, count) : null;
         }
 
         @Advice.OnMethodExit
@@ -392,10 +418,23 @@ final class FileAdvice {
         }
     }
 
+    /**
+     * FileChannel.truncate: an emulated file is truncated by the agent under the file's lock (the original is skipped);
+     * a channel not open for writing runs the original, which throws NonWritableChannelException.
+     */
     static final class Truncate {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static boolean enter(@Advice.FieldValue("fd") FileDescriptor fd, @Advice.FieldValue("writable") boolean writable,
+                @Advice.Argument(0) long size) throws Exception {
+            return writable && FileHooks.truncate(fd, size);
+        }
+
         @Advice.OnMethodExit
-        static void exit(@Advice.FieldValue("fd") FileDescriptor fd) throws Exception {
-            FileHooks.truncated(fd);
+        static void exit(@Advice.This FileChannel self, @Advice.Enter boolean handled,
+                @Advice.Return(readOnly = false) FileChannel ret) throws Exception {
+            if (handled) {
+                ret = self;
+            }
         }
     }
 }

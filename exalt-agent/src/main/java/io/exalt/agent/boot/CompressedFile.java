@@ -188,6 +188,7 @@ public final class CompressedFile {
             }
             raw = r;
             ch = r.getChannel();
+            JdkAccess.uninterruptible(ch); // an application thread's interrupt must not close the file for every handle
             writable = rw;
         } finally {
             ExaltRuntime.BYPASS.set(prev);
@@ -256,7 +257,7 @@ public final class CompressedFile {
         java.nio.file.attribute.FileTime[] mt = {null};
         // one fstat gives the size and the modification time (was: FileChannel.size, then a stat of /proc/self/fd/N)
         long s = fd >= 0 ? FdOps.fstat(fd, mt) : ch.size();
-        if (tainted == null && ownMtime != null && !mappedWritable && !index.isEmpty()) {
+        if (tainted == null && ownMtime != null && !mappedWritable && timesChanging == 0 && !index.isEmpty()) {
             java.nio.file.attribute.FileTime now = mt[0] != null ? mt[0] : statMtime();
             if (now != null && !now.equals(ownMtime)) {
                 tainted = "modified at " + now + ", the agent's last change was at " + ownMtime;
@@ -409,39 +410,48 @@ public final class CompressedFile {
         long end = pos + len;
         long clearFrom = joinedMarker >= 0 ? pre.start : base;
         boolean changed = !index.isEmpty() && !index.overlapping(clearFrom, end).isEmpty();
-        index.clear(clearFrom, end);
-        if (joinedMarker >= 0) {
-            index.addTardis(pre.start, TardisFormat.UNIT, joinedMarker); // the run below merges with it
-            changed = true;
-        }
-        long physical = 0;
-        long physEnd = sizeBefore; // the file's size as the writes below leave it (we hold the lock: nobody else writes)
-        for (int i = first; i < segs.size(); i++) {
-            long[] s = segs.get(i);
-            long at = base + s[1] - boff;
-            if (s[0] == 1) {
-                index.addTardis(at, s[2], s[3]);
+        // a write that fails (no space left, an I/O error) leaves the index as it was: it has already dropped what it
+        // replaces, e.g. the partial unit an earlier, acknowledged write left there (joined into this write's first
+        // segment), which would otherwise read back as the hole under it
+        List<ExtentIndex.Extent> before = index.copyOf(clearFrom, end);
+        try {
+            index.clear(clearFrom, end);
+            if (joinedMarker >= 0) {
+                index.addTardis(pre.start, TardisFormat.UNIT, joinedMarker); // the run below merges with it
                 changed = true;
-            } else if (s[2] < TardisFormat.UNIT && ((hasTardis || pre != null) && (i == first || i == segs.size() - 1)
-                    || i == segs.size() - 1 && end >= sizeBefore)) {
-                // a partial unit at the edge of a run: keep it in the index until the next write completes it
-                byte[] b = new byte[(int) s[2]];
-                System.arraycopy(buf, (int) s[1], b, 0, b.length);
-                index.addInline(at, b);
-                changed = true;
-            } else {
-                writeFully(at, buf, (int) s[1], (int) s[2]);
-                physical += s[2];
-                physEnd = Math.max(physEnd, at + s[2]);
             }
-        }
-        if ((fd() >= 0 ? physEnd : ch.size()) < end) {
-            raw.setLength(end); // sparse extension: the Tardis tail is not written
-        }
-        ExaltRuntime.LOGICAL_BYTES_WRITTEN.addAndGet(len);
-        ExaltRuntime.PHYSICAL_BYTES_WRITTEN.addAndGet(physical);
-        if (changed) {
-            persist(shrinkIfNeeded());
+            long physical = 0;
+            long physEnd = sizeBefore; // the file's size as the writes below leave it (we hold the lock: nobody else writes)
+            for (int i = first; i < segs.size(); i++) {
+                long[] s = segs.get(i);
+                long at = base + s[1] - boff;
+                if (s[0] == 1) {
+                    index.addTardis(at, s[2], s[3]);
+                    changed = true;
+                } else if (s[2] < TardisFormat.UNIT && ((hasTardis || pre != null) && (i == first || i == segs.size() - 1)
+                        || i == segs.size() - 1 && end >= sizeBefore)) {
+                    // a partial unit at the edge of a run: keep it in the index until the next write completes it
+                    byte[] b = new byte[(int) s[2]];
+                    System.arraycopy(buf, (int) s[1], b, 0, b.length);
+                    index.addInline(at, b);
+                    changed = true;
+                } else {
+                    writeFully(at, buf, (int) s[1], (int) s[2]);
+                    physical += s[2];
+                    physEnd = Math.max(physEnd, at + s[2]);
+                }
+            }
+            if ((fd() >= 0 ? physEnd : ch.size()) < end) {
+                raw.setLength(end); // sparse extension: the Tardis tail is not written
+            }
+            ExaltRuntime.LOGICAL_BYTES_WRITTEN.addAndGet(len);
+            ExaltRuntime.PHYSICAL_BYTES_WRITTEN.addAndGet(physical);
+            if (changed) {
+                persist(shrinkIfNeeded());
+            }
+        } catch (IOException | RuntimeException | Error e) {
+            index.restore(clearFrom, end, before);
+            throw e;
         }
         noteOwnChange();
     }
@@ -477,14 +487,20 @@ public final class CompressedFile {
         size(); // fail loudly if the file was changed outside the agent
         ownMtime = null;
         boolean changed = !index.overlapping(pos, pos + len).isEmpty();
-        if (changed) {
-            index.clear(pos, pos + len); // runs around the range are split, the range itself is written below
-        }
-        writeFully(pos, src, off, len);
-        ExaltRuntime.LOGICAL_BYTES_WRITTEN.addAndGet(len);
-        ExaltRuntime.PHYSICAL_BYTES_WRITTEN.addAndGet(len);
-        if (changed) {
-            persist();
+        List<ExtentIndex.Extent> before = index.copyOf(pos, pos + len);
+        try {
+            if (changed) {
+                index.clear(pos, pos + len); // runs around the range are split, the range itself is written below
+            }
+            writeFully(pos, src, off, len);
+            ExaltRuntime.LOGICAL_BYTES_WRITTEN.addAndGet(len);
+            ExaltRuntime.PHYSICAL_BYTES_WRITTEN.addAndGet(len);
+            if (changed) {
+                persist();
+            }
+        } catch (IOException | RuntimeException | Error e) {
+            index.restore(pos, pos + len, before); // as in write: a failed write leaves the index as it was
+            throw e;
         }
         noteOwnChange();
     }
@@ -543,6 +559,20 @@ public final class CompressedFile {
             persist();
         }
         noteOwnChange();
+    }
+
+    /** Calls setting this file's times in progress (see FileHooks.settingTimes): no staleness check meanwhile. */
+    private int timesChanging;
+
+    synchronized void beginTimesChange() {
+        timesChanging++;
+    }
+
+    synchronized void endTimesChange() {
+        timesChanging--;
+        if (tainted == null) {
+            noteOwnChange();
+        }
     }
 
     /** After File.setLastModified / Files.setLastModifiedTime on this open file: the new time is the agent's. */
@@ -607,6 +637,36 @@ public final class CompressedFile {
             }
             noteOwnChange();
         }
+    }
+
+    /**
+     * FileChannel.truncate of an emulated file, done here under this file's lock: the kernel's truncation, the index and
+     * the recorded modification time change as one step. The JDK's own truncate ran outside the lock and the agent was
+     * told afterwards, so a read or write of another thread in between saw a modification time the agent had not
+     * recorded and refused the file for good as changed outside the agent. A refused file may still be emptied (as by a
+     * truncating open).
+     */
+    synchronized void truncateByHook(long newSize) throws IOException {
+        ensureWritable();
+        long s = newSize == 0 ? ch.size() : size();
+        if (newSize >= s) {
+            return; // as the JDK: a size >= the file's size leaves the file alone
+        }
+        ownMtime = null; // our own change starts (see write)
+        ch.truncate(newSize);
+        if (tainted != null) {
+            size(); // newSize == 0: size() drops the index and accepts the file again
+            return;
+        }
+        if (index.truncate(newSize)) {
+            persist();
+        }
+        noteOwnChange();
+    }
+
+    /** fsync of the agent's own descriptor: the file's data and metadata (size, the index xattr) reach the disk. */
+    synchronized void force() throws IOException {
+        ch.force(true);
     }
 
     /** Called after a hooked truncation. */

@@ -146,6 +146,23 @@ public final class ExtentIndex {
         put(new Extent(INLINE, start, bytes.length, start, 0, bytes));
     }
 
+    /** Copies of the extents overlapping [a, b), cut to [a, b) (see {@link #restore}). */
+    List<Extent> copyOf(long a, long b) {
+        List<Extent> out = new ArrayList<>();
+        for (Extent e : overlapping(a, b)) {
+            out.add(e.slice(a, b));
+        }
+        return out;
+    }
+
+    /** Makes [a, b) what {@link #copyOf} returned for it (after a failed write changed it). */
+    void restore(long a, long b, List<Extent> saved) {
+        clear(a, b);
+        for (Extent e : saved) {
+            put(e);
+        }
+    }
+
     /** The inline extent that ends exactly at {@code pos}, or null. */
     Extent inlineEndingAt(long pos) {
         Map.Entry<Long, Extent> e = map.lowerEntry(pos);

@@ -33,6 +33,48 @@ public final class FileHooks {
     /** Open emulated files by file key (device + inode), shared by all descriptors of the same file. */
     private static final Map<Object, CompressedFile> FILES = new HashMap<>();
     private static volatile int open;
+    /**
+     * Descriptors opened for synchronous writes (O_DSYNC/O_SYNC: RandomAccessFile "rwd"/"rws", FileChannel DSYNC/SYNC):
+     * the agent writes through its own plain descriptor, so after each write of such a descriptor it syncs the file
+     * (data, size and the index xattr) before the write returns, as the kernel does for the application's descriptor.
+     */
+    private static final Map<FileDescriptor, Boolean> SYNC = Collections.synchronizedMap(new WeakHashMap<>());
+
+    /**
+     * Descriptors opened read-only (FileInputStream, RandomAccessFile "r", a read-only FileChannel). A FileOutputStream made
+     * on one ({@code new FileOutputStream(raf.getFD())}) is not a registration of its own: its writes are left to the JDK,
+     * which refuses them (EBADF); before, the agent wrote them through its own read-write handle.
+     */
+    private static final Map<FileDescriptor, Boolean> READ_ONLY = Collections.synchronizedMap(new WeakHashMap<>());
+
+    /** True if the descriptor was opened with O_DSYNC (O_SYNC includes it), from /proc/self/fdinfo. */
+    private static boolean syncFlags(FileDescriptor fd) {
+        int n = JdkAccess.fdNumber(fd);
+        if (n < 0) {
+            return false;
+        }
+        Boolean prev = ExaltRuntime.BYPASS.get();
+        ExaltRuntime.BYPASS.set(Boolean.TRUE);
+        try {
+            for (String l : Files.readAllLines(Paths.get("/proc/self/fdinfo/" + n))) {
+                if (l.startsWith("flags:")) {
+                    return (Long.parseLong(l.substring(6).trim(), 8) & 010000) != 0; // O_DSYNC
+                }
+            }
+            return false;
+        } catch (IOException | RuntimeException e) {
+            return false; // no procfs: as before
+        } finally {
+            ExaltRuntime.BYPASS.set(prev);
+        }
+    }
+
+    /** After a write of {@code fd} (under the file's lock): a synchronous descriptor's write is on disk when it returns. */
+    private static void syncIfAsked(FileDescriptor fd, CompressedFile cf) throws IOException {
+        if (!SYNC.isEmpty() && SYNC.containsKey(fd)) {
+            cf.force();
+        }
+    }
 
     private FileHooks() {
     }
@@ -85,6 +127,11 @@ public final class FileHooks {
         // a truncating open (FileOutputStream without append) leaves size 0: size() drops the old index
         cf.size();
         FDS.put(fd, cf);
+        if (!writable) {
+            READ_ONLY.put(fd, Boolean.TRUE);
+        } else if (syncFlags(fd)) {
+            SYNC.put(fd, Boolean.TRUE);
+        }
         synchronized (FileHooks.class) {
             open++;
         }
@@ -115,6 +162,43 @@ public final class FileHooks {
                 cf.close();
             }
         }
+    }
+
+    /**
+     * Before File.setLastModified / the basic attribute view's setTimes: the open emulated file at {@code path}, whose
+     * staleness check pauses until {@link #timesSet(String, Object, boolean)} (the JDK sets the time before the exit hook
+     * runs: another thread's read in between took the new time for a change outside the agent and refused the file for
+     * good); null if the file is not open here.
+     */
+    public static Object settingTimes(String path) {
+        if (path == null || open == 0 || ExaltRuntime.BYPASS.get() != null || !ExaltRuntime.underPrefix(path)) {
+            return null;
+        }
+        CompressedFile cf = openAt(Paths.get(ExaltRuntime.realPath(path)));
+        if (cf != null) {
+            cf.beginTimesChange();
+        }
+        return cf;
+    }
+
+    /** After the call {@link #settingTimes} was made for: {@code token} is what it returned, {@code ok} if a time was set. */
+    public static void timesSet(String path, Object token, boolean ok) {
+        if (token != null) {
+            ((CompressedFile) token).endTimesChange();
+        } else if (ok) {
+            timesSet(path);
+        }
+    }
+
+    private static CompressedFile openAt(Path p) {
+        synchronized (FILES) {
+            for (CompressedFile cf : FILES.values()) {
+                if (cf.path.equals(p)) {
+                    return cf;
+                }
+            }
+        }
+        return null;
     }
 
     /** After File.setLastModified / Files.setLastModifiedTime: a time the agent knows about, not a foreign change. */
@@ -168,8 +252,8 @@ public final class FileHooks {
     /** write(byte[],int,int) of FileOutputStream/RandomAccessFile. Returns true if handled. */
     public static boolean write(FileDescriptor fd, byte[] b, int off, int len) throws IOException {
         CompressedFile cf = lookup(fd);
-        if (cf == null) {
-            return false;
+        if (cf == null || READ_ONLY.containsKey(fd)) {
+            return false; // not emulated, or a read-only descriptor: the JDK's write fails as it must
         }
         if (off < 0 || len < 0 || len > b.length - off) {
             throw new IndexOutOfBoundsException("off " + off + ", len " + len + ", array " + b.length);
@@ -180,6 +264,7 @@ public final class FileHooks {
         synchronized (cf) {
             long pos = JdkAccess.isAppend(fd) ? cf.size() : JdkAccess.position(fd);
             cf.write(pos, b, off, len);
+            syncIfAsked(fd, cf);
             JdkAccess.seek(fd, pos + len);
         }
         return true;
@@ -244,17 +329,32 @@ public final class FileHooks {
             }
             Files.delete(dst);
         }
-        try (java.io.InputStream in = Files.newInputStream(src);
-                java.io.OutputStream out = Files.newOutputStream(dst, java.nio.file.StandardOpenOption.CREATE_NEW,
-                        java.nio.file.StandardOpenOption.WRITE)) {
-            byte[] buf = new byte[1 << 20];
-            int n;
-            while ((n = in.read(buf)) > 0) {
-                out.write(buf, 0, n);
+        boolean created = false;
+        boolean complete = false;
+        try (java.io.InputStream in = Files.newInputStream(src)) {
+            try (java.io.OutputStream out = Files.newOutputStream(dst, java.nio.file.StandardOpenOption.CREATE_NEW,
+                    java.nio.file.StandardOpenOption.WRITE)) {
+                created = true;
+                byte[] buf = new byte[1 << 20];
+                int n;
+                while ((n = in.read(buf)) > 0) {
+                    out.write(buf, 0, n);
+                }
             }
-        }
-        if (copyAttributes) {
-            Files.setLastModifiedTime(dst, Files.getLastModifiedTime(src));
+            if (copyAttributes) {
+                Files.setLastModifiedTime(dst, Files.getLastModifiedTime(src));
+            }
+            complete = true;
+        } finally {
+            if (created && !complete) {
+                // as the JDK's copy: a copy that failed (no space left, a read error) removes its target, never leaving a
+                // truncated file under the target's name as if the copy had been made
+                try {
+                    Files.deleteIfExists(dst);
+                } catch (IOException ignore) {
+                    // the copy's own exception is the one to report
+                }
+            }
         }
         ExaltRuntime.log("copied emulated " + src + " -> " + dst + " logically");
         return dst;
@@ -427,15 +527,27 @@ public final class FileHooks {
             cf.write(pos, src.array(), src.arrayOffset() + src.position(), n);
             src.position(src.position() + n);
         } else {
-            byte[] tmp = new byte[n];
-            src.get(tmp);
-            cf.write(pos, tmp, 0, n);
+            // a direct (or mapped, or read-only) buffer is copied in pieces of at most 8 MiB, each written before the
+            // next (under the file's lock: one write for every other reader and writer); one copy of the whole buffer
+            // needed a heap of its size (a 100 MiB mapping: OutOfMemoryError in a 64 MiB heap)
+            byte[] tmp = new byte[Math.min(n, DIRECT_CHUNK)];
+            int done = 0;
+            while (done < n) {
+                int k = Math.min(tmp.length, n - done);
+                src.get(tmp, 0, k);
+                cf.write(pos + done, tmp, 0, k);
+                done += k;
+            }
         }
+        syncIfAsked(fd, cf);
         if (usePos) {
             JdkAccess.seek(fd, pos + n);
         }
         return n;
     }
+
+    /** Piece size of a direct-buffer write (see chWrite). */
+    static final int DIRECT_CHUNK = 8 << 20;
 
     public static Long chWriteV(FileDescriptor fd, ByteBuffer[] srcs, int offset, int length) throws IOException {
         CompressedFile cf = lookup(fd);
@@ -546,6 +658,26 @@ public final class FileHooks {
     /** FileChannel.map returned {@code b} (null if it threw). */
     public static void mapped(MappedByteBuffer b) {
         MappedRanges.returned(b);
+    }
+
+    /**
+     * FileChannel.truncate(newSize) of a writable channel: for an emulated file the truncation is done by the agent under
+     * the file's lock (see {@link CompressedFile#truncateByHook}) and the channel's position follows as in the JDK (set to
+     * newSize if it was beyond). Returns false when not handled (not emulated: the JDK's own truncate runs).
+     */
+    public static boolean truncate(FileDescriptor fd, long newSize) throws IOException {
+        CompressedFile cf = lookup(fd);
+        if (cf == null || newSize < 0) {
+            return false; // not emulated, or the JDK's IllegalArgumentException
+        }
+        synchronized (cf) {
+            cf.truncateByHook(newSize);
+            long p = JdkAccess.position(fd);
+            if (p > newSize) {
+                JdkAccess.seek(fd, newSize);
+            }
+        }
+        return true;
     }
 
     /** After FileChannel.truncate. */

@@ -18,6 +18,7 @@ final class JdkAccess {
     private static Field fdInt;
     private static Field channelFd;
     private static Class<?> fileChannelImpl;
+    private static MethodHandle setUninterruptible;
 
     private JdkAccess() {
     }
@@ -37,6 +38,28 @@ final class JdkAccess {
         fileChannelImpl = Class.forName("sun.nio.ch.FileChannelImpl");
         channelFd = fileChannelImpl.getDeclaredField("fd");
         channelFd.setAccessible(true);
+        m = fileChannelImpl.getDeclaredMethod("setUninterruptible");
+        m.setAccessible(true);
+        setUninterruptible = MethodHandles.lookup().unreflect(m);
+    }
+
+    /**
+     * Makes the agent's own FileChannel ignore thread interrupts, as the JDK does for its internal channels. Its reads
+     * and writes run in application threads, on behalf of stream and RandomAccessFile calls that the JDK does not
+     * interrupt; and the channel is shared by every handle of the file, so one interrupted thread closing it
+     * (ClosedByInterruptException) made every other handle's reads and writes fail.
+     */
+    static void uninterruptible(java.nio.channels.FileChannel ch) {
+        if (setUninterruptible == null || ch.getClass() != fileChannelImpl) {
+            return; // not initialised (unit tests of CompressedFile without the agent)
+        }
+        try {
+            setUninterruptible.invoke(ch);
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
     }
 
     /** Current file position of the descriptor. */

@@ -1,6 +1,5 @@
 package io.exalt.agent.boot;
 
-import io.exalt.tardis.TardisCompressor;
 import io.exalt.tardis.TardisDecompressor;
 import java.io.EOFException;
 import java.io.IOException;
@@ -49,8 +48,14 @@ public final class SocketHooks {
         volatile TardisDecompressor.Cursor decoded = EMPTY;
         final byte[] hdr = new byte[4];
         int hdrFill;
+        /**
+         * The frame being received (null between frames): grown as its bytes arrive, up to {@link #frameLen}, so a
+         * header alone does not allocate the whole frame (a peer sending only headers exhausted the heap).
+         */
         byte[] frame;
         int frameFill;
+        /** Encoded length the current frame's header declared. */
+        int frameLen;
         /** Scratch for a read into a direct ByteBuffer (no array to expand into); grown on demand, at most 64 KiB. */
         byte[] scratch = new byte[0];
         /** Guards the write side: pending frame bytes and the order of frames on the wire. */
@@ -177,31 +182,18 @@ public final class SocketHooks {
      */
     static final int MAX_FRAME_INPUT = 16 << 20;
 
-    /** The frames {@code [length][encoding]} of {@code b[off..off+len)}, one per {@link #MAX_FRAME_INPUT} bytes. */
+    /** The frame {@code [length][encoding]} of {@code b[off..off+len)} (at most {@link #MAX_FRAME_INPUT} bytes). */
     private static byte[] encode(byte[] b, int off, int len) {
-        TardisCompressor c = ExaltRuntime.compressor();
-        if (len <= MAX_FRAME_INPUT) { // one frame (every HDFS packet): one exact allocation, no copies
-            byte[] f = c.compressExact(b, off, len, 4);
-            int n = f.length - 4;
-            f[0] = (byte) (n >>> 24);
-            f[1] = (byte) (n >>> 16);
-            f[2] = (byte) (n >>> 8);
-            f[3] = (byte) n;
-            return f;
+        if (len > MAX_FRAME_INPUT) { // callers send larger writes frame by frame
+            throw new IllegalArgumentException("frame input " + len + " > " + MAX_FRAME_INPUT);
         }
-        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(Math.min(len, MAX_FRAME_INPUT) / 8 + 64);
-        int done = 0;
-        do {
-            int n = Math.min(MAX_FRAME_INPUT, len - done);
-            byte[] enc = c.compress(b, off + done, n);
-            out.write(enc.length >>> 24);
-            out.write(enc.length >>> 16);
-            out.write(enc.length >>> 8);
-            out.write(enc.length);
-            out.write(enc, 0, enc.length);
-            done += n;
-        } while (done < len);
-        return out.toByteArray();
+        byte[] f = ExaltRuntime.compressor().compressExact(b, off, len, 4); // one exact allocation, no copies
+        int n = f.length - 4;
+        f[0] = (byte) (n >>> 24);
+        f[1] = (byte) (n >>> 16);
+        f[2] = (byte) (n >>> 8);
+        f[3] = (byte) n;
+        return f;
     }
 
     /**
@@ -221,7 +213,9 @@ public final class SocketHooks {
                             throw new IOException("Exalt: bad frame length " + n + " on a compressed socket; both ends must run"
                                     + " the agent with the same ports= and flag=");
                         }
-                        st.frame = new byte[n];
+                        // grown as the frame's bytes arrive (see State.frame): what a header alone costs is bounded
+                        st.frame = new byte[Math.min(n, FRAME_CHUNK)];
+                        st.frameLen = n;
                         st.frameFill = 0;
                         st.hdrFill = 0;
                     }
@@ -231,28 +225,45 @@ public final class SocketHooks {
                     throw new EOFException("Exalt: connection closed inside a frame header");
                 }
             } else {
-                r = st.frame.length == st.frameFill ? 1 : raw.read(st.frame, st.frameFill, st.frame.length - st.frameFill);
-                if (r > 0 || st.frame.length == st.frameFill) {
-                    st.frameFill += Math.max(r, 0);
+                if (st.frameFill < st.frameLen) {
                     if (st.frameFill == st.frame.length) {
-                        TardisDecompressor.Cursor cur = new TardisDecompressor(ExaltRuntime.format()).cursor(st.frame, 0, st.frame.length);
-                        if (cur.remaining() > (64 << 20)) {
-                            throw new IOException("Exalt: frame expands to " + cur.remaining() + " bytes; both ends must run the agent with"
-                                    + " the same ports= and flag=");
-                        }
-                        st.decoded = cur; // keeps the frame: its bytes are expanded when taken (take, chRead)
-                        st.frame = null;
+                        st.frame = java.util.Arrays.copyOf(st.frame, (int) Math.min(st.frameLen, 2L * st.frame.length));
                     }
-                    continue;
+                    r = raw.read(st.frame, st.frameFill, st.frame.length - st.frameFill);
+                    if (r < 0) {
+                        throw new EOFException("Exalt: connection closed inside a frame");
+                    }
+                    if (r == 0) {
+                        return 0;
+                    }
+                    st.frameFill += r;
                 }
-                if (r < 0) {
-                    throw new EOFException("Exalt: connection closed inside a frame");
+                if (st.frameFill == st.frameLen) { // also an empty frame (length 0): nothing to read for it
+                    TardisDecompressor.Cursor cur;
+                    try {
+                        cur = new TardisDecompressor(ExaltRuntime.format()).cursor(st.frame, 0, st.frameLen);
+                    } catch (IllegalArgumentException e) {
+                        // a read throws IOException, never the decoder's RuntimeException (servers handle I/O errors per
+                        // connection); the frame is kept, so every later read of this connection fails the same way
+                        throw new java.io.StreamCorruptedException("Exalt: corrupt frame on a compressed socket (" + e.getMessage()
+                                + "); both ends must run the agent with the same ports= and flag=");
+                    }
+                    if (cur.remaining() > (64 << 20)) {
+                        throw new IOException("Exalt: frame expands to " + cur.remaining() + " bytes; both ends must run the agent with"
+                                + " the same ports= and flag=");
+                    }
+                    st.decoded = cur; // keeps the frame: its bytes are expanded when taken (take, chRead)
+                    st.frame = null;
                 }
+                continue;
             }
             return r; // 0 or -1
         }
         return 1;
     }
+
+    /** First allocation for a frame being received; it doubles as the bytes arrive. */
+    static final int FRAME_CHUNK = 256 << 10;
 
     private static int take(State st, byte[] b, int off, int len) {
         return st.decoded.read(b, off, len);
@@ -384,34 +395,51 @@ public final class SocketHooks {
                 st.pending = null;
             }
             boolean blocking = ch.isBlocking();
-            int n = (int) Math.min(total, blocking ? Integer.MAX_VALUE - 64 : NB_MAX_INPUT);
+            if (blocking) {
+                // one frame per MAX_FRAME_INPUT bytes, each encoded and sent before the next is encoded: the heap a write
+                // needs is bounded by one frame (before, the whole write was copied and encoded first: ~3x its size)
+                long limit = Math.min(total, Integer.MAX_VALUE - 64);
+                byte[] scratch = null;
+                long sent = 0;
+                while (sent < limit) {
+                    int n = (int) Math.min(limit - sent, MAX_FRAME_INPUT);
+                    byte[] frame;
+                    if (len == 1 && srcs[off].hasArray()) { // heap buffer (HDFS packets): compress in place, no copy
+                        ByteBuffer src = srcs[off];
+                        frame = encode(src.array(), src.arrayOffset() + src.position(), n);
+                    } else {
+                        if (scratch == null) {
+                            scratch = new byte[(int) Math.min(limit, MAX_FRAME_INPUT)];
+                        }
+                        gather(srcs, off, len, scratch, n);
+                        frame = encode(scratch, 0, n);
+                    }
+                    writeFully(ch, ByteBuffer.wrap(frame));
+                    consume(srcs, off, len, n);
+                    sent += n;
+                    ExaltRuntime.NET_LOGICAL_BYTES_SENT.addAndGet(n);
+                    ExaltRuntime.NET_WIRE_BYTES_SENT.addAndGet(frame.length);
+                }
+                return sent;
+            }
+            int n = (int) Math.min(total, NB_MAX_INPUT);
             byte[] frames;
-            if (len == 1 && srcs[off].hasArray()) { // heap buffer (HDFS packets): compress in place, no copy
+            if (len == 1 && srcs[off].hasArray()) { // heap buffer: compress in place, no copy
                 ByteBuffer src = srcs[off];
                 frames = encode(src.array(), src.arrayOffset() + src.position(), n);
             } else {
                 byte[] b = new byte[n];
-                int p = 0;
-                for (int i = off; i < off + len && p < n; i++) {
-                    ByteBuffer d = srcs[i].duplicate();
-                    int r = Math.min(d.remaining(), n - p);
-                    d.get(b, p, r);
-                    p += r;
-                }
+                gather(srcs, off, len, b, n);
                 frames = encode(b, 0, n);
             }
             ByteBuffer bb = ByteBuffer.wrap(frames);
-            if (blocking) {
-                writeFully(ch, bb);
-            } else {
-                rawWrite(ch, bb);
-                if (bb.position() == 0) {
-                    return 0; // the kernel took nothing: nothing is committed, the application retries
-                }
-                if (bb.hasRemaining()) {
-                    st.pending = bb;
-                    Flusher.add(ch, st);
-                }
+            rawWrite(ch, bb);
+            if (bb.position() == 0) {
+                return 0; // the kernel took nothing: nothing is committed, the application retries
+            }
+            if (bb.hasRemaining()) {
+                st.pending = bb;
+                Flusher.add(ch, st);
             }
             consume(srcs, off, len, n);
             ExaltRuntime.NET_LOGICAL_BYTES_SENT.addAndGet(n);
@@ -419,6 +447,17 @@ public final class SocketHooks {
             return n;
         } finally {
             st.out.unlock();
+        }
+    }
+
+    /** Copies the first {@code n} remaining bytes of {@code srcs[off..off+len)} into {@code b} (positions unchanged). */
+    private static void gather(ByteBuffer[] srcs, int off, int len, byte[] b, int n) {
+        int p = 0;
+        for (int i = off; i < off + len && p < n; i++) {
+            ByteBuffer d = srcs[i].duplicate();
+            int r = Math.min(d.remaining(), n - p);
+            d.get(b, p, r);
+            p += r;
         }
     }
 
@@ -697,21 +736,48 @@ public final class SocketHooks {
         if (st == null) {
             return false;
         }
-        byte[] f = encode(b, off, len);
+        if (!checkStreamWrite(b, off, len)) {
+            return true;
+        }
+        streamWrite(st, raw, b, off, len);
+        return true;
+    }
+
+    /**
+     * A Socket stream write: one frame per {@link #MAX_FRAME_INPUT} bytes, each encoded and sent before the next (the heap
+     * a write needs is bounded by one frame; before, every frame of the write was encoded into one array first), under
+     * the write lock so that the frames of concurrent writes never interleave.
+     */
+    private static void streamWrite(State st, RawWrite raw, byte[] b, int off, int len) throws IOException {
         st.out.lock();
         try {
-            IN_HOOK.set(Boolean.TRUE);
-            try {
-                raw.write(f, 0, f.length);
-            } finally {
-                IN_HOOK.remove();
+            int done = 0;
+            while (done < len) {
+                int n = Math.min(len - done, MAX_FRAME_INPUT);
+                byte[] f = encode(b, off + done, n);
+                IN_HOOK.set(Boolean.TRUE);
+                try {
+                    raw.write(f, 0, f.length);
+                } finally {
+                    IN_HOOK.remove();
+                }
+                done += n;
+                ExaltRuntime.NET_LOGICAL_BYTES_SENT.addAndGet(n);
+                ExaltRuntime.NET_WIRE_BYTES_SENT.addAndGet(f.length);
             }
         } finally {
             st.out.unlock();
         }
-        ExaltRuntime.NET_LOGICAL_BYTES_SENT.addAndGet(len);
-        ExaltRuntime.NET_WIRE_BYTES_SENT.addAndGet(f.length);
-        return true;
+    }
+
+    /**
+     * The JDK's checks of a stream write: bounds (IndexOutOfBoundsException, nothing sent) and a zero length (nothing
+     * sent). Returns false when there is nothing to send. Before, a zero or negative length became an empty frame,
+     * acknowledged, and the reader failed on it.
+     */
+    private static boolean checkStreamWrite(byte[] b, int off, int len) {
+        java.util.Objects.checkFromIndexSize(off, len, b.length);
+        return len > 0;
     }
 
     // ------------------------------------------------------------------------------ Socket (NioSocketImpl)
@@ -762,20 +828,10 @@ public final class SocketHooks {
         if (st == null) {
             return false;
         }
-        byte[] f = encode(b, off, len);
-        st.out.lock();
-        try {
-            IN_HOOK.set(Boolean.TRUE);
-            try {
-                raw.write(f, 0, f.length);
-            } finally {
-                IN_HOOK.remove();
-            }
-        } finally {
-            st.out.unlock();
+        if (!checkStreamWrite(b, off, len)) {
+            return true;
         }
-        ExaltRuntime.NET_LOGICAL_BYTES_SENT.addAndGet(len);
-        ExaltRuntime.NET_WIRE_BYTES_SENT.addAndGet(f.length);
+        streamWrite(st, raw, b, off, len);
         return true;
     }
 
