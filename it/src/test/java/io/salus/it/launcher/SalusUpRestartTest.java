@@ -122,11 +122,11 @@ class SalusUpRestartTest {
           WitnessClient.OfferResult last = null;
           for (int k = 0; k < 3; k++) {
             last = c.offer(Certificate.sign(CertType.TENTATIVE_LOG_ENTRY, st, NodeKeys.deterministic(
-                SignatureScheme.ED25519, NodeId.of("demo/0/r" + k), endpointSeed).signer()));
+                SignatureScheme.DEFAULT_SERVER, NodeId.of("demo/0/r" + k), endpointSeed).signer()));
           }
           assertEquals(WitnessClient.OfferResult.STORED, last, "witness " + w);
           assertEquals(CertType.LOG_ENTRY, c.query(st.region(), 0, 7).type(), "witness " + w);
-          NodeKeys outsider = NodeKeys.deterministic(SignatureScheme.ED25519,
+          NodeKeys outsider = NodeKeys.deterministic(SignatureScheme.DEFAULT_SERVER,
               NodeId.of("demo/0/r1"), endpointSeed + 1);
           WitnessClient.WitnessException e = org.junit.jupiter.api.Assertions.assertThrows(
               WitnessClient.WitnessException.class, () -> c.offer(Certificate.sign(

@@ -116,7 +116,8 @@ class SalusReplyTheftTest {
     ReplicaLink forger = new ReplicaLink(CompletableFuture.completedFuture(forgerConn), addressing, "forger", null,
         null);
     // a region server's key (replica forge/0/r1): it may speak for the nodes its region hosts, never for the client
-    EndpointKeyring keys = EndpointKeyring.deterministic(SignatureScheme.ED25519, SalusMiniCluster.SEED, addressing);
+    EndpointKeyring keys = EndpointKeyring.deterministic(SignatureScheme.DEFAULT_CLIENT, SignatureScheme.DEFAULT_SERVER,
+        SalusMiniCluster.SEED, addressing);
     NodeId peer = addressing.replica(0, 1);
     ReplicaLink peerLink = new ReplicaLink(CompletableFuture.completedFuture(forgerConn), addressing, "peer", null,
         null, new CallAuth.Signing(g.volume(), keys.signer(peer), 0));

@@ -26,7 +26,9 @@ import java.util.Set;
  *   per signature, sorted by signer id:
  *       u8 id length, id (UTF-8), u8 signature length, signature
  * </pre>
- * Signed bytes: {@code u8 version || u8 statement-kind || statement bytes}. Encoding is
+ * Signed bytes: {@code u8 version || u8 statement-kind || statement bytes}. The scheme byte only says how the
+ * signatures are framed: {@link #verifyOrThrow} refuses a certificate whose scheme is not every signer's own scheme
+ * in the verifier's keyring ({@link Verifier#schemeOf}). Encoding is
  * deterministic (signatures sorted by signer), so equal certificates have equal bytes.
  */
 public final class Certificate {
@@ -180,10 +182,6 @@ public final class Certificate {
      * @throws CertificateVerificationException naming the first problem found
      */
     public void verifyOrThrow(Verifier v, Set<NodeId> allowed) {
-        if (v.scheme() != scheme) {
-            throw new CertificateVerificationException(type + " is signed with " + scheme + " but the verifier uses "
-                    + v.scheme());
-        }
         if (sigs.size() != type.requiredSignatures()) {
             throw new CertificateVerificationException(type + " needs " + type.requiredSignatures()
                     + " signatures, has " + sigs.size());
@@ -196,6 +194,12 @@ public final class Certificate {
             if (allowed != null && !allowed.contains(s.signer())) {
                 throw new CertificateVerificationException(type + " signed by " + s.signer()
                         + ", who is not one of the expected signers " + allowed);
+            }
+            SignatureScheme theirs = v.schemeOf(s.signer());
+            if (theirs != null && theirs != scheme) {
+                // the keyring fixes each node's scheme; a certificate's scheme byte cannot change it (a downgrade)
+                throw new CertificateVerificationException(type + " is signed with " + scheme + " but "
+                        + s.signer() + " signs with " + theirs);
             }
             if (!v.verify(s.signer(), msg, s.bytes())) {
                 throw new CertificateVerificationException("bad signature of " + s.signer() + " on " + type + " "

@@ -5,49 +5,65 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * The verification keys of all known nodes for one scheme, and the {@link Verifier} built on them.
- * The weak scheme needs no keys but still only accepts registered node ids.
+ * The verification keys of all known nodes, each with <b>its node's scheme</b>, and the {@link Verifier} built on
+ * them. A node's scheme is fixed when it is registered: a signature is checked only under that scheme, whatever
+ * its bytes or a certificate's scheme byte claim (a node cannot downgrade its own signatures, e.g. to the weak
+ * scheme, and a server-style MAC never passes for a node registered with Ed25519). The weak scheme needs no keys
+ * but still only accepts registered node ids.
  */
 public final class KeyDirectory implements Verifier {
-    private final SignatureScheme scheme;
-    private final Map<NodeId, byte[]> keys = new ConcurrentHashMap<>();
+    private record Entry(SignatureScheme scheme, byte[] key) {
+    }
 
+    private final SignatureScheme scheme;
+    private final Map<NodeId, Entry> keys = new ConcurrentHashMap<>();
+
+    /** @param scheme the scheme of nodes registered without one ({@link #register(NodeId, byte[])}) */
     public KeyDirectory(SignatureScheme scheme) {
         this.scheme = scheme;
     }
 
-    /** Registers a node's verification key (see {@link NodeKeys#verificationKey()}). */
+    /** Registers a node's verification key (see {@link NodeKeys#verificationKey()}) under the default scheme. */
     public KeyDirectory register(NodeId id, byte[] verificationKey) {
-        keys.put(id, verificationKey.clone());
+        return register(id, scheme, verificationKey);
+    }
+
+    /** Registers a node's verification key under {@code nodeScheme}: its signatures verify only under it. */
+    public KeyDirectory register(NodeId id, SignatureScheme nodeScheme, byte[] verificationKey) {
+        keys.put(id, new Entry(nodeScheme, verificationKey.clone()));
         return this;
     }
 
+    /** Registers a node's keys under their own scheme. */
     public KeyDirectory register(NodeKeys k) {
-        if (k.scheme() != scheme) {
-            throw new IllegalArgumentException("keys of " + k.id() + " are " + k.scheme() + ", directory is " + scheme);
-        }
-        return register(k.id(), k.verificationKey());
+        return register(k.id(), k.scheme(), k.verificationKey());
     }
 
     public boolean knows(NodeId id) {
         return keys.containsKey(id);
     }
 
-    @Override
+    /** The scheme of nodes registered without one. */
     public SignatureScheme scheme() {
         return scheme;
     }
 
     @Override
+    public SignatureScheme schemeOf(NodeId signer) {
+        Entry e = keys.get(signer);
+        return e == null ? null : e.scheme();
+    }
+
+    @Override
     public boolean verify(NodeId signer, byte[] msg, int off, int len, byte[] sig) {
-        byte[] key = keys.get(signer);
-        if (key == null || sig == null || sig.length != scheme.signatureLength()) {
+        Entry e = keys.get(signer);
+        if (e == null || sig == null || sig.length != e.scheme().signatureLength()) {
             return false;
         }
-        return switch (scheme) {
+        return switch (e.scheme()) {
             case WEAK_CRC32C -> MessageDigest.isEqual(NodeKeys.weakSignature(signer, msg, off, len), sig);
-            case HMAC_SHA256 -> MessageDigest.isEqual(NodeKeys.hmac(key, msg, off, len), sig);
-            case ED25519 -> NodeKeys.edVerify(key, msg, off, len, sig);
+            case HMAC_SHA256 -> MessageDigest.isEqual(NodeKeys.hmac(e.key(), msg, off, len), sig);
+            case ED25519 -> NodeKeys.edVerify(e.key(), msg, off, len, sig);
         };
     }
 }

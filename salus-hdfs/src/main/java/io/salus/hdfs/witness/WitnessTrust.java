@@ -27,12 +27,16 @@ import io.salus.core.crypto.SignatureScheme;
  * <pre>
  *   # comment
  *   scheme weak|hmac|ed25519
- *   node  &lt;node-id&gt; [hex verification key]        (the key is omitted for the weak scheme)
+ *   node  &lt;node-id&gt; [hex verification key] [scheme weak|hmac|ed25519]
+ *                                  (the key is omitted for the weak scheme; the node's own scheme, default the
+ *                                   file's: its signatures verify only under it)
  *   rrs   &lt;volume&gt;#&lt;region&gt; &lt;id1&gt; &lt;id2&gt; &lt;id3&gt;
  *   rrs   &lt;volume&gt;#* &lt;id1&gt; &lt;id2&gt; &lt;id3&gt;        (every region of a volume)
  *   rrs   * &lt;id1&gt; &lt;id2&gt; &lt;id3&gt;                 (default for all regions)
- *   endpoint-volume &lt;volume&gt; test-seed &lt;long&gt;     (TEST ONLY: the replica endpoint's regions)
- *   endpoint-volume * test-seed &lt;long&gt;            (TEST ONLY: every volume's, e.g. 'salus up')
+ *   endpoint-volume &lt;volume&gt; test-seed &lt;long&gt; [server-scheme weak|hmac|ed25519]
+ *                                  (TEST ONLY: the replica endpoint's regions; server-scheme: the endpoint's
+ *                                   salus.endpoint.signature-scheme.server, default hmac as there)
+ *   endpoint-volume * test-seed &lt;long&gt; [server-scheme ...]  (TEST ONLY: every volume's, e.g. 'salus up')
  * </pre>
  *
  * Membership may also be set programmatically ({@link #setMembers}). Without a {@code scheme}
@@ -50,6 +54,7 @@ public final class WitnessTrust {
   /** Principals (the Master / recovery orchestrator) whose signed queries may seal a slot. */
   private final Set<NodeId> recoverers = ConcurrentHashMap.newKeySet();
   private final Map<String, Long> endpointVolumes = new ConcurrentHashMap<>();
+  private final Map<String, SignatureScheme> endpointSchemes = new ConcurrentHashMap<>();
   /** The volume name of {@code endpoint-volume * test-seed S}: every volume (no volume can be named so). */
   public static final String ALL_VOLUMES = "*";
   private volatile java.util.function.BiFunction<RegionId, Long, Set<NodeId>> membership;
@@ -68,6 +73,12 @@ public final class WitnessTrust {
 
   public WitnessTrust register(NodeId id, byte[] verificationKey) {
     keys.register(id, verificationKey);
+    return this;
+  }
+
+  /** Registers a node that signs with {@code nodeScheme} (its signatures verify only under it). */
+  public WitnessTrust register(NodeId id, SignatureScheme nodeScheme, byte[] verificationKey) {
+    keys.register(id, nodeScheme, verificationKey);
     return this;
   }
 
@@ -109,15 +120,19 @@ public final class WitnessTrust {
    * line: {@code endpoint-volume <volume> test-seed <long>}.
    */
   public WitnessTrust useEndpointTestKeys(String volume, long seed) {
+    return useEndpointTestKeys(volume, seed, SignatureScheme.DEFAULT_SERVER);
+  }
+
+  /** As {@link #useEndpointTestKeys(String, long)}, the replicas signing with {@code serverScheme}. */
+  public WitnessTrust useEndpointTestKeys(String volume, long seed, SignatureScheme serverScheme) {
+    endpointSchemes.put(volume, serverScheme);
     endpointVolumes.put(volume, seed);
     return this;
   }
 
   private Set<NodeId> endpointMembers(RegionId region, long generation) {
-    Long seed = endpointVolumes.get(region.volume());
-    if (seed == null) {
-      seed = endpointVolumes.get(ALL_VOLUMES); // `endpoint-volume * test-seed S`: every volume
-    }
+    String line = endpointVolumes.containsKey(region.volume()) ? region.volume() : ALL_VOLUMES;
+    Long seed = endpointVolumes.get(line); // `endpoint-volume * test-seed S`: every volume
     if (seed == null || generation != 0 || region.index() < 0) {
       return null;
     }
@@ -126,7 +141,7 @@ public final class WitnessTrust {
       // salus-core's VolumeAddressing convention (not called: it pulls HBase classes into the daemon)
       NodeId id = NodeId.of(region.volume() + "/" + region.index() + "/r" + k);
       if (!keys.knows(id)) {
-        keys.register(NodeKeys.deterministic(keys.scheme(), id, seed));
+        keys.register(NodeKeys.deterministic(endpointSchemes.get(line), id, seed));
       }
       m.add(id);
     }
@@ -167,6 +182,7 @@ public final class WitnessTrust {
     WitnessTrust t = null;
     Map<NodeId, byte[]> pendingKeys = new HashMap<>();
     Map<NodeId, byte[]> pendingRecoverers = new HashMap<>();
+    Map<NodeId, SignatureScheme> nodeSchemes = new HashMap<>();
     for (int i = 0; i < lines.size(); i++) {
       String line = lines.get(i).strip();
       if (line.isEmpty() || line.startsWith("#")) {
@@ -194,21 +210,28 @@ public final class WitnessTrust {
           if (t == null) {
             t = new WitnessTrust(DEFAULT_SCHEME);
           }
-          if (f.length < 2 || f.length > 3) {
-            throw new IOException(where + "expected `node <id> [hex-key]`");
+          int n = f.length;
+          SignatureScheme nodeScheme = t.scheme();
+          if (n >= 4 && f[n - 2].equals("scheme")) {
+            nodeScheme = parseScheme(f[n - 1], where);
+            n -= 2;
+          }
+          if (n < 2 || n > 3) {
+            throw new IOException(where + "expected `node <id> [hex-key] [scheme weak|hmac|ed25519]`");
           }
           byte[] key;
           try {
-            key = f.length == 3 ? HexFormat.of().parseHex(f[2]) : new byte[0];
+            key = n == 3 ? HexFormat.of().parseHex(f[2]) : new byte[0];
           } catch (IllegalArgumentException e) {
             throw new IOException(where + "verification key is not hex: " + e.getMessage());
           }
-          if (t.scheme() != SignatureScheme.WEAK_CRC32C && key.length == 0) {
-            throw new IOException(where + "scheme " + t.scheme() + " needs the node's verification"
+          if (nodeScheme != SignatureScheme.WEAK_CRC32C && key.length == 0) {
+            throw new IOException(where + "scheme " + nodeScheme + " needs the node's verification"
                 + " key in hex (`node <id> <hex-key>`; without a `scheme` line the scheme is"
                 + " ed25519)");
           }
           pendingKeys.put(NodeId.of(f[1]), key);
+          nodeSchemes.put(NodeId.of(f[1]), nodeScheme);
         }
         case "recoverer" -> {
           if (t == null) {
@@ -252,18 +275,25 @@ public final class WitnessTrust {
             t = new WitnessTrust(DEFAULT_SCHEME);
           }
           long seed;
+          SignatureScheme serverScheme = SignatureScheme.DEFAULT_SERVER;
           try {
-            if (f.length != 4 || !f[2].equals("test-seed")) {
+            if ((f.length != 4 && f.length != 6) || !f[2].equals("test-seed")
+                || (f.length == 6 && !f[4].equals("server-scheme"))) {
               throw new NumberFormatException();
             }
             seed = Long.parseLong(f[3]);
           } catch (NumberFormatException e) {
-            throw new IOException(where + "expected `endpoint-volume <volume> test-seed <long>` (test only:"
-                + " the replica endpoint's deterministic keys, salus.endpoint.keyring.test-seed)");
+            throw new IOException(where + "expected `endpoint-volume <volume> test-seed <long>"
+                + " [server-scheme weak|hmac|ed25519]` (test only: the replica endpoint's deterministic keys,"
+                + " salus.endpoint.keyring.test-seed, and its salus.endpoint.signature-scheme.server, default "
+                + SignatureScheme.DEFAULT_SERVER + ")");
+          }
+          if (f.length == 6) {
+            serverScheme = parseScheme(f[5], where);
           }
           LOG.warn("{}endpoint-volume {}: its replicas' keys are derived from a test seed; anyone who"
               + " knows it can sign as them (tests only)", where, f[1]);
-          t.useEndpointTestKeys(f[1], seed);
+          t.useEndpointTestKeys(f[1], seed, serverScheme);
         }
         default -> throw new IOException(where + "unknown directive `" + f[0]
             + "` (expected scheme, node, recoverer, rrs or endpoint-volume)");
@@ -273,7 +303,7 @@ public final class WitnessTrust {
       t = new WitnessTrust(DEFAULT_SCHEME);
     }
     for (Map.Entry<NodeId, byte[]> e : pendingKeys.entrySet()) {
-      t.register(e.getKey(), e.getValue());
+      t.register(e.getKey(), nodeSchemes.get(e.getKey()), e.getValue());
     }
     for (Map.Entry<NodeId, byte[]> e : pendingRecoverers.entrySet()) {
       if (pendingKeys.containsKey(e.getKey())) {

@@ -67,7 +67,7 @@ class WitnessTrustTest {
    */
   @Test
   void anEndpointVolumeLineDerivesTheMembersAndTestKeysOfEveryRegion() throws Exception {
-    WitnessTrust t = WitnessTrust.load(file("scheme ed25519\nendpoint-volume vv test-seed 5\n"));
+    WitnessTrust t = WitnessTrust.load(file("scheme ed25519\nendpoint-volume vv test-seed 5 server-scheme ed25519\n"));
     io.salus.core.cert.RegionId r2 = new io.salus.core.cert.RegionId("vv", 2);
     java.util.Set<io.salus.core.crypto.NodeId> m = t.members(r2, 0);
     assertEquals(Set.of(NodeId.of("vv/2/r0"), NodeId.of("vv/2/r1"), NodeId.of("vv/2/r2")), m);
@@ -93,13 +93,56 @@ class WitnessTrustTest {
     assertEquals(Set.of(NodeId.of("any/3/r0"), a, NodeId.of("any/3/r2")),
         t.members(new io.salus.core.cert.RegionId("any", 3), 0));
     byte[] msg = {4, 5};
-    assertTrue(t.keys().verify(a, msg, io.salus.core.crypto.NodeKeys.deterministic(SignatureScheme.ED25519, a, 7)
-        .signer().sign(msg)), "the * line's seed gives any/3/r1's key");
+    assertTrue(t.keys().verify(a, msg, io.salus.core.crypto.NodeKeys.deterministic(SignatureScheme.HMAC_SHA256, a, 7)
+        .signer().sign(msg)), "the * line's seed gives any/3/r1's key (the servers' default scheme, hmac)");
     NodeId v = NodeId.of("vv/0/r0");
     assertEquals(3, t.members(new io.salus.core.cert.RegionId("vv", 0), 0).size());
-    assertTrue(t.keys().verify(v, msg, io.salus.core.crypto.NodeKeys.deterministic(SignatureScheme.ED25519, v, 5)
+    assertTrue(t.keys().verify(v, msg, io.salus.core.crypto.NodeKeys.deterministic(SignatureScheme.HMAC_SHA256, v, 5)
         .signer().sign(msg)), "a volume's own line wins over *");
     assertEquals(null, t.members(new io.salus.core.cert.RegionId("any", 3), 1), "generation 0 only");
+  }
+
+  /**
+   * Task tput20: each node has its own scheme (a `node` line's `scheme`, an `endpoint-volume` line's
+   * `server-scheme`, default hmac as the endpoint's servers); a signature or certificate under another scheme than
+   * its signer's is refused, whatever scheme it claims.
+   */
+  @Test
+  void eachNodeVerifiesOnlyUnderItsOwnScheme() throws Exception {
+    NodeId a = NodeId.of("a");
+    NodeId b = NodeId.of("b");
+    NodeKeys aEd = NodeKeys.deterministic(SignatureScheme.ED25519, a, 3);
+    NodeKeys bMac = NodeKeys.deterministic(SignatureScheme.HMAC_SHA256, b, 3);
+    java.util.HexFormat hex = java.util.HexFormat.of();
+    WitnessTrust t = WitnessTrust.load(file("scheme ed25519\nnode a " + hex.formatHex(aEd.verificationKey()) + "\n"
+        + "node b " + hex.formatHex(bMac.verificationKey()) + " scheme hmac\n"
+        + "endpoint-volume vv test-seed 5\n"));
+    assertEquals(SignatureScheme.ED25519, t.keys().schemeOf(a));
+    assertEquals(SignatureScheme.HMAC_SHA256, t.keys().schemeOf(b));
+    byte[] msg = {7, 7};
+    assertTrue(t.keys().verify(a, msg, aEd.signer().sign(msg)));
+    assertTrue(t.keys().verify(b, msg, bMac.signer().sign(msg)));
+    // b's secret as an Ed25519 seed, and a weak signature anybody can compute: not b's scheme
+    assertTrue(!t.keys().verify(b, msg, NodeKeys.deterministic(SignatureScheme.ED25519, b, 3).signer().sign(msg)));
+    assertTrue(!t.keys().verify(b, msg, NodeKeys.deterministic(SignatureScheme.WEAK_CRC32C, b, 3).signer().sign(msg)));
+    // the endpoint's replicas: hmac by default; their tentatives under another scheme are refused
+    RegionId r = new RegionId("vv", 1);
+    Set<NodeId> m = t.members(r, 0);
+    NodeId r0 = NodeId.of("vv/1/r0");
+    assertEquals(SignatureScheme.HMAC_SHA256, t.keys().schemeOf(r0));
+    io.salus.core.cert.Statement st = new io.salus.core.cert.Statement.LogEntry(r, 0, 2,
+        io.salus.core.merkle.HashAlgorithm.SHA256.hash(new byte[] {1}), 4);
+    for (SignatureScheme s : SignatureScheme.values()) {
+      io.salus.core.cert.Certificate c = io.salus.core.cert.Certificate.sign(
+          io.salus.core.cert.CertType.TENTATIVE_LOG_ENTRY, st, NodeKeys.deterministic(s, r0, 5).signer());
+      assertEquals(s == SignatureScheme.HMAC_SHA256, io.salus.core.cert.Certificate.decode(c.encode())
+          .verify(t.keys(), m), s + " tentative of " + r0);
+    }
+    IOException e = assertThrows(IOException.class,
+        () -> WitnessTrust.load(file("endpoint-volume vv test-seed 5 server-scheme rot13\n")));
+    assertTrue(e.getMessage().contains("rot13"), e.getMessage());
+    e = assertThrows(IOException.class, () -> WitnessTrust.load(file("node b scheme hmac\n")));
+    assertTrue(e.getMessage().contains("needs the node's verification key"), e.getMessage());
   }
 
   @Test

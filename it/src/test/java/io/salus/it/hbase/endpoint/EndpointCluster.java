@@ -268,7 +268,8 @@ final class EndpointCluster implements AutoCloseable {
             SalusTableLayout.create(admin, g);
         }
         addressing = new VolumeAddressing(g);
-        keys = EndpointKeyring.deterministic(SignatureScheme.ED25519, o.seed, addressing);
+        keys = EndpointKeyring.deterministic(SignatureScheme.DEFAULT_CLIENT, SignatureScheme.DEFAULT_SERVER, o.seed,
+                addressing);
         awaitPlaced();
         conn = ConnectionFactory.createAsyncConnection(conf).get();
         runner = new HBaseVolumeClientRunner(conn, addressing, keys.signer(addressing.client()), keys.verifier(),

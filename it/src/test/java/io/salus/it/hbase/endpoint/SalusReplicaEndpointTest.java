@@ -291,7 +291,8 @@ class SalusReplicaEndpointTest {
             }
             return true;
         });
-        EndpointKeyring bigKeys = EndpointKeyring.deterministic(SignatureScheme.ED25519, SEED, big);
+        EndpointKeyring bigKeys = EndpointKeyring.deterministic(SignatureScheme.DEFAULT_CLIENT,
+                SignatureScheme.DEFAULT_SERVER, SEED, big);
         Set<Long> bigAcked = ConcurrentHashMap.newKeySet();
         List<String> bigTrouble = new java.util.concurrent.CopyOnWriteArrayList<>();
         try (HBaseVolumeClientRunner r = new HBaseVolumeClientRunner(cluster.conn, big, bigKeys.signer(big.client()),

@@ -228,13 +228,16 @@ class SalusWitnessStoresTest {
         Statement.LogEntry st = stored.statement(Statement.LogEntry.class);
         // ... and the replicas noticed that w1 is unreachable (several offers failed)
         cluster.awaitTrue("offers to the down witness failed", () -> cluster.host(0, 0).counters().get("witnessFailures") >= 3);
-        // a forged ack for w1, signed with the test keyring key the region servers know
+        // a forged ack for w1, signed with the test keyring key the region servers know (the servers' scheme, a MAC
+        // since tput20; and the same secret as an Ed25519 key, the witness's own scheme)
         NodeId w1 = cluster.addressing.membership().current(0).metadataHolders().get(4);
-        byte[] forgedSig = NodeKeys.deterministic(SignatureScheme.ED25519, w1, SEED).signer().sign(
-                Message.StoreAck.signedBytes(0, 0, index, st.digest()));
-        for (int k = 0; k < 3; k++) {
-            cluster.host(0, k).enqueue(w1, cluster.addressing.replica(0, k),
-                    new Message.StoreAck(0, 0, index, st.digest(), forgedSig));
+        for (SignatureScheme scheme : List.of(SignatureScheme.DEFAULT_SERVER, SignatureScheme.ED25519)) {
+            byte[] forgedSig = NodeKeys.deterministic(scheme, w1, SEED).signer().sign(
+                    Message.StoreAck.signedBytes(0, 0, index, st.digest()));
+            for (int k = 0; k < 3; k++) {
+                cluster.host(0, k).enqueue(w1, cluster.addressing.replica(0, k),
+                        new Message.StoreAck(0, 0, index, st.digest(), forgedSig));
+            }
         }
         // the batch waits: more failed offers (retransmissions) and it is still not acknowledged
         long failures = cluster.host(0, 0).counters().get("witnessFailures");

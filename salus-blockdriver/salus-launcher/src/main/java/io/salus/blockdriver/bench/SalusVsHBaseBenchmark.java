@@ -9,6 +9,7 @@ import io.salus.blockdriver.salus.SalusVolume;
 import io.salus.blockdriver.volume.HBaseVolume;
 import io.salus.blockdriver.volume.Volume;
 import io.salus.blockdriver.volume.VolumeCatalog;
+import io.salus.core.crypto.SignatureScheme;
 import io.salus.core.hbase.SalusPlacementObserver;
 import io.salus.core.hbase.SalusTableLayout;
 import io.salus.core.hbase.VolumeGeometry;
@@ -123,6 +124,16 @@ public final class SalusVsHBaseBenchmark implements Callable<Integer> {
   @Option(names = "--dd-size", defaultValue = "256M", converter = ByteSizeConverter.class,
       description = "Bytes dd writes with oflag=direct to measure the disk (default: ${DEFAULT-VALUE}).")
   long ddSize;
+
+  @Option(names = "--client-scheme", defaultValue = "ED25519",
+      description = "Signature scheme of the Salus client (salus.endpoint.signature-scheme): ${COMPLETION-CANDIDATES}"
+      + " (default: ${DEFAULT-VALUE}).")
+  SignatureScheme clientScheme;
+
+  @Option(names = "--server-scheme", defaultValue = "HMAC_SHA256",
+      description = "Signature scheme of the Salus replicas and metadata holders"
+      + " (salus.endpoint.signature-scheme.server): ${COMPLETION-CANDIDATES} (default: ${DEFAULT-VALUE}).")
+  SignatureScheme serverScheme;
 
   @Option(names = "--jfr", description = "Record the whole run with Java Flight Recorder (settings 'profile')"
       + " into this file.")
@@ -400,7 +411,8 @@ public final class SalusVsHBaseBenchmark implements Callable<Integer> {
           + "LocationHintPlacementPolicy) + HBase 3 region servers in one JVM, Salus endpoint on HDFS storage; "
           + "ceiling: " + kitVersion + " file plugin on a " + (ceilingSize >> 20) + " MiB local file; disk (dd "
           + (ddSize >> 20) + " MiB oflag=direct) " + String.format(Locale.ROOT, "%.1f", ddMibps)
-          + " MiB/s; load before: " + loadBefore + "; load after: " + loadAfter;
+          + " MiB/s; Salus signature schemes: client " + clientScheme + ", servers " + serverScheme
+          + "; load before: " + loadBefore + "; load after: " + loadAfter;
       if (!failures.isEmpty()) {
         header += "; FAILED runs (NaN): " + String.join(" | ", failures).replace('\n', ' ');
       }
@@ -438,6 +450,8 @@ public final class SalusVsHBaseBenchmark implements Callable<Integer> {
     conf.set("hbase.coprocessor.master.classes", SalusPlacementObserver.class.getName());
     conf.setLong(SalusPlacementObserver.PERIOD_KEY, 1000);
     conf.setLong(EndpointKeyring.TEST_SEED_KEY, 4242);
+    conf.set(EndpointKeyring.SCHEME_KEY, clientScheme.name());
+    conf.set(EndpointKeyring.SERVER_SCHEME_KEY, serverScheme.name());
     conf.set("dfs.block.replicator.classname", LocationHintPlacementPolicy.class.getName());
     MiniDFSCluster dfs = util.startMiniDFSCluster(3);
     List<String> dataNodes = new ArrayList<>();

@@ -21,7 +21,8 @@ import io.salus.hdfs.witness.WitnessIdentity;
  * {@code recoverer master} line (the Master's recovery key, {@code DATA/keys/master.key}), one
  * {@code rrs *} line naming the three replicas, and {@code endpoint-volume * test-seed S}: the replica endpoints of
  * every Salus volume (members {@code <volume>/<i>/r<k>}, keys from the endpoint keyring's seed, {@link EndpointSeed}),
- * whose tentatives the five witnesses store. Created on first start, re-written at every start.
+ * whose tentatives the five witnesses store (they sign with the servers' scheme, HMAC-SHA256 by default, named on the
+ * line). Created on first start, re-written at every start.
  */
 public final class LauncherTrust {
   /** The three replica ids of every region's RRS in the embedded cluster. */
@@ -63,7 +64,8 @@ public final class LauncherTrust {
     t.append("rrs * ").append(String.join(" ", REPLICAS)).append('\n');
     // the replica endpoints of every Salus volume sign with the keyring of DATA/keys/endpoint-test-seed
     // (EndpointSeed); their regions' members <volume>/<i>/r<k> and keys follow from that seed
-    t.append("endpoint-volume * test-seed ").append(EndpointSeed.ensure(dataDir)).append('\n');
+    t.append("endpoint-volume * test-seed ").append(EndpointSeed.ensure(dataDir)).append(" server-scheme ")
+        .append(SignatureScheme.DEFAULT_SERVER.name().toLowerCase(java.util.Locale.ROOT)).append('\n');
     Path file = dataDir.resolve(TRUST_FILE);
     Path tmp = dataDir.resolve(TRUST_FILE + ".tmp");
     Files.writeString(tmp, t, StandardCharsets.UTF_8);

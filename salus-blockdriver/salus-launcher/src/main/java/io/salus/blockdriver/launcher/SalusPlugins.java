@@ -1,6 +1,7 @@
 package io.salus.blockdriver.launcher;
 
 import io.salus.core.hbase.SalusPlacementObserver;
+import io.salus.core.crypto.SignatureScheme;
 import io.salus.core.hbase.endpoint.EndpointKeyring;
 import io.salus.core.hbase.storage.HdfsReplicaStorage;
 import io.salus.hdfs.placement.LocationHintPlacementPolicy;
@@ -40,8 +41,8 @@ final class SalusPlugins {
    *   <li>the master coprocessor {@code SalusPlacementObserver} (keeps the three replicas of every RRS on three
    *       distinct region servers; the one cluster-wide coprocessor key);
    *   <li>the replica endpoints' keyring: today only the deterministic test keyring exists, seeded by
-   *       {@code salus.endpoint.keyring.test-seed} ({@link EndpointSeed}), signature scheme Ed25519 (the default,
-   *       written out so that the file says it);
+   *       {@code salus.endpoint.keyring.test-seed} ({@link EndpointSeed}), signature schemes Ed25519 for the client
+   *       and HMAC-SHA256 for the servers (the defaults, written out so that the file says them);
    *   <li>where a replica keeps its Salus log (HDFS, {@code salus.log.root}) and its checkpoint certificates
    *       (ZooKeeper, {@code salus.zk.root}), both at their defaults, written out.
    * </ul>
@@ -53,7 +54,8 @@ final class SalusPlugins {
     conf.set("hbase.coprocessor.master.classes", SalusPlacementObserver.class.getName());
     conf.setLong(SalusPlacementObserver.PERIOD_KEY, PLACEMENT_CHECK_MS);
     conf.setLong(EndpointKeyring.TEST_SEED_KEY, endpointSeed);
-    conf.set(EndpointKeyring.SCHEME_KEY, "ED25519");
+    conf.set(EndpointKeyring.SCHEME_KEY, SignatureScheme.DEFAULT_CLIENT.name());
+    conf.set(EndpointKeyring.SERVER_SCHEME_KEY, SignatureScheme.DEFAULT_SERVER.name());
     conf.set(HdfsReplicaStorage.LOG_ROOT_KEY, HdfsReplicaStorage.DEFAULT_LOG_ROOT);
     conf.set(HdfsReplicaStorage.ZK_ROOT_KEY, HdfsReplicaStorage.DEFAULT_ZK_ROOT);
   }
@@ -64,7 +66,8 @@ final class SalusPlugins {
    */
   static void configureClient(Configuration conf, long endpointSeed) {
     conf.setLong(EndpointKeyring.TEST_SEED_KEY, endpointSeed);
-    conf.set(EndpointKeyring.SCHEME_KEY, "ED25519");
+    conf.set(EndpointKeyring.SCHEME_KEY, SignatureScheme.DEFAULT_CLIENT.name());
+    conf.set(EndpointKeyring.SERVER_SCHEME_KEY, SignatureScheme.DEFAULT_SERVER.name());
   }
 
   /**

@@ -38,6 +38,24 @@ class LauncherTrustTest {
     assertTrue(WitnessTrust.load(file).isRecoverer(master));
   }
 
+  /**
+   * Task tput20: the witnesses check the endpoint replicas' tentatives under the scheme the region servers sign
+   * with ('salus up' sets salus.endpoint.signature-scheme.server to the servers' default; the trust file names it).
+   */
+  @Test
+  void theWitnessesVerifyTheEndpointReplicasUnderTheServersScheme() throws Exception {
+    WitnessTrust trust = WitnessTrust.load(LauncherTrust.ensure(tmp));
+    NodeId r1 = NodeId.of("demo/0/r1");
+    assertTrue(trust.members(new io.salus.core.cert.RegionId("demo", 0), 0).contains(r1));
+    org.apache.hadoop.conf.Configuration conf = new org.apache.hadoop.conf.Configuration(false);
+    SalusPlugins.configureHBase(conf, EndpointSeed.ensure(tmp));
+    assertEquals(conf.get(io.salus.core.hbase.endpoint.EndpointKeyring.SERVER_SCHEME_KEY),
+        trust.keys().schemeOf(r1).name());
+    byte[] msg = {1, 2};
+    assertTrue(trust.keys().verify(r1, msg, io.salus.core.crypto.NodeKeys.deterministic(trust.keys().schemeOf(r1),
+        r1, EndpointSeed.ensure(tmp)).signer().sign(msg)));
+  }
+
   @Test
   void endpointSeedIsDrawnOnceOwnerOnlyAndBadContentNamesTheFix() throws Exception {
     long seed = EndpointSeed.ensure(tmp);

@@ -11,7 +11,9 @@ import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
 
 /**
- * Signing keys of the nodes a region hosts, and the verifier for every node of the volume.
+ * Signing keys of the nodes a region hosts, and the verifier for every node of the volume. Two schemes, by role:
+ * the client's ({@link #SCHEME_KEY}) and the servers' ({@link #SERVER_SCHEME_KEY}); the verifier records each
+ * node's scheme with its key, so a signature is only ever checked under its signer's scheme.
  *
  * <p>Only a <b>test keyring</b> exists so far: every key is derived from {@link #TEST_SEED_KEY} and the node id
  * ({@link NodeKeys#deterministic}), so anyone who knows the seed can sign as any node. It must be set
@@ -21,24 +23,47 @@ import org.apache.hadoop.conf.Configuration;
 public final class EndpointKeyring {
     /** Configuration key: seed of the deterministic test keys (tests only). */
     public static final String TEST_SEED_KEY = "salus.endpoint.keyring.test-seed";
-    /** Configuration key: signature scheme name (ED25519, HMAC_SHA256, WEAK_CRC32C); default ED25519. */
+    /**
+     * Configuration key: the <b>client's</b> signature scheme (ED25519, HMAC_SHA256, WEAK_CRC32C); default
+     * {@link SignatureScheme#DEFAULT_CLIENT} (Ed25519: the servers hold only its public key, so none of them can
+     * forge the client's writes).
+     */
     public static final String SCHEME_KEY = "salus.endpoint.signature-scheme";
+    /**
+     * Configuration key: the <b>servers'</b> signature scheme (replicas and metadata holders); default
+     * {@link SignatureScheme#DEFAULT_SERVER} (HMAC_SHA256, see there for the threat model).
+     */
+    public static final String SERVER_SCHEME_KEY = "salus.endpoint.signature-scheme.server";
 
     private final KeyDirectory directory;
+    private final SignatureScheme clientScheme;
+    private final SignatureScheme serverScheme;
     private final Map<NodeId, Signer> signers = new HashMap<>();
     private final java.util.Set<NodeId> witnessHolders = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private final KeyDirectory witnessKeys;
 
-    private EndpointKeyring(KeyDirectory directory) {
-        this.directory = directory;
-        this.witnessKeys = new KeyDirectory(directory.scheme());
+    private EndpointKeyring(SignatureScheme clientScheme, SignatureScheme serverScheme) {
+        this.clientScheme = clientScheme;
+        this.serverScheme = serverScheme;
+        this.directory = new KeyDirectory(serverScheme);
+        this.witnessKeys = new KeyDirectory(serverScheme);
     }
 
-    /** The deterministic test keyring for every node of a volume. */
+    /** The deterministic test keyring for every node of a volume, all nodes signing with {@code scheme}. */
     public static EndpointKeyring deterministic(SignatureScheme scheme, long seed, VolumeAddressing addressing) {
-        EndpointKeyring k = new EndpointKeyring(new KeyDirectory(scheme));
+        return deterministic(scheme, scheme, seed, addressing);
+    }
+
+    /**
+     * The deterministic test keyring for every node of a volume: the client signs with {@code clientScheme}, every
+     * other node (replicas, metadata holders) with {@code serverScheme}.
+     */
+    public static EndpointKeyring deterministic(SignatureScheme clientScheme, SignatureScheme serverScheme, long seed,
+                                                VolumeAddressing addressing) {
+        EndpointKeyring k = new EndpointKeyring(clientScheme, serverScheme);
         for (NodeId id : addressing.allNodes()) {
-            NodeKeys keys = NodeKeys.deterministic(scheme, id, seed);
+            NodeKeys keys = NodeKeys.deterministic(id.equals(addressing.client()) ? clientScheme : serverScheme, id,
+                    seed);
             k.directory.register(keys);
             k.signers.put(id, keys.signer());
         }
@@ -57,19 +82,33 @@ public final class EndpointKeyring {
                     + " has no keys: set " + TEST_SEED_KEY + "=<long> (deterministic test keys; a production"
                     + " keyring is not built yet)");
         }
-        String schemeName = conf.get(SCHEME_KEY, SignatureScheme.ED25519.name());
-        SignatureScheme scheme;
+        SignatureScheme client = scheme(conf, SCHEME_KEY, SignatureScheme.DEFAULT_CLIENT);
+        SignatureScheme server = scheme(conf, SERVER_SCHEME_KEY, SignatureScheme.DEFAULT_SERVER);
         try {
-            scheme = SignatureScheme.valueOf(schemeName);
-        } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException(SCHEME_KEY + "=" + schemeName + " is not a signature scheme; use one of "
-                    + java.util.Arrays.toString(SignatureScheme.values()), e);
-        }
-        try {
-            return deterministic(scheme, Long.parseLong(seed.trim()), addressing);
+            return deterministic(client, server, Long.parseLong(seed.trim()), addressing);
         } catch (NumberFormatException e) {
             throw new IllegalArgumentException(TEST_SEED_KEY + "=" + seed + " is not a long integer", e);
         }
+    }
+
+    private static SignatureScheme scheme(Configuration conf, String key, SignatureScheme dflt) {
+        String name = conf.get(key, dflt.name()).trim();
+        try {
+            return SignatureScheme.valueOf(name);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(key + "=" + name + " is not a signature scheme; use one of "
+                    + java.util.Arrays.toString(SignatureScheme.values()), e);
+        }
+    }
+
+    /** The client's scheme. */
+    public SignatureScheme clientScheme() {
+        return clientScheme;
+    }
+
+    /** The servers' scheme (replicas, metadata holders). */
+    public SignatureScheme serverScheme() {
+        return serverScheme;
     }
 
     public KeyDirectory verifier() {
@@ -85,8 +124,8 @@ public final class EndpointKeyring {
     public Verifier replicaVerifier() {
         return new Verifier() {
             @Override
-            public SignatureScheme scheme() {
-                return directory.scheme();
+            public SignatureScheme schemeOf(NodeId signer) {
+                return witnessHolders.contains(signer) ? witnessKeys.schemeOf(signer) : directory.schemeOf(signer);
             }
 
             @Override
@@ -103,17 +142,19 @@ public final class EndpointKeyring {
     }
 
     /**
-     * Records the verification key a witness announced for the holder it serves.
+     * Records the verification key a witness announced for the holder it serves, under the scheme it announced.
      *
-     * @throws IllegalArgumentException if the witness signs with another scheme than the volume's
+     * @throws IllegalArgumentException if that scheme is weaker than the servers' scheme (a downgrade: a witness
+     *                                  may sign with the servers' scheme or a stronger one, e.g. Ed25519 under
+     *                                  HMAC servers)
      */
     public void registerHolderKey(NodeId holder, SignatureScheme scheme, byte[] key) {
-        if (scheme != directory.scheme()) {
+        if (!scheme.atLeastAsStrongAs(serverScheme)) {
             throw new IllegalArgumentException("the witness serving " + holder + " signs with " + scheme
-                    + " but the volume's scheme is " + directory.scheme() + ": set " + SCHEME_KEY
-                    + " and the witnesses' trust-file `scheme` line to the same scheme");
+                    + ", weaker than the servers' scheme " + serverScheme + ": set the witnesses' trust-file `scheme`"
+                    + " line to " + serverScheme + " or stronger, or " + SERVER_SCHEME_KEY);
         }
-        witnessKeys.register(holder, key);
+        witnessKeys.register(holder, scheme, key);
     }
 
     /** The signer of a node of the volume. */
