@@ -1,10 +1,7 @@
 #!/usr/bin/env python3
 """Summarises the JFR recording of a SalusVsHBaseBenchmark run (--jfr FILE) into a CSV of CPU samples.
 
-usage: python3 docs/benchmarks/salus-vs-hbase-profile.py RUN.jfr [FROM TO] > docs/benchmarks/salus-vs-hbase-profile.csv
-
-FROM TO (optional, HH:MM:SS as JFR prints start times, e.g. 23:52:29 23:52:39): only samples in that window, e.g.
-one workload's 10 s on one target (the run's log prints when each starts).
+usage: python3 docs/benchmarks/salus-vs-hbase-profile.py RUN.jfr > docs/benchmarks/salus-vs-hbase-profile.csv
 
 Rows: all jdk.ExecutionSample events; those on the Salus replica event loops (threads salus-replica-*);
 those with NodeKeys.edVerify (Ed25519 signature verification) on the stack, split by the protocol method
@@ -19,9 +16,6 @@ jfr = sys.argv[1]
 text = subprocess.run(['jfr', 'print', '--events', 'jdk.ExecutionSample', '--stack-depth', '64', jfr],
                       capture_output=True, text=True, check=True).stdout
 events = text.split('\njdk.ExecutionSample {')[1:]
-if len(sys.argv) > 3:
-    lo, hi = sys.argv[2], sys.argv[3]
-    events = [e for e in events if lo <= re.search(r'startTime = (\S+)', e).group(1)[:len(lo)] <= hi]
 n = len(events)
 rows = []
 loop = sum(1 for e in events if re.search(r'sampledThread = "salus-replica-', e))
@@ -36,8 +30,7 @@ for e in events:
         verify_all += 1
         callers = [f for f in frames if f.startswith('io.salus') and '.crypto.' not in f and '.cert.' not in f]
         verify[callers[0] if callers else '?'] += 1
-window = (' between %s and %s' % (sys.argv[2], sys.argv[3])) if len(sys.argv) > 3 else ''
-print('# CPU samples of ' + jfr + window + ' (jdk.ExecutionSample, JFR settings "profile"); share = samples / all samples')
+print('# CPU samples of ' + jfr + ' (jdk.ExecutionSample, JFR settings "profile"); share = samples / all samples')
 print('what,samples,share')
 print('all samples,%d,1.000' % n)
 print('on the Salus replica event loops (threads salus-replica-*),%d,%.3f' % (loop, loop / n))
