@@ -215,6 +215,7 @@ public final class ExaltAgent {
                         FileAdvice.TransferTo.class, m("transferTo", long.class, long.class, WritableByteChannel.class),
                         FileAdvice.TransferFrom.class, m("transferFrom", ReadableByteChannel.class, long.class, long.class),
                         FileAdvice.Map.class, m("map", FileChannel.MapMode.class, long.class, long.class),
+                        FileAdvice.Force.class, m("force", boolean.class),
                         FileAdvice.Truncate.class, named("truncate").and(takesArguments(long.class))
                                 .and(ElementMatchers.returns(FileChannel.class)),
                         FileAdvice.Close.class, m("implCloseChannel")))

@@ -161,6 +161,15 @@ class AgentRvx20IT {
         ok("synchronous-writes-are-on-disk-when-they-return");
     }
 
+    /**
+     * An application's FileChannel.force (fdatasync for force(false)) of an emulated file did not make the agent's index
+     * xattr durable: the agent now fsyncs its own descriptor after it (review rvx20, "found but not fixed", closed).
+     */
+    @Test
+    void anApplicationsForceFsyncsTheAgentsOwnDescriptor() {
+        ok("an-applications-force-fsyncs-the-agents-own-descriptor");
+    }
+
     /** setTimes through BasicFileAttributeView / Files.setAttribute refused the file as changed outside the agent. */
     @Test
     void setTimesThroughTheAttributeViewIsTheAgentsOwnChange() {

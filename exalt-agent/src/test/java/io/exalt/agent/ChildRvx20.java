@@ -555,6 +555,40 @@ public final class ChildRvx20 {
             return true;
         });
 
+        // FileChannel.force(false) is the JDK's fdatasync of the application's descriptor: it flushes the data pages the
+        // agent's writes share, but need not commit the index xattr the agent changed (ext4 commits it only with a full
+        // fsync); after a crash the runs the xattr describes would read as zeros. The agent now fsyncs its own descriptor
+        // after an application's force of an emulated file (and not of a file outside its prefix).
+        run("an-applications-force-fsyncs-the-agents-own-descriptor", () -> {
+            byte[] d = mixed(1 << 20, 11);
+            File f = new File(dir, "forced");
+            File plain = new File(a[1], "forced-outside");
+            boolean ok = true;
+            try (FileChannel c = FileChannel.open(f.toPath(), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+                    FileChannel o = FileChannel.open(plain.toPath(), StandardOpenOption.CREATE, StandardOpenOption.WRITE)) {
+                c.write(ByteBuffer.wrap(d));
+                for (boolean meta : new boolean[] {false, true}) {
+                    long before = io.exalt.agent.boot.FileHooks.agentSyncs();
+                    c.force(meta);
+                    long after = io.exalt.agent.boot.FileHooks.agentSyncs();
+                    if (after != before + 1) {
+                        System.out.println("force(" + meta + ") of an emulated file: " + (after - before) + " agent fsyncs");
+                        ok = false;
+                    }
+                }
+                o.write(ByteBuffer.wrap(d));
+                long before = io.exalt.agent.boot.FileHooks.agentSyncs();
+                o.force(false);
+                if (io.exalt.agent.boot.FileHooks.agentSyncs() != before) {
+                    System.out.println("force of a file outside the prefix made an agent fsync");
+                    ok = false;
+                }
+            } finally {
+                plain.delete();
+            }
+            return ok && Arrays.equals(Files.readAllBytes(f.toPath()), d);
+        });
+
         // One large write on a compressed socket was encoded whole before anything was sent: a copy of the input (direct
         // or gathering buffers) plus every frame of it in a growing ByteArrayOutputStream and its copy: about three times
         // the write in heap. A 256 MiB write of incompressible bytes (the JDK sends it from the caller's buffer) failed with
