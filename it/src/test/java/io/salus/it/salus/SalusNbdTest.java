@@ -80,6 +80,11 @@ class SalusNbdTest {
     Run clash = create("cp", "16M");
     assertEquals(2, clash.code);
     assertTrue(clash.err.contains("already exists"), clash.err);
+    Run dflt = cli("volume", "create", "dflt", "--size", "4M", "--blocks-per-region", "1024", "--hbase-conf",
+        conf.getAbsolutePath());
+    assertEquals(0, dflt.code, dflt.err);
+    assertTrue(dflt.out.contains("created salus volume dflt"), "salus is the default kind: " + dflt.out);
+    assertEquals(0, cli("volume", "delete", "dflt", "--hbase-conf", conf.getAbsolutePath()).code);
     Run badKind = cli("volume", "create", "x", "--kind", "ceph", "--size", "1M", "--hbase-conf",
         conf.getAbsolutePath());
     assertEquals(2, badKind.code);

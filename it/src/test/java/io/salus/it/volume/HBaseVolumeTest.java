@@ -437,10 +437,16 @@ class HBaseVolumeTest {
     File conf = tmp.resolve("conf").toFile();
     hbase.writeSiteXml(conf);
     String c = conf.getAbsolutePath();
-    Run ok = cli("volume", "create", "clivol", "--size", "64M", "--hbase-conf", c);
+    // salus is the default kind: on this plain cluster (no placement observer) create says so and creates nothing
+    Run dflt = cli("volume", "create", "clivol", "--size", "64M", "--hbase-conf", c);
+    assertEquals(2, dflt.code, dflt.out + dflt.err);
+    assertTrue(dflt.err.contains("cannot create salus volume clivol") && dflt.err.contains("SalusPlacementObserver")
+        && dflt.err.contains("--kind hbase") && dflt.err.contains("Nothing was created"), dflt.err);
+    assertFalse(cli("volume", "list", "--hbase-conf", c).out.contains("clivol"), "nothing in the catalog");
+    Run ok = cli("volume", "create", "clivol", "--kind", "hbase", "--size", "64M", "--hbase-conf", c);
     assertEquals(0, ok.code, ok.err);
     assertTrue(ok.out.contains("created volume clivol"), ok.out);
-    Run clash = cli("volume", "create", "clivol", "--size", "64M", "--hbase-conf", c);
+    Run clash = cli("volume", "create", "clivol", "--kind", "hbase", "--size", "64M", "--hbase-conf", c);
     assertEquals(2, clash.code);
     assertTrue(clash.err.contains("already exists"), clash.err);
     Run badName = cli("volume", "create", "no/slash", "--size", "1M", "--hbase-conf", c);

@@ -79,9 +79,10 @@ public final class VolumeCommand implements Runnable {
         description = "Block size: power of two from 512 to 262144 (default ${DEFAULT-VALUE}).")
     int blockSize;
 
-    @Option(names = "--kind", defaultValue = "hbase", paramLabel = "KIND",
+    @Option(names = "--kind", defaultValue = "salus", paramLabel = "KIND",
         description = "salus or hbase (default ${DEFAULT-VALUE}). A salus volume needs the"
-            + " cluster set up for Salus (docs/salus-on-hbase.md).")
+            + " cluster set up for Salus (docs/salus-on-hbase.md); on a cluster that is not,"
+            + " create says so and creates nothing.")
     String kind;
 
     @Option(names = "--blocks-per-region", paramLabel = "N",
@@ -127,6 +128,30 @@ public final class VolumeCommand implements Runnable {
       }
     }
 
+    /**
+     * What keeps this cluster from running a Salus volume, or null: the master must run the placement observer (the
+     * three replicas of every RRS on three distinct servers) and at least three region servers must be live.
+     */
+    static String salusClusterProblem(org.apache.hadoop.hbase.client.Connection c) throws java.io.IOException {
+      try (org.apache.hadoop.hbase.client.Admin a = c.getAdmin()) {
+        org.apache.hadoop.hbase.ClusterMetrics m = a.getClusterMetrics(java.util.EnumSet.of(
+            org.apache.hadoop.hbase.ClusterMetrics.Option.LIVE_SERVERS,
+            org.apache.hadoop.hbase.ClusterMetrics.Option.MASTER_COPROCESSORS));
+        Class<?> observer = io.salus.core.hbase.SalusPlacementObserver.class;
+        List<String> cps = m.getMasterCoprocessorNames();
+        if (cps == null || !(cps.contains(observer.getSimpleName()) || cps.contains(observer.getName()))) {
+          return "the master does not run " + observer.getName() + " (hbase.coprocessor.master.classes; it"
+              + " runs " + cps + ")";
+        }
+        int live = m.getLiveServerMetrics().size();
+        if (live < 3) {
+          return "a Salus volume's replicas need three distinct region servers and " + live
+              + (live == 1 ? " is" : " are") + " live";
+        }
+        return null;
+      }
+    }
+
     io.salus.core.hbase.VolumeGeometry salusGeometry() {
       return new io.salus.core.hbase.VolumeGeometry(name, size, blockSize,
           blocksPerRegion != null ? blocksPerRegion
@@ -136,6 +161,13 @@ public final class VolumeCommand implements Runnable {
     @Override
     int run(VolumeCatalog catalog, PrintWriter out) throws Exception {
       if (VolumeCatalog.KIND_SALUS.equals(kind)) {
+        String problem = salusClusterProblem(catalog.connection());
+        if (problem != null) {
+          throw new IllegalStateException("cannot create salus volume " + name + " (salus is the default"
+              + " --kind): " + problem + ". Set the cluster up for Salus (docs/salus-on-hbase.md,"
+              + " \"Enabling Salus on an existing HBase 2.6 cluster, key by key\") or create a plain-HBase"
+              + " volume with --kind hbase. Nothing was created.");
+        }
         io.salus.core.hbase.VolumeGeometry g = salusGeometry();
         VolumeInfo i = catalog.createSalus(g);
         out.println("created salus volume " + i.name() + ": " + i.sizeInBytes() + " bytes, "
