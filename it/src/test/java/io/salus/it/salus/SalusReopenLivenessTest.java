@@ -9,23 +9,20 @@ import io.salus.core.hbase.VolumeGeometry;
 import io.salus.core.hbase.endpoint.ReplicaHost;
 import io.salus.core.hbase.endpoint.ReplicaStorageFactory;
 import io.salus.core.hbase.storage.HdfsReplicaStorage;
-import io.salus.core.merkle.VolumeRootRecord;
 import io.salus.core.protocol.ProtocolConfig;
 import io.salus.core.protocol.recovery.Coordination;
-import io.salus.core.protocol.replica.RegionSnapshot;
 import io.salus.core.protocol.replica.RegionStore;
+import io.salus.core.protocol.replica.ForwardingReplicaDisk;
 import io.salus.core.protocol.replica.ReplicaDisk;
 import io.salus.core.protocol.witness.CertificateStore;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
-import java.util.function.Predicate;
 import org.apache.hadoop.hbase.client.Admin;
 import org.apache.hadoop.hbase.coprocessor.RegionCoprocessorEnvironment;
 import org.apache.hadoop.hbase.regionserver.HRegion;
@@ -119,13 +116,12 @@ class SalusReopenLivenessTest {
    * A disk whose first log or decision write waits until the region is being closed (its loop interrupted or its
    * storage closed) and then fails, as the HDFS log closed under the install in run3; everything else is the disk's.
    */
-  static final class FailingInstall implements ReplicaDisk {
-    private final ReplicaDisk d;
+  static final class FailingInstall extends ForwardingReplicaDisk {
     private final CountDownLatch storageClosed;
     private final AtomicBoolean fired = new AtomicBoolean();
 
     FailingInstall(ReplicaDisk d, CountDownLatch storageClosed) {
-      this.d = d;
+      super(d);
       this.storageClosed = storageClosed;
     }
 
@@ -173,58 +169,8 @@ class SalusReopenLivenessTest {
       failFirst();
       d.recordCommitMarks(generation, marks);
     }
-
-    @Override
-    public void sync(long generation) {
-      d.sync(generation);
-    }
-
-    @Override
-    public byte[] read(long generation, long index) {
-      return d.read(generation, index);
-    }
-
-    @Override
-    public long lastIndex(long generation) {
-      return d.lastIndex(generation);
-    }
-
-    @Override
-    public void writeSnapshot(RegionSnapshot s) {
-      d.writeSnapshot(s);
-    }
-
-    @Override
-    public void writeCheckpoint(long generation, long throughIndex, long lastSeq, Map<Long, byte[]> changed,
-        VolumeRootRecord rootRecord) {
-      d.writeCheckpoint(generation, throughIndex, lastSeq, changed, rootRecord);
-    }
-
-    @Override
-    public RegionSnapshot readSnapshot(long generation, long throughIndex) {
-      return d.readSnapshot(generation, throughIndex);
-    }
-
-    @Override
-    public List<Certificate> decisions(long generation) {
-      return d.decisions(generation);
-    }
-
-    @Override
-    public void truncateLogPrefix(long generation, long throughIndex) {
-      d.truncateLogPrefix(generation, throughIndex);
-    }
-
-    @Override
-    public void collectCheckpoints(long generation, long throughIndex) {
-      d.collectCheckpoints(generation, throughIndex);
-    }
-
-    @Override
-    public void compactDecisions(long generation, Predicate<Certificate> keep) {
-      d.compactDecisions(generation, keep);
-    }
   }
+
 
   @BeforeAll
   static void start() throws Exception {

@@ -624,12 +624,11 @@ public final class ReplicaHost {
     }
 
     /** The replica's disk, reporting a failed log or decision write ({@link #reportDiskFailure}). */
-    private static final class ReportingDisk implements ReplicaDisk {
-        private final ReplicaDisk d;
+    private static final class ReportingDisk extends io.salus.core.protocol.replica.ForwardingReplicaDisk {
         private final java.util.function.Consumer<RuntimeException> failed;
 
         ReportingDisk(ReplicaDisk d, java.util.function.Consumer<RuntimeException> failed) {
-            this.d = d;
+            super(d);
             this.failed = failed;
         }
 
@@ -673,51 +672,7 @@ public final class ReplicaHost {
             reporting(() -> d.sync(generation));
         }
 
-        @Override
-        public byte[] read(long generation, long index) {
-            return d.read(generation, index);
-        }
-
-        @Override
-        public long lastIndex(long generation) {
-            return d.lastIndex(generation);
-        }
-
-        @Override
-        public void writeSnapshot(RegionSnapshot s) {
-            d.writeSnapshot(s);
-        }
-
-        @Override
-        public void writeCheckpoint(long generation, long throughIndex, long lastSeq, Map<Long, byte[]> changed,
-                                    io.salus.core.merkle.VolumeRootRecord rootRecord) {
-            d.writeCheckpoint(generation, throughIndex, lastSeq, changed, rootRecord); // retried by the next one
-        }
-
-        @Override
-        public RegionSnapshot readSnapshot(long generation, long throughIndex) {
-            return d.readSnapshot(generation, throughIndex);
-        }
-
-        @Override
-        public List<Certificate> decisions(long generation) {
-            return d.decisions(generation);
-        }
-
-        @Override
-        public void truncateLogPrefix(long generation, long throughIndex) {
-            d.truncateLogPrefix(generation, throughIndex);
-        }
-
-        @Override
-        public void collectCheckpoints(long generation, long throughIndex) {
-            d.collectCheckpoints(generation, throughIndex);
-        }
-
-        @Override
-        public void compactDecisions(long generation, java.util.function.Predicate<Certificate> keep) {
-            d.compactDecisions(generation, keep);
-        }
+        // reads, snapshots, checkpoints (retried by the next one) and GC are forwarded unreported
     }
 
     public NodeId replicaId() {
