@@ -27,8 +27,9 @@ public enum SignatureScheme {
      * The servers' default (replicas, metadata holders): a keyed MAC. Under the paper's fault model (§3.1.1: faulty
      * servers are arbitrary but not malicious, they never forge another node's signature on purpose) it detects
      * corrupted or misattributed messages as the paper's weak signatures do, and in addition nobody without the
-     * servers' secrets (the client, an outsider) can produce one; a <em>malicious</em> server holding the keyring
-     * could sign as another server (not as the client).
+     * servers' secrets (an outsider) can produce one. Every verifier of server signatures holds those secrets (the
+     * servers, and the client, which checks replies with them: review rv20), so a <em>malicious</em> server or client
+     * could sign as a server (a server never as the client).
      */
     public static final SignatureScheme DEFAULT_SERVER = HMAC_SHA256;
 

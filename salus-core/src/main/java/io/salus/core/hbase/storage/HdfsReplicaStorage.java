@@ -181,6 +181,9 @@ public final class HdfsReplicaStorage implements ReplicaStorageFactory {
         Thread t = new Thread(() -> {
             RegionReopener.Outcome o = reopener.run();
             REOPEN_OUTCOMES.computeIfAbsent(o, k -> new java.util.concurrent.atomic.AtomicLong()).incrementAndGet();
+            if (o == RegionReopener.Outcome.GAVE_UP) {
+                moveAsked.set(false); // the next failure of this incarnation asks again (review rv20)
+            }
         }, "salus-reopen-" + encoded);
         t.setDaemon(true);
         t.start();
