@@ -418,10 +418,6 @@ final class FileAdvice {
         }
     }
 
-    /**
-     * FileChannel.truncate: an emulated file is truncated by the agent under the file's lock (the original is skipped);
-     * a channel not open for writing runs the original, which throws NonWritableChannelException.
-     */
     /** FileChannel.force: an emulated file's index xattr is made durable too (FileHooks.forced). */
     static final class Force {
         @Advice.OnMethodExit
@@ -430,6 +426,10 @@ final class FileAdvice {
         }
     }
 
+    /**
+     * FileChannel.truncate: an emulated file is truncated by the agent under the file's lock (the original is skipped);
+     * a channel not open for writing runs the original, which throws NonWritableChannelException.
+     */
     static final class Truncate {
         @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
         static boolean enter(@Advice.FieldValue("fd") FileDescriptor fd, @Advice.FieldValue("writable") boolean writable,

@@ -628,17 +628,6 @@ public final class CompressedFile {
         }
     }
 
-    /** After a hooked FileChannel.truncate: our own change, so the index follows the new size. */
-    synchronized void truncatedByHook() throws IOException {
-        long s = ch.size();
-        if (tainted == null) {
-            if (index.end() > s && index.truncate(s)) {
-                persist();
-            }
-            noteOwnChange();
-        }
-    }
-
     /**
      * FileChannel.truncate of an emulated file, done here under this file's lock: the kernel's truncation, the index and
      * the recorded modification time change as one step. The JDK's own truncate ran outside the lock and the agent was
@@ -667,14 +656,6 @@ public final class CompressedFile {
     /** fsync of the agent's own descriptor: the file's data and metadata (size, the index xattr) reach the disk. */
     synchronized void force() throws IOException {
         ch.force(true);
-    }
-
-    /** Called after a hooked truncation. */
-    synchronized void truncated(long newSize) throws IOException {
-        if (index.truncate(newSize)) {
-            persist();
-        }
-        noteOwnChange();
     }
 
     private void persist() throws IOException {

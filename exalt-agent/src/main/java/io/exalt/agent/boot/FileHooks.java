@@ -708,14 +708,6 @@ public final class FileHooks {
         return true;
     }
 
-    /** After FileChannel.truncate. */
-    public static void truncated(FileDescriptor fd) throws IOException {
-        CompressedFile cf = lookup(fd);
-        if (cf != null) {
-            cf.truncatedByHook();
-        }
-    }
-
     // ----------------------------------------------------------------------------------- introspection
 
     /** Number of index extents of an open emulated file at {@code path}, or -1 (for tests and the self-check). */
