@@ -15,9 +15,11 @@ import io.salus.core.protocol.recovery.Coordination;
 import java.util.Optional;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * The client mount protocol against the replicas (§3.3.3), for a new writer of an existing volume: every replica
@@ -574,12 +576,20 @@ public final class ReplicaMount {
      * "committed" id is not counted. {@code withInfo}: only a proof that carries the BatchInfo (to re-send it).
      */
     private Message.RecoveryState provenCommit(long b, boolean withInfo) {
+        Set<Integer> named = unanimousLeaders(b);
         for (Message.RecoveryState x : recovery.values()) {
             Message.CommitProof p = proven.getOrDefault(x.replica(), Map.of()).get(b);
-            if (p == null || withInfo && p.info() == null || leaderRefuted(b, x.region())) {
+            if (p == null || withInfo && p.info() == null) {
                 continue;
             }
-            if (p.info() != null || leaderConfirmed(b, x.region())) {
+            // refuted: the three replicas of some region all name another leader region (at least one of them is
+            // correct, and its entry is the client-signed sub-batch, which names the batch's true leader; a BatchInfo
+            // leaked to a replica of another region does not make it one). Confirmed without the BatchInfo (a COMMIT
+            // reloaded from the disk after a restart): some region's three replicas all name the reporter's region
+            if (named.stream().anyMatch(r -> r != x.region())) {
+                continue;
+            }
+            if (p.info() != null || named.contains(x.region())) {
                 return x;
             }
         }
@@ -587,18 +597,18 @@ public final class ReplicaMount {
     }
 
     /**
-     * True if the three replicas of some region all list an unresolved entry of batch {@code b} naming {@code region}
-     * as its leader: one of them is correct, and its entry is the client-signed sub-batch. What makes a leader
-     * replica's TENTATIVE_COMMIT without the BatchInfo (one reloaded from its disk after a restart) a leader's.
+     * The leader regions named by all three replicas of some region in an unresolved entry of batch {@code b}: one of
+     * the three is correct, and its entry is the client-signed sub-batch.
      */
-    private boolean leaderConfirmed(long b, int region) {
+    private Set<Integer> unanimousLeaders(long b) {
+        Set<Integer> named = new HashSet<>();
         for (int r = 0; r < cfg.regionCount(); r++) {
-            Integer named = unanimousLeader(r, b);
-            if (named != null && named == region) {
-                return true;
+            Integer n = unanimousLeader(r, b);
+            if (n != null) {
+                named.add(n);
             }
         }
-        return false;
+        return named;
     }
 
     /** The leader region all three replicas of region {@code r} name in an unresolved entry of {@code b}, or null. */
@@ -614,22 +624,6 @@ public final class ReplicaMount {
             named = e.leaderRegion();
         }
         return named;
-    }
-
-    /**
-     * True if the three replicas of some region all list an unresolved entry of batch {@code b} naming a leader
-     * region other than {@code region}: at least one of them is correct, and its entry is the client-signed
-     * sub-batch, which names the batch's true leader. So a claim from {@code region} is not a leader's (a BatchInfo
-     * leaked to a replica of another region does not make it one).
-     */
-    private boolean leaderRefuted(long b, int region) {
-        for (int r = 0; r < cfg.regionCount(); r++) {
-            Integer named = unanimousLeader(r, b);
-            if (named != null && named != region) {
-                return true;
-            }
-        }
-        return false;
     }
 
     private boolean provesCommit(Message.RecoveryState x, Message.CommitProof p) {

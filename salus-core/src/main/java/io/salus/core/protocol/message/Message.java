@@ -379,10 +379,6 @@ public sealed interface Message {
                     committed, commitProofs, sig);
         }
 
-        /** The proof this replica attached to its report that it committed {@code batchId}, or null. */
-        public CommitProof commitProof(long batchId) {
-            return commitProofs.stream().filter(p -> p.batchId() == batchId).findFirst().orElse(null);
-        }
 
         /** True if this replica lists an unresolved entry of {@code batchId}. */
         public boolean lists(long batchId) {

@@ -130,15 +130,8 @@ final class BatchLeaderState {
      * ({@link #rememberCommittedInfo}).
      */
     List<io.salus.core.protocol.message.Message.CommitProof> commitProofs() {
-        List<io.salus.core.protocol.message.Message.CommitProof> out = new ArrayList<>();
-        for (long b : committedInMemory()) {
-            BatchInfo info = committedInfos.get(b);
-            Certificate t = myDecisions.containsKey(b) ? myDecisions.get(b) : recording.get(b);
-            if (t != null) {
-                out.add(new io.salus.core.protocol.message.Message.CommitProof(t, info));
-            }
-        }
-        return out;
+        return committedInMemory().stream().map(b -> new io.salus.core.protocol.message.Message.CommitProof(
+                myDecisions.getOrDefault(b, recording.get(b)), committedInfos.get(b))).toList();
     }
 
     /** Reloads a decision this replica signed before a restart. */

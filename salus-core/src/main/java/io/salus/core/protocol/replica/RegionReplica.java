@@ -890,6 +890,16 @@ public final class RegionReplica {
      * The ABORT (recorded on the disk before it is sent) goes to every replica of every region; participants accept
      * it only with the three leader signatures, as any decision.
      */
+    /**
+     * Why a mount's recovery request (an abort, a re-sent BatchInfo) under {@code fence} for batch {@code b} is not
+     * for now, or null: it must carry the fence this replica holds (a mount's signed query set it) and name a batch
+     * below it (a request of an earlier mount is stale; the current writer's batches come the ordinary way).
+     */
+    private String recoveryFenceProblem(long fence, long b) {
+        return fenceBelow <= 0 || fence != fenceBelow || b >= fenceBelow ? "this replica holds fence " + fenceBelow
+                + " (a stale request, or a batch of the current writer)" : null;
+    }
+
     private void onRecoveryAbort(NodeId from, Message.RecoveryAbort a) {
         if (!from.equals(clientId) || !a.volume().equals(cfg.volume()) || a.leaderRegion() != regionId.index()) {
             return; // not for this leader replica
@@ -914,9 +924,9 @@ public final class RegionReplica {
             refuseRecoveryAbort(a, "decided here long ago (its decision is only on the disk)");
             return;
         }
-        if (fenceBelow <= 0 || a.fence() != fenceBelow || b >= fenceBelow) {
-            refuseRecoveryAbort(a, "this replica holds fence " + fenceBelow + " (a stale request, or a batch of the"
-                    + " current writer)");
+        String fenceProblem = recoveryFenceProblem(a.fence(), b);
+        if (fenceProblem != null) {
+            refuseRecoveryAbort(a, fenceProblem);
             return;
         }
         if (a.firstSeq() < 1 || a.lastSeq() < a.firstSeq()) {
@@ -1018,9 +1028,9 @@ public final class RegionReplica {
             return;
         }
         long b = info.batchId();
-        if (fenceBelow <= 0 || r.fence() != fenceBelow || b >= fenceBelow) {
-            refuseRecoveryBatchInfo(r, "this replica holds fence " + fenceBelow + " (a stale re-send, or a batch of the"
-                    + " current writer)");
+        String fenceProblem = recoveryFenceProblem(r.fence(), b);
+        if (fenceProblem != null) {
+            refuseRecoveryBatchInfo(r, fenceProblem);
             return;
         }
         ReplicaLog.Entry e = log.entryOfBatch(b);
