@@ -53,8 +53,11 @@ public final class WitnessTrust {
   private final Map<String, Set<NodeId>> rules = new ConcurrentHashMap<>();
   /** Principals (the Master / recovery orchestrator) whose signed queries may seal a slot. */
   private final Set<NodeId> recoverers = ConcurrentHashMap.newKeySet();
-  private final Map<String, Long> endpointVolumes = new ConcurrentHashMap<>();
-  private final Map<String, SignatureScheme> endpointSchemes = new ConcurrentHashMap<>();
+  /** An {@code endpoint-volume} line: the seed of the replicas' test keys and the scheme they sign with. */
+  private record EndpointKeys(long seed, SignatureScheme scheme) {
+  }
+
+  private final Map<String, EndpointKeys> endpointVolumes = new ConcurrentHashMap<>();
   /** The volume name of {@code endpoint-volume * test-seed S}: every volume (no volume can be named so). */
   public static final String ALL_VOLUMES = "*";
   private volatile java.util.function.BiFunction<RegionId, Long, Set<NodeId>> membership;
@@ -125,15 +128,14 @@ public final class WitnessTrust {
 
   /** As {@link #useEndpointTestKeys(String, long)}, the replicas signing with {@code serverScheme}. */
   public WitnessTrust useEndpointTestKeys(String volume, long seed, SignatureScheme serverScheme) {
-    endpointSchemes.put(volume, serverScheme);
-    endpointVolumes.put(volume, seed);
+    endpointVolumes.put(volume, new EndpointKeys(seed, serverScheme));
     return this;
   }
 
   private Set<NodeId> endpointMembers(RegionId region, long generation) {
-    String line = endpointVolumes.containsKey(region.volume()) ? region.volume() : ALL_VOLUMES;
-    Long seed = endpointVolumes.get(line); // `endpoint-volume * test-seed S`: every volume
-    if (seed == null || generation != 0 || region.index() < 0) {
+    // `endpoint-volume * test-seed S`: every volume without a line of its own
+    EndpointKeys ek = endpointVolumes.getOrDefault(region.volume(), endpointVolumes.get(ALL_VOLUMES));
+    if (ek == null || generation != 0 || region.index() < 0) {
       return null;
     }
     Set<NodeId> m = new LinkedHashSet<>();
@@ -141,7 +143,7 @@ public final class WitnessTrust {
       // salus-core's VolumeAddressing convention (not called: it pulls HBase classes into the daemon)
       NodeId id = NodeId.of(region.volume() + "/" + region.index() + "/r" + k);
       if (!keys.knows(id)) {
-        keys.register(NodeKeys.deterministic(endpointSchemes.get(line), id, seed));
+        keys.register(NodeKeys.deterministic(ek.scheme(), id, ek.seed()));
       }
       m.add(id);
     }
@@ -180,9 +182,8 @@ public final class WitnessTrust {
   public static WitnessTrust load(Path file) throws IOException {
     List<String> lines = Files.readAllLines(file, StandardCharsets.UTF_8);
     WitnessTrust t = null;
-    Map<NodeId, byte[]> pendingKeys = new HashMap<>();
+    Map<NodeId, PendingKey> pendingKeys = new HashMap<>();
     Map<NodeId, byte[]> pendingRecoverers = new HashMap<>();
-    Map<NodeId, SignatureScheme> nodeSchemes = new HashMap<>();
     for (int i = 0; i < lines.size(); i++) {
       String line = lines.get(i).strip();
       if (line.isEmpty() || line.startsWith("#")) {
@@ -230,8 +231,7 @@ public final class WitnessTrust {
                 + " key in hex (`node <id> <hex-key>`; without a `scheme` line the scheme is"
                 + " ed25519)");
           }
-          pendingKeys.put(NodeId.of(f[1]), key);
-          nodeSchemes.put(NodeId.of(f[1]), nodeScheme);
+          pendingKeys.put(NodeId.of(f[1]), new PendingKey(nodeScheme, key));
         }
         case "recoverer" -> {
           if (t == null) {
@@ -302,8 +302,8 @@ public final class WitnessTrust {
     if (t == null) {
       t = new WitnessTrust(DEFAULT_SCHEME);
     }
-    for (Map.Entry<NodeId, byte[]> e : pendingKeys.entrySet()) {
-      t.register(e.getKey(), nodeSchemes.get(e.getKey()), e.getValue());
+    for (Map.Entry<NodeId, PendingKey> e : pendingKeys.entrySet()) {
+      t.register(e.getKey(), e.getValue().scheme(), e.getValue().key());
     }
     for (Map.Entry<NodeId, byte[]> e : pendingRecoverers.entrySet()) {
       if (pendingKeys.containsKey(e.getKey())) {
@@ -313,6 +313,10 @@ public final class WitnessTrust {
       t.registerRecoverer(e.getKey(), e.getValue());
     }
     return t;
+  }
+
+  /** A {@code node} line read before the whole file is: its scheme and verification key. */
+  private record PendingKey(SignatureScheme scheme, byte[] key) {
   }
 
   static SignatureScheme parseScheme(String s, String where) throws IOException {
