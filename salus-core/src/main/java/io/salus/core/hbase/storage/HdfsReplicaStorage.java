@@ -169,11 +169,8 @@ public final class HdfsReplicaStorage implements ReplicaStorageFactory {
         LOG.warn("Salus region {}: {}; asking the master to {} it", encoded, why, inPlace ? "reopen" : "move");
         MOVES_ASKED.incrementAndGet();
         Configuration conf = env.getConfiguration();
-        org.apache.hadoop.hbase.client.RegionInfo ri = env.getRegionInfo();
         org.apache.hadoop.hbase.regionserver.Region mine = env.getRegion();
-        org.apache.hadoop.hbase.ServerName myServer = env.getServerName();
-        RegionReopener reopener = new RegionReopener(encoded, inPlace,
-                () -> new AdminMaster(conf, ri, mine, myServer, env),
+        RegionReopener reopener = new RegionReopener(encoded, inPlace, () -> new AdminMaster(env),
                 () -> closed || mine.isClosed(),
                 conf.getLong(REOPEN_BACKOFF_KEY, REOPEN_BACKOFF_DEFAULT_MS),
                 conf.getLong(REOPEN_MAX_BACKOFF_KEY, REOPEN_MAX_BACKOFF_DEFAULT_MS),
@@ -216,16 +213,15 @@ public final class HdfsReplicaStorage implements ReplicaStorageFactory {
         private final org.apache.hadoop.hbase.ServerName myServer;
         private final RegionCoprocessorEnvironment env;
 
-        AdminMaster(Configuration conf, org.apache.hadoop.hbase.client.RegionInfo ri,
-                    org.apache.hadoop.hbase.regionserver.Region mine, org.apache.hadoop.hbase.ServerName myServer,
-                    RegionCoprocessorEnvironment env) throws IOException {
+        /** The requesting incarnation: {@code env}'s region, on {@code env}'s server. */
+        AdminMaster(RegionCoprocessorEnvironment env) throws IOException {
             // not env.getConnection(): the region server's own connection is closed once it aborts, and an old
             // incarnation's request then failed every attempt with "connection is closed"
-            this.conn = org.apache.hadoop.hbase.client.ConnectionFactory.createConnection(conf);
+            this.conn = org.apache.hadoop.hbase.client.ConnectionFactory.createConnection(env.getConfiguration());
             this.admin = conn.getAdmin();
-            this.ri = ri;
-            this.mine = mine;
-            this.myServer = myServer;
+            this.ri = env.getRegionInfo();
+            this.mine = env.getRegion();
+            this.myServer = env.getServerName();
             this.env = env;
         }
 
