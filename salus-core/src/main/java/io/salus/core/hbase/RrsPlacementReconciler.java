@@ -117,6 +117,22 @@ public final class RrsPlacementReconciler {
         return out;
     }
 
+    /**
+     * The RRSs of one Salus volume (each as its three replicas in replica order, with the server from hbase:meta), or
+     * null if it is not a complete, enabled Salus volume with the same region boundaries in its three tables.
+     */
+    public List<List<RrsPlacement.Replica>> readVolume(Admin admin, String volume) throws IOException {
+        TableName[] tables = new TableName[SalusTableLayout.REPLICAS];
+        for (int k = 0; k < tables.length; k++) {
+            TableName t = SalusTableLayout.tableName(volume, k);
+            if (!admin.tableExists(t) || !SalusTableLayout.isReplicaTable(admin.getDescriptor(t))) {
+                return null;
+            }
+            tables[k] = t;
+        }
+        return rrsSets(admin, volume, tables);
+    }
+
     private List<List<RrsPlacement.Replica>> rrsSets(Admin admin, String volume, TableName[] tables)
             throws IOException {
         List<List<HRegionLocation>> perReplica = new ArrayList<>();

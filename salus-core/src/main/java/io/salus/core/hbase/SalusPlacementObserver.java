@@ -29,6 +29,8 @@ import org.slf4j.LoggerFactory;
  * placement after the fact: an {@link RrsPlacementReconciler} pass runs every {@value #DEFAULT_PERIOD_MS} ms
  * ({@link #PERIOD_KEY}) once the master is active, and right after a Salus table is created and after every
  * balancer run. Passes run on one background thread, never on an RPC handler or procedure thread.
+ *
+ * <p>It also serves RRS replacement requests from clients (the master endpoint {@link RrsReplacement}).
  */
 public class SalusPlacementObserver implements MasterCoprocessor, MasterObserver {
     private static final Logger LOG = LoggerFactory.getLogger(SalusPlacementObserver.class);
@@ -61,6 +63,14 @@ public class SalusPlacementObserver implements MasterCoprocessor, MasterObserver
         if (ex != null) {
             ex.shutdownNow();
         }
+    }
+
+    /** RRS replacement requests from clients ({@link RrsReplacement}). */
+    private final RrsReplacement replacement = new RrsReplacement(() -> env.getConnection());
+
+    @Override
+    public Iterable<com.google.protobuf.Service> getServices() {
+        return List.of(replacement);
     }
 
     @Override

@@ -97,4 +97,47 @@ class RrsPlacementTest {
         assertEquals(0, plan.violations());
         assertEquals(List.of(), plan.moves());
     }
+
+    @Test
+    void replacementMovesTheSuspectToAServerOutsideTheRrs() throws Exception {
+        List<RrsPlacement.Replica> set = rrs(0, A, B, C);
+        List<RrsPlacement.Move> moves = RrsPlacement.planReplacement(set, Map.of(1, B), List.of(A, B, C, D),
+                new HashMap<>(Map.of(A, 1, B, 1, C, 1)));
+        assertEquals(1, moves.size());
+        assertEquals(set.get(1).region(), moves.get(0).region());
+        assertEquals(B, moves.get(0).from());
+        assertEquals(D, moves.get(0).to(), "the only live server outside the RRS");
+    }
+
+    @Test
+    void twoSuspectsOfOneRrsGetTwoDistinctServers() throws Exception {
+        ServerName e = ServerName.valueOf("e", 16020, 1);
+        List<RrsPlacement.Move> moves = RrsPlacement.planReplacement(rrs(0, A, B, C), Map.of(0, A, 2, C),
+                List.of(A, B, C, D, e), new HashMap<>(Map.of(D, 0, e, 5)));
+        assertEquals(2, moves.size());
+        assertEquals(D, moves.get(0).to(), "least loaded first");
+        assertEquals(e, moves.get(1).to(), "never the server just chosen for the other replica");
+    }
+
+    @Test
+    void replacementWithoutASpareServerIsRefusedNamingTheFix() {
+        RrsPlacement.ReplacementRefused e = org.junit.jupiter.api.Assertions.assertThrows(
+                RrsPlacement.ReplacementRefused.class, () -> RrsPlacement.planReplacement(rrs(0, A, B, C),
+                        Map.of(0, A), List.of(A, B, C), new HashMap<>()));
+        assertTrue(e.getMessage().contains("Start another region server"), e.getMessage());
+    }
+
+    @Test
+    void aSuspectNotOnTheNamedServerIsRefused() {
+        // replica 0 is on A; naming B (which hosts replica 1) or D (outside the RRS) must not move anything
+        for (ServerName wrong : List.of(B, D)) {
+            RrsPlacement.ReplacementRefused e = org.junit.jupiter.api.Assertions.assertThrows(
+                    RrsPlacement.ReplacementRefused.class, () -> RrsPlacement.planReplacement(rrs(0, A, B, C),
+                            Map.of(0, wrong), List.of(A, B, C, D), new HashMap<>()));
+            assertTrue(e.getMessage().contains("not on " + wrong), e.getMessage());
+        }
+        org.junit.jupiter.api.Assertions.assertThrows(RrsPlacement.ReplacementRefused.class,
+                () -> RrsPlacement.planReplacement(rrs(0, A, B, C), Map.of(3, A), List.of(A, B, C, D),
+                        new HashMap<>()));
+    }
 }
