@@ -216,6 +216,66 @@ class PipelinedCommitTest {
                 && g.requestId() == 7), "the newest waiting GET is served once its PUT applies");
     }
 
+    /**
+     * Issue 14 (RRS replacement): a replica that withholds its replies to writes. The client names exactly that
+     * replica silent after {@code suspectSilentAfter} retransmissions (its peers answered), fails nothing and asks no
+     * recovery meanwhile; still stuck as many retransmissions later, it names the whole region (the earlier
+     * replacement did not help: the fault may be a peer's). Once the replica answers again (a replacement), the
+     * retransmitted batch commits.
+     */
+    @Test
+    void aReplicaWithholdingItsWriteRepliesIsNamedSilentAndTheBatchCommitsOnceItAnswers() {
+        List<java.util.Set<NodeId>> silentReports = new ArrayList<>();
+        client = new VolumeClient(cfg, clientId, signers.get(clientId), dir, membership,
+                (to, m) -> send(new Envelope(clientId, to, m)), new ClientListener() {
+                    public void putSucceeded(long b, long f, long l, List<Certificate> certs) {
+                        acked.add(new long[] {b, f, l});
+                    }
+
+                    public void putFailed(long b) {
+                        failed.add(b);
+                    }
+
+                    public void recoveryNeeded(String reason) {
+                        recoveryReasons.add(reason);
+                    }
+
+                    public void getSucceeded(long id, long block, byte[] data) {
+                    }
+
+                    public void replicasSilent(java.util.Set<NodeId> silent, String reason) {
+                        silentReports.add(silent);
+                    }
+                }, 4, 1000, 100);
+        client.suspectSilentAfter(3);
+        NodeId mute = configs.get(0).replicas().get(1);
+        hold = e -> e.from().equals(mute) && e.to().equals(clientId) && e.m() instanceof Message.PutReply;
+        assertTrue(client.submit(List.of(new BlockWrite(1, data(5)))) > 0);
+        drain();
+        for (int t = 1; t <= 2; t++) {
+            client.tick(t * 1000L);
+            drain();
+        }
+        assertTrue(silentReports.isEmpty(), "not before 3 retransmissions");
+        client.tick(3000);
+        drain();
+        assertEquals(List.of(java.util.Set.of(mute)), silentReports, "exactly the replica that withholds");
+        for (int t = 4; t <= 6; t++) {
+            client.tick(t * 1000L);
+            drain();
+        }
+        assertEquals(2, silentReports.size());
+        assertEquals(java.util.Set.copyOf(configs.get(0).replicas()), silentReports.get(1),
+                "stuck again on the same replica: the whole region");
+        assertTrue(acked.isEmpty());
+        assertTrue(failed.isEmpty(), "nothing failed while waiting");
+        assertTrue(recoveryReasons.isEmpty(), "silence is not proof: no recovery asked");
+        hold = e -> false; // the replacement answers the retransmission
+        client.tick(7000);
+        drain();
+        assertEquals(1, acked.size(), "the retransmitted batch commits");
+    }
+
     /** A {@link DurableWriter} that holds every record until the test releases it (a slow HDFS). */
     static final class HeldWriter implements DurableWriter {
         final InMemoryReplicaDisk disk;

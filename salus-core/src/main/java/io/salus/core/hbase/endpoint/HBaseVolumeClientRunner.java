@@ -121,6 +121,17 @@ public final class HBaseVolumeClientRunner implements Closeable {
             }
 
             @Override
+            public void recoveryNeeded(String reason, java.util.Set<NodeId> suspects) {
+                listener.recoveryNeeded(reason, suspects);
+            }
+
+            @Override
+            public void replicasSilent(java.util.Set<NodeId> silent, String reason) {
+                LOG.warn("volume {}: replicas {} did not answer: {}", addressing.geometry().volume(), silent, reason);
+                listener.replicasSilent(silent, reason);
+            }
+
+            @Override
             public void getSucceeded(long requestId, long block, byte[] data) {
                 listener.getSucceeded(requestId, block, data);
             }

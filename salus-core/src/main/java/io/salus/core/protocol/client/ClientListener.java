@@ -27,6 +27,28 @@ public interface ClientListener {
      */
     void recoveryNeeded(String reason);
 
+    /**
+     * {@link #recoveryNeeded(String)} with the replicas the client suspects: those that did not answer the stuck
+     * batch or FLUSH while a peer of their region did, or every replica of a region none of whose replicas answered
+     * (the client cannot tell which one is at fault: the paper swaps the RRS); empty when the reason names no
+     * replica (e.g. PUT_FAILED proven, replicas that disagree). The block driver asks the Master to replace them.
+     * Default: {@link #recoveryNeeded(String)}.
+     */
+    default void recoveryNeeded(String reason, java.util.Set<NodeId> suspects) {
+        recoveryNeeded(reason);
+    }
+
+    /**
+     * An outstanding batch or FLUSH has been retransmitted {@link VolumeClient#suspectSilentAfter} times without
+     * progress: {@code silent} are the replicas that have not answered it while a peer of their region did (or, when
+     * no replica of a region answered, or the same batch was stuck on the same replicas before, all three of that
+     * region's). The client keeps retransmitting (nothing is failed): the block driver asks the Master to replace
+     * them (paper §3.2 RRS replacement), and the new incarnations recover at open and answer the retransmissions.
+     * Called again every {@code suspectSilentAfter} retransmissions while it stays stuck. Default: nothing.
+     */
+    default void replicasSilent(java.util.Set<NodeId> silent, String reason) {
+    }
+
     /** A GET reply passed the end-to-end check. */
     void getSucceeded(long requestId, long block, byte[] data);
 

@@ -51,6 +51,8 @@ public final class VolumeClient {
     private final int maxOutstanding;
     private final long retransmitEvery;
     private final int retriesBeforeRecovery;
+    /** See {@link #suspectSilentAfter(int)}. */
+    private int suspectSilentAfter;
     /** Default number of retransmissions without any progress after which the client asks for recovery. */
     public static final int DEFAULT_RETRIES_BEFORE_RECOVERY = 4;
     /** Non-null once a batch failed: the client's tree holds writes the servers did not apply. */
@@ -121,6 +123,8 @@ public final class VolumeClient {
         final Map<Integer, Certificate> success = new TreeMap<>();
         long sentAt;
         int retries;
+        /** Replicas reported silent for this batch ({@link ClientListener#replicasSilent}), for the escalation. */
+        final Set<NodeId> reportedSilent = new HashSet<>();
     }
 
     private static final class OutGet {
@@ -500,7 +504,13 @@ public final class VolumeClient {
                 send(ob); // retry: no proof of misbehaviour yet
                 if (++ob.retries >= retriesBeforeRecovery) {
                     requestRecovery("batch " + ob.info.batchId() + ": no PUT_SUCCESS after " + ob.retries
-                            + " retries");
+                            + " retries", silent(ob, false));
+                } else if (suspectSilentAfter > 0 && ob.retries % suspectSilentAfter == 0) {
+                    Set<NodeId> silent = silent(ob, true);
+                    if (!silent.isEmpty()) {
+                        listener.replicasSilent(silent, "batch " + ob.info.batchId() + ": no PUT_SUCCESS after "
+                                + ob.retries + " retransmissions; replicas " + silent + " did not answer");
+                    }
                 }
             }
         }
@@ -510,7 +520,10 @@ public final class VolumeClient {
                 sendFlush(e.getKey(), f, f.pending);
                 if (++f.retries >= retriesBeforeRecovery) {
                     requestRecovery("FLUSH " + e.getKey() + ": replicas " + f.pending + " did not report their log"
-                            + " synced after " + f.retries + " retries");
+                            + " synced after " + f.retries + " retries", Set.copyOf(f.pending));
+                } else if (suspectSilentAfter > 0 && f.retries % suspectSilentAfter == 0) {
+                    listener.replicasSilent(Set.copyOf(f.pending), "FLUSH " + e.getKey() + ": replicas " + f.pending
+                            + " did not report their log synced after " + f.retries + " retransmissions");
                 }
             }
         }
@@ -610,10 +623,56 @@ public final class VolumeClient {
     }
 
     private void requestRecovery(String reason) {
+        requestRecovery(reason, Set.of());
+    }
+
+    private void requestRecovery(String reason, Set<NodeId> suspects) {
         if (!recoveryRequested) {
             recoveryRequested = true;
-            listener.recoveryNeeded(reason);
+            listener.recoveryNeeded(reason, suspects);
         }
+    }
+
+    /**
+     * The replicas that have not answered {@code ob}: per region without PUT_SUCCESS, those without a tentative
+     * outcome while a peer sent one, or all three when none did. With {@code escalate}, a region whose silent replicas
+     * were reported for this batch before is reported whole (the earlier replacement did not unstick it: the fault
+     * may be a peer that does not forward).
+     */
+    private Set<NodeId> silent(OutBatch ob, boolean escalate) {
+        Set<NodeId> out = new java.util.TreeSet<>(java.util.Comparator.comparing(NodeId::name));
+        for (int r : ob.subs.keySet()) {
+            if (ob.success.containsKey(r)) {
+                continue;
+            }
+            List<NodeId> reps = membership.current(r).replicas();
+            Set<NodeId> answered = new HashSet<>();
+            ob.tentatives.getOrDefault(r, List.of()).forEach(c -> answered.add(c.signatures().get(0).signer()));
+            Set<NodeId> silent = new HashSet<>(reps);
+            silent.removeAll(answered);
+            if (silent.isEmpty()) {
+                continue; // all answered (disagreeing or not yet matching): not silence
+            }
+            if (escalate && ob.reportedSilent.containsAll(silent)) {
+                silent = new HashSet<>(reps);
+            }
+            out.addAll(silent);
+        }
+        if (escalate) {
+            ob.reportedSilent.addAll(out);
+        }
+        return out;
+    }
+
+    /**
+     * Retransmissions of a batch or FLUSH without progress after which the client reports the replicas that did not
+     * answer ({@link ClientListener#replicasSilent}), and again every as many; 0 (the default) never.
+     */
+    public void suspectSilentAfter(int retransmissions) {
+        if (retransmissions < 0) {
+            throw new IllegalArgumentException("suspectSilentAfter must be >= 0, got " + retransmissions);
+        }
+        this.suspectSilentAfter = retransmissions;
     }
 
     private void requireMounted(String what) {
