@@ -112,6 +112,14 @@ public final class SalusVolume implements Volume {
   /** How long {@link #open} waits for every replica to confirm the writer's fence. */
   public static final long FENCE_WAIT_MILLIS = 120_000;
 
+  /**
+   * RRS replacement (paper §3.2, issue 14): milliseconds a batch or FLUSH may stay stuck on replicas that do not answer
+   * (while a peer of theirs did) before the volume asks the master to replace them ({@code 0}: never). The writes stay
+   * queued and retransmitted meanwhile; the replacement's new incarnation recovers at open and answers them.
+   */
+  public static final String REPLACE_SILENT_AFTER_KEY = "salus.volume.replace-silent-after.ms";
+  public static final long DEFAULT_REPLACE_SILENT_AFTER_MS = 60_000;
+
   /** The replica endpoints' ZooKeeper root of the volumes' coordination (same key, same default). */
   static final String ZK_ROOT_KEY = "salus.zk.root";
   static final String DEFAULT_ZK_ROOT = "/salus";
@@ -143,6 +151,14 @@ public final class SalusVolume implements Volume {
   private final ArrayDeque<Pending> waiting = new ArrayDeque<>();
   private volatile String failed;
   private volatile boolean closed;
+  /** Sends RRS replacement requests to the master, one at a time, off the client's loop. */
+  private final java.util.concurrent.ExecutorService replacer;
+  /** Replica node to when it was last replaced or a request for it was sent (no repeat within the silence period). */
+  private final Map<NodeId, Long> replacedAt = new java.util.concurrent.ConcurrentHashMap<>();
+  private volatile long replaceSilentAfterMs = DEFAULT_REPLACE_SILENT_AFTER_MS;
+  private final java.util.concurrent.atomic.AtomicLong replacementsAsked = new java.util.concurrent.atomic.AtomicLong();
+  private final java.util.concurrent.atomic.AtomicLong replacementsDone = new java.util.concurrent.atomic.AtomicLong();
+  private volatile String lastReplacement;
   /** Test seam: keep sending after the lease is lost, as a writer that missed its lease loss would. */
   private volatile boolean ignoreLeaseLoss;
 
@@ -156,6 +172,11 @@ public final class SalusVolume implements Volume {
     VolumeAddressing addressing = new VolumeAddressing(geometry);
     this.runner = new HBaseVolumeClientRunner(async, addressing, keys.signer(addressing.client()), keys.verifier(),
         new Listener(), PIPELINE, RETRANSMIT_MILLIS, lease.epoch(), (int) (STALL_MILLIS / RETRANSMIT_MILLIS));
+    this.replacer = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
+      Thread t = new Thread(r, "salus-rrs-replace-" + geometry.volume());
+      t.setDaemon(true);
+      return t;
+    });
     this.timer = new ScheduledThreadPoolExecutor(1, r -> {
       Thread t = new Thread(r, "salus-volume-" + geometry.volume());
       t.setDaemon(true);
@@ -198,7 +219,15 @@ public final class SalusVolume implements Volume {
             lease.zookeeper(), io.salus.core.zk.CuratorCoordination.volumePath(
                 connection.getConfiguration().get(ZK_ROOT_KEY, DEFAULT_ZK_ROOT), name));
         int budget = mountRecoverySendsForTest;
+        long silentMs = connection.getConfiguration().getLong(REPLACE_SILENT_AFTER_KEY, DEFAULT_REPLACE_SILENT_AFTER_MS);
+        if (silentMs < 0) {
+          throw new IOException(REPLACE_SILENT_AFTER_KEY + " = " + silentMs + " is not valid: use 0 (never replace)"
+              + " or a number of milliseconds (default " + DEFAULT_REPLACE_SILENT_AFTER_MS + ")");
+        }
+        v.replaceSilentAfterMs = silentMs;
+        int silentRetransmissions = silentMs == 0 ? 0 : (int) Math.max(1, silentMs / RETRANSMIT_MILLIS);
         v.runner.call(c -> {
+          c.suspectSilentAfter(silentRetransmissions);
           c.recoverWith(coord);
           if (budget >= 0) {
             c.limitRecoverySendsForTest(budget);
@@ -430,7 +459,8 @@ public final class SalusVolume implements Volume {
     return "Salus volume '" + name() + "': " + (why == null ? "usable" : "refusing work: " + why.getMessage())
         + "; lease epoch " + lease.epoch() + (lease.isHeld() ? " held" : lease.isLost() ? " lost" : " suspended")
         + "; queued write parts " + waiting.size() + ", batches in flight " + puts.size() + ", gets in flight "
-        + gets.size() + "; GET retries " + getRetriesByReplica() + "; counters " + counters();
+        + gets.size() + "; GET retries " + getRetriesByReplica()
+        + (lastReplacement == null ? "" : "; last RRS replacement: " + lastReplacement) + "; counters " + counters();
   }
 
   /**
@@ -443,6 +473,8 @@ public final class SalusVolume implements Volume {
     m.put("batches", batchesSubmitted);
     m.put("batchedWrites", writesSubmitted);
     m.put("batchedBlocks", blocksSubmitted);
+    m.put("replacementsAsked", replacementsAsked.get());
+    m.put("replacementsDone", replacementsDone.get());
     return m;
   }
 
@@ -459,6 +491,79 @@ public final class SalusVolume implements Volume {
   @Override
   public long sizeInBlocks() {
     return geometry.numBlocks();
+  }
+
+  /**
+   * Asks the master to replace {@code suspects} (replica nodes of this volume), grouped by RRS, on the replacement
+   * thread (never on the client's loop): for each, the server hbase:meta says hosts it now is named as the suspect
+   * server ({@code io.salus.core.hbase.RrsReplacement}). A replica replaced (or asked for) within the silence period is
+   * skipped unless {@code force}: the other stuck batches report the same silence, and a new incarnation needs time to
+   * recover and answer.
+   */
+  private void requestReplacement(java.util.Set<NodeId> suspects, String reason, boolean force) {
+    if (closed || (replaceSilentAfterMs == 0 && !force)) {
+      return;
+    }
+    VolumeAddressing addressing = new VolumeAddressing(geometry);
+    long now = System.currentTimeMillis();
+    Map<Integer, java.util.Set<Integer>> byRegion = new java.util.TreeMap<>();
+    for (NodeId id : suspects) {
+      VolumeAddressing.Node n;
+      try {
+        n = addressing.parse(id);
+      } catch (IllegalArgumentException e) {
+        continue; // not a replica of this volume (cannot be: the client names its own replicas)
+      }
+      Long last = replacedAt.get(id);
+      if (n.kind() != 'r' || (!force && last != null && now - last < Math.max(replaceSilentAfterMs,
+          RETRANSMIT_MILLIS))) {
+        continue;
+      }
+      replacedAt.put(id, now);
+      byRegion.computeIfAbsent(n.region(), k -> new java.util.TreeSet<>()).add(n.k());
+    }
+    for (Map.Entry<Integer, java.util.Set<Integer>> e : byRegion.entrySet()) {
+      int region = e.getKey();
+      replacementsAsked.incrementAndGet();
+      replacer.execute(() -> {
+        Map<Integer, String> named = new java.util.TreeMap<>();
+        String outcome;
+        try {
+          for (int k : e.getValue()) {
+            VolumeAddressing.Address a = addressing.address(region, k);
+            org.apache.hadoop.hbase.HRegionLocation loc = async.getRegionLocator(a.table())
+                .getRegionLocation(a.row(), true).get(60, TimeUnit.SECONDS);
+            if (loc != null && loc.getServerName() != null) {
+              named.put(k, loc.getServerName().toString());
+            }
+          }
+          LOG.warn("Salus volume '{}': asking the master to replace replicas {} of region {} (servers {}): {}",
+              name(), e.getValue(), region, named.values(), reason);
+          List<String> done = io.salus.core.hbase.RrsReplacement.request(async, name(), region, named, reason)
+              .get(10, TimeUnit.MINUTES);
+          replacementsDone.incrementAndGet();
+          outcome = "region " + region + ": " + String.join("; ", done);
+          LOG.warn("Salus volume '{}': RRS replacement done, {}", name(), outcome);
+        } catch (InterruptedException ie) {
+          Thread.currentThread().interrupt();
+          return;
+        } catch (ExecutionException | TimeoutException | RuntimeException ex) {
+          Throwable c = ex instanceof ExecutionException && ex.getCause() != null ? ex.getCause() : ex;
+          outcome = "region " + region + " replicas " + e.getValue() + ": " + c.getMessage();
+          LOG.error("Salus volume '{}': RRS replacement failed (writes stay queued and retransmitted): {}", name(),
+              outcome);
+        }
+        lastReplacement = outcome;
+        for (int k : e.getValue()) {
+          replacedAt.put(addressing.replica(region, k), System.currentTimeMillis()); // the new incarnation's time
+        }
+      });
+    }
+  }
+
+  /** The outcome of the last RRS replacement this volume asked for (null: none yet). */
+  public String lastReplacement() {
+    return lastReplacement;
   }
 
   /** Why no operation may run now (closed, failed, fenced), else null. */
@@ -701,6 +806,19 @@ public final class SalusVolume implements Volume {
     }
 
     @Override
+    public void recoveryNeeded(String reason, java.util.Set<NodeId> suspects) {
+      recoveryNeeded(reason);
+      if (!suspects.isEmpty()) {
+        requestReplacement(suspects, reason, true);
+      }
+    }
+
+    @Override
+    public void replicasSilent(java.util.Set<NodeId> silent, String reason) {
+      requestReplacement(silent, reason, false);
+    }
+
+    @Override
     public void flushed(long flushId) {
       CompletableFuture<Void> f = flushes.remove(flushId);
       if (f != null) {
@@ -807,6 +925,7 @@ public final class SalusVolume implements Volume {
   void crashForTest() throws InterruptedException {
     closed = true;
     timer.shutdownNow();
+    replacer.shutdownNow();
     runner.stopClientForTest();
     lease.close();
     while (runner.queuedToSend() > 0) {
@@ -859,6 +978,7 @@ public final class SalusVolume implements Volume {
     }
     closed = true;
     timer.shutdownNow();
+    replacer.shutdownNow();
     try {
       runner.call(c -> {
         VolumeException e = new VolumeException.Closed("Salus volume '" + name() + "' closed with the request in flight");

@@ -104,6 +104,16 @@ public final class RrsReplacement extends SalusRrsProtos.SalusRrsService {
                             + e.getValue() + ": the request names a server that does not host it");
                 }
             }
+            java.util.Collection<ServerName> live = admin.getRegionServers();
+            for (java.util.Iterator<Map.Entry<Integer, ServerName>> it = named.entrySet().iterator(); it.hasNext();) {
+                Map.Entry<Integer, ServerName> e = it.next();
+                if (!live.contains(e.getValue())) {
+                    // a dead server: HBase's ServerCrashProcedure reassigns its regions (a move would race it)
+                    lines.add("replica " + e.getKey() + ": its server " + e.getValue() + " is not live; HBase's crash"
+                            + " recovery reassigns it");
+                    it.remove();
+                }
+            }
             if (named.isEmpty()) {
                 return lines;
             }
@@ -118,7 +128,7 @@ public final class RrsReplacement extends SalusRrsProtos.SalusRrsService {
             }
             List<RrsPlacement.Move> moves;
             try {
-                moves = RrsPlacement.planReplacement(rrs, named, admin.getRegionServers(), load);
+                moves = RrsPlacement.planReplacement(rrs, named, live, load);
             } catch (RrsPlacement.ReplacementRefused e) {
                 throw new IOException(what + " refused: " + e.getMessage());
             }
@@ -159,6 +169,31 @@ public final class RrsReplacement extends SalusRrsProtos.SalusRrsService {
                     ? " (is io.salus.core.hbase.SalusPlacementObserver in hbase.coprocessor.master.classes?)" : ""),
                     c);
         }
+    }
+
+    /** {@link #request(Connection, String, int, Map, String)} over an asynchronous connection. */
+    public static java.util.concurrent.CompletableFuture<List<String>> request(
+            org.apache.hadoop.hbase.client.AsyncConnection connection, String volume, int region,
+            Map<Integer, String> suspects, String reason) {
+        SalusRrsProtos.ReplaceRequest.Builder b = SalusRrsProtos.ReplaceRequest.newBuilder().setVolume(volume)
+                .setRegion(region).setReason(reason == null ? "" : reason);
+        new java.util.TreeMap<>(suspects).forEach((k, s) -> b.addSuspects(
+                SalusRrsProtos.Suspect.newBuilder().setReplica(k).setServer(s)));
+        SalusRrsProtos.ReplaceRequest req = b.build();
+        java.util.concurrent.CompletableFuture<SalusRrsProtos.ReplaceResponse> f = connection.getAdmin()
+                .<SalusRrsProtos.SalusRrsService.Stub, SalusRrsProtos.ReplaceResponse>coprocessorService(
+                        SalusRrsProtos.SalusRrsService::newStub,
+                        (stub, controller, done) -> stub.replace(controller, req, done));
+        return f.handle((resp, err) -> {
+            if (err != null) {
+                Throwable c = err instanceof java.util.concurrent.CompletionException && err.getCause() != null
+                        ? err.getCause() : err;
+                throw new java.util.concurrent.CompletionException(new IOException("the master did not replace"
+                        + " replicas " + suspects.keySet() + " of region " + region + " of Salus volume '" + volume
+                        + "': " + c.getMessage(), c));
+            }
+            return resp.getDoneList();
+        });
     }
 
     /** True if {@code given} names {@code s}: its full server name or its host:port. */
