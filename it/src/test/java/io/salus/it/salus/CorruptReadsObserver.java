@@ -58,6 +58,17 @@ public final class CorruptReadsObserver implements RegionCoprocessor, RegionObse
     }
   }
 
+  /** Region servers that refuse every write to the table (DoNotRetryIOException: no client retries). */
+  public static final Set<String> refusingWrites = ConcurrentHashMap.newKeySet();
+
+  @Override
+  public void prePut(ObserverContext<RegionCoprocessorEnvironment> c, org.apache.hadoop.hbase.client.Put put,
+      org.apache.hadoop.hbase.wal.WALEdit edit) throws java.io.IOException {
+    if (!refusingWrites.isEmpty() && refusingWrites.contains(c.getEnvironment().getServerName().toString())) {
+      throw new org.apache.hadoop.hbase.DoNotRetryIOException("fault injection: this region server refuses writes");
+    }
+  }
+
   @Override
   public void preGetOp(ObserverContext<RegionCoprocessorEnvironment> c, Get get, List<Cell> result)
       throws java.io.IOException {

@@ -139,6 +139,37 @@ final class SalusMiniCluster implements AutoCloseable {
     return replaced;
   }
 
+  /** Starts one more region server, paired with DataNode {@code dataNode} (a spare, e.g. for RRS replacement). */
+  ServerName startSpare(int dataNode) throws Exception {
+    var cluster = util.getMiniHBaseCluster();
+    cluster.getConfiguration().set(io.salus.core.hbase.storage.SalusFavoredNodes.DATANODE_KEY,
+        dataNodes.get(dataNode));
+    ServerName s = cluster.startRegionServer().getRegionServer().getServerName();
+    cluster.waitForActiveAndReadyMaster();
+    long end = System.currentTimeMillis() + DEADLINE_MS;
+    try (Admin admin = connection().getAdmin()) {
+      while (!admin.getRegionServers().contains(s)) {
+        if (System.currentTimeMillis() > end) {
+          throw new AssertionError("spare region server " + s + " did not check in");
+        }
+        Thread.sleep(50);
+      }
+    }
+    return s;
+  }
+
+  /** Stops region server {@code s} cleanly (its regions are reassigned) and waits until it is gone. */
+  void stopServer(ServerName s) throws Exception {
+    var cluster = util.getMiniHBaseCluster();
+    for (int i = 0; i < cluster.getRegionServerThreads().size(); i++) {
+      if (cluster.getRegionServer(i).getServerName().equals(s) && !cluster.getRegionServer(i).isStopped()) {
+        cluster.stopRegionServer(i);
+        cluster.waitOnRegionServer(i);
+        return;
+      }
+    }
+  }
+
   private final java.util.Set<ServerName> restarted = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
   /** The DataNode paired with region server {@code s} (its favored node), as an index into the mini DFS; -1 if none. */

@@ -136,8 +136,8 @@ public final class RrsReplacement extends SalusRrsProtos.SalusRrsService {
                 int k = rrs.stream().map(RrsPlacement.Replica::region).toList().indexOf(m.region());
                 LOG.warn("Salus {}: moving replica {} ({}) from suspect server {} to {}; client's reason: {}", what, k,
                         m.region().getRegionNameAsString(), m.from(), m.to(), reason);
-                admin.move(m.region().getEncodedNameAsBytes(), m.to()); // waits for the move procedure
-                String line = "moved from " + m.from() + " to " + m.to();
+                ServerName at = moveAndCheck(admin, m);
+                String line = "moved from " + m.from() + " to " + at;
                 done.put(volume + "/" + region + "/" + k + "/" + suspects.get(k), line);
                 lines.add("replica " + k + ": " + line);
             }
@@ -194,6 +194,46 @@ public final class RrsReplacement extends SalusRrsProtos.SalusRrsService {
             }
             return resp.getDoneList();
         });
+    }
+
+    /**
+     * Moves as planned and returns where the region is open afterwards. HBase's move waits for its procedure, but the
+     * procedure's assign step may open the region elsewhere than asked (seen with a region server that had just
+     * started: the region reopened on its old server): then it asks again, a few times.
+     *
+     * @throws IOException if the region is still not on the planned server, or still on the suspect one
+     */
+    private ServerName moveAndCheck(Admin admin, RrsPlacement.Move m) throws IOException {
+        ServerName at = null;
+        for (int attempt = 1; attempt <= MOVE_ATTEMPTS; attempt++) {
+            admin.move(m.region().getEncodedNameAsBytes(), m.to()); // waits for the move procedure
+            at = where(m.region());
+            if (m.to().equals(at)) {
+                return at;
+            }
+            LOG.warn("Salus RRS replacement: HBase opened {} on {}, not on {} as asked (attempt {} of {})",
+                    m.region().getRegionNameAsString(), at, m.to(), attempt, MOVE_ATTEMPTS);
+            try {
+                Thread.sleep(1000L * attempt);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new java.io.InterruptedIOException("interrupted while moving " + m.region().getEncodedName());
+            }
+        }
+        if (at != null && !at.equals(m.from())) {
+            return at; // off the suspect server at least: the placement observer keeps the RRS on three servers
+        }
+        throw new IOException("HBase did not move " + m.region().getRegionNameAsString() + " off " + m.from()
+                + " after " + MOVE_ATTEMPTS + " attempts (it is on " + at + "); see the master's log");
+    }
+
+    private static final int MOVE_ATTEMPTS = 5;
+
+    private ServerName where(org.apache.hadoop.hbase.client.RegionInfo region) throws IOException {
+        try (org.apache.hadoop.hbase.client.RegionLocator l = connection.get().getRegionLocator(region.getTable())) {
+            org.apache.hadoop.hbase.HRegionLocation loc = l.getRegionLocation(region.getStartKey(), true);
+            return loc == null ? null : loc.getServerName();
+        }
     }
 
     /** True if {@code given} names {@code s}: its full server name or its host:port. */

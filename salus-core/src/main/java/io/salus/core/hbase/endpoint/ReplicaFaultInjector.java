@@ -21,6 +21,13 @@ public interface ReplicaFaultInjector {
         return ReplicaHooks.NONE;
     }
 
+    /**
+     * Called once, right after the endpoint created this injector, with the region server it runs on (its full server
+     * name): a fault that belongs to a server, not to a replica, stays there when the replica moves. Default: nothing.
+     */
+    default void hostedOn(String server) {
+    }
+
     /** True to drop a message a hosted node sends to the client. */
     default boolean dropToClient(NodeId from, Message m) {
         return false;

@@ -139,6 +139,7 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
                     ReplicaFaultInjector.class);
             faults = fc == null ? ReplicaFaultInjector.NONE : fc.getDeclaredConstructor().newInstance();
             if (fc != null) {
+                faults.hostedOn(renv.getServerName().toString());
                 LOG.warn("{}={}: test fault injection is ON for this region", ReplicaFaultInjector.CLASS_KEY, fc.getName());
             }
         } catch (ReflectiveOperationException | RuntimeException e) {
