@@ -283,6 +283,10 @@ class SalusFaultTableTest {
     /** Ends a fault that is a state of a server (not one that destroyed data). */
     default void heal() {
     }
+
+    /** After the workload (the fault still active): notes what the volume did about it. Default: nothing. */
+    default void after(Kind kind, Volume v, StringBuilder notes) {
+    }
   }
 
   static int volumes;
@@ -318,6 +322,7 @@ class SalusFaultTableTest {
           notes.append("while injecting: ").append(oneLine(e)).append(". ");
         }
         boolean done = w.await(SalusMiniCluster.DEADLINE_MS);
+        fault.after(kind, v, notes);
         if (!done && kind == SALUS) {
           SalusRegionRecoveryTest.dump(cluster, g); // which replicas hold what, for the stalled region(s)
         }
@@ -616,8 +621,8 @@ class SalusFaultTableTest {
           }
         }
         notes.append(s.getHostAndPort()).append(" never answers a read (").append(n)
-            .append(" replica regions there; writes still served: a replica that refuses writes needs RRS ")
-            .append("replacement, not built). ");
+            .append(" replica regions there; writes still answered: the withholding row below is the one for ")
+            .append("writes). ");
       } else {
         ServerName s = hbaseServer(g, 0);
         CorruptReadsObserver.refusing.add(s.toString());
@@ -629,6 +634,90 @@ class SalusFaultTableTest {
     public void heal() {
       GetFaults.silent.clear();
       CorruptReadsObserver.refusing.clear();
+    }
+  }
+
+  /**
+   * A region server withholds its replies to writes (issue 14, the paper's "refuses writes" row): Salus: the replicas on
+   * it send no PUT outcome and no FLUSH confirmation to the client (they still forward, log and apply); the volume
+   * names them silent after {@code salus.volume.replace-silent-after.ms} (default 60 s) and asks the master to replace
+   * them (RRS replacement onto the spare started here); the retransmitted writes commit at the new incarnations.
+   * Baseline: the server refuses every write to the volume's table (DoNotRetryIOException), HBase has no replacement.
+   * Afterwards the faulty server is stopped (its regions reassigned), so later rows again see three servers, each
+   * paired with its own DataNode.
+   */
+  static final class WithholdWriteReplies implements Fault {
+    static final String FAULT = "a region server refuses (withholds) its replies to writes";
+    ServerName victim;
+
+    @Override
+    public void inject(Kind kind, VolumeGeometry g, Volume v, StringBuilder notes) throws Exception {
+      ServerName meta = metaServer();
+      int n = 0;
+      if (kind == SALUS) {
+        for (int r = 0; r < g.numRegions() && victim == null; r++) {
+          for (int k = 0; k < 3 && victim == null; k++) {
+            ServerName s = cluster.locate(g, r, k);
+            if (s != null && !s.equals(meta)) {
+              victim = s;
+            }
+          }
+        }
+        for (int r = 0; r < g.numRegions(); r++) {
+          for (int k = 0; k < 3; k++) {
+            n += victim.equals(cluster.locate(g, r, k)) ? 1 : 0;
+          }
+        }
+      } else {
+        for (int i = 0; i < 2 && victim == null; i++) {
+          ServerName s = hbaseServer(g, i);
+          if (!s.equals(meta)) {
+            victim = s;
+          }
+        }
+        if (victim == null) {
+          victim = hbaseServer(g, 0);
+          notes.append("the faulty server also holds hbase:meta. ");
+        }
+      }
+      if (kind == SALUS) {
+        GetFaults.withholdWriteReplies.add(victim.toString());
+      } else {
+        CorruptReadsObserver.refusingWrites.add(victim.toString());
+      }
+      // the fault first (the workload goes on meanwhile), then the spare
+      ServerName spare = cluster.startSpare(Math.max(0, dataNodeOf(victim)));
+      if (kind == SALUS) {
+        notes.append(victim.getHostAndPort()).append(" withholds its replicas' replies to writes (PUT outcomes, FLUSH ")
+            .append("confirmations; ").append(n).append(" replica regions there); spare ")
+            .append(spare.getHostAndPort()).append(" started. ");
+      } else {
+        notes.append(victim.getHostAndPort()).append(" refuses every write to the volume's table; spare ")
+            .append(spare.getHostAndPort()).append(" started (HBase does not move regions off a server that ")
+            .append("refuses writes). ");
+      }
+    }
+
+    @Override
+    public void after(Kind kind, Volume v, StringBuilder notes) {
+      if (v instanceof SalusVolume sv) {
+        notes.append("The volume asked the master for ").append(sv.counters().get("replacementsAsked"))
+            .append(" RRS replacement(s), ").append(sv.counters().get("replacementsDone")).append(" done; last: ")
+            .append(sv.lastReplacement()).append(". ");
+      }
+    }
+
+    @Override
+    public void heal() {
+      GetFaults.withholdWriteReplies.clear();
+      CorruptReadsObserver.refusingWrites.clear();
+      if (victim != null) {
+        try {
+          cluster.stopServer(victim);
+        } catch (Exception e) {
+          System.out.println("stopping " + victim + " failed: " + e);
+        }
+      }
     }
   }
 
@@ -822,6 +911,15 @@ class SalusFaultTableTest {
     run("the client crashes with a batch only partly sent to its regions", HBASE, new PartialBatchCrash());
     assertSalusRow(run("the client crashes with a batch only partly sent to its regions", SALUS,
         new PartialBatchCrash()));
+  }
+
+  @Test
+  @Order(9)
+  void aServerWithholdsItsWriteReplies() throws Exception {
+    run(WithholdWriteReplies.FAULT, HBASE, new WithholdWriteReplies());
+    Row r = run(WithholdWriteReplies.FAULT, SALUS, new WithholdWriteReplies());
+    assertSalusRow(r);
+    assertEquals("Fresh", r.whileFaulty(), "Salus row " + r);
   }
 
   // ------------------------------------------------------------------ a DataNode's disk lost for good (task disk18)
@@ -1040,8 +1138,7 @@ class SalusFaultTableTest {
 
   /** The line under the table naming the paper's rows not generated yet. */
   static String notYet() {
-    return "Rows of the paper's table not generated yet (issue 14): a region server that refuses or reorders "
-        + "writes (needs RRS replacement by the master).";
+    return "Rows of the paper's table not generated yet (issue 14): a region server that reorders writes.";
   }
 
   static void writeTable(Path out) throws Exception {
