@@ -703,7 +703,7 @@ class SalusFaultTableTest {
       if (v instanceof SalusVolume sv) {
         notes.append("The volume asked the master for ").append(sv.counters().get("replacementsAsked"))
             .append(" RRS replacement(s), ").append(sv.counters().get("replacementsDone")).append(" done; last: ")
-            .append(sv.lastReplacement()).append(". ");
+            .append(String.valueOf(sv.lastReplacement()).replaceAll("\\s+", " ")).append(". ");
       }
     }
 

@@ -549,7 +549,10 @@ public final class SalusVolume implements Volume {
           return;
         } catch (ExecutionException | TimeoutException | RuntimeException ex) {
           Throwable c = ex instanceof ExecutionException && ex.getCause() != null ? ex.getCause() : ex;
-          outcome = "region " + region + " replicas " + e.getValue() + ": " + c.getMessage();
+          String m = String.valueOf(c.getMessage());
+          int cut = m.indexOf('\n');
+          m = cut >= 0 ? m.substring(0, cut) : m; // the first line: HBase appends the retries' stack traces
+          outcome = "region " + region + " replicas " + e.getValue() + ": " + m;
           LOG.error("Salus volume '{}': RRS replacement failed (writes stay queued and retransmitted): {}", name(),
               outcome);
         }

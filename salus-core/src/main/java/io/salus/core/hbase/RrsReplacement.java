@@ -32,6 +32,16 @@ import org.slf4j.LoggerFactory;
 public final class RrsReplacement extends SalusRrsProtos.SalusRrsService {
     private static final Logger LOG = LoggerFactory.getLogger(RrsReplacement.class);
 
+    /** A refusal: the caller's HBase client must not retry it (DoNotRetryIOException), the message says why. */
+    public static final class Refused extends org.apache.hadoop.hbase.DoNotRetryIOException {
+        private static final long serialVersionUID = 1L;
+
+        /** Public: the HBase client re-creates a server's exception by its class name and String constructor. */
+        public Refused(String message) {
+            super(message);
+        }
+    }
+
     /** What this master already did, by "volume/region/replica/from-server" (the idempotence record). */
     private final Map<String, String> done = new ConcurrentHashMap<>();
     private final java.util.function.Supplier<Connection> connection;
@@ -58,7 +68,7 @@ public final class RrsReplacement extends SalusRrsProtos.SalusRrsService {
         Map<Integer, String> out = new HashMap<>();
         for (SalusRrsProtos.Suspect s : request.getSuspectsList()) {
             if (out.put(s.getReplica(), s.getServer()) != null) {
-                throw new IOException("RRS replacement refused: replica " + s.getReplica() + " named twice");
+                throw new Refused("RRS replacement refused: replica " + s.getReplica() + " named twice");
             }
         }
         return out;
@@ -79,10 +89,10 @@ public final class RrsReplacement extends SalusRrsProtos.SalusRrsService {
             List<List<RrsPlacement.Replica>> rrsSets = new RrsPlacementReconciler(connection.get())
                     .readVolume(admin, volume);
             if (rrsSets == null) {
-                throw new IOException(what + " refused: no complete, enabled Salus volume of that name");
+                throw new Refused(what + " refused: no complete, enabled Salus volume of that name");
             }
             if (region < 0 || region >= rrsSets.size()) {
-                throw new IOException(what + " refused: the volume has regions 0.." + (rrsSets.size() - 1));
+                throw new Refused(what + " refused: the volume has regions 0.." + (rrsSets.size() - 1));
             }
             List<RrsPlacement.Replica> rrs = rrsSets.get(region);
             Map<Integer, ServerName> named = new HashMap<>();
@@ -96,10 +106,10 @@ public final class RrsReplacement extends SalusRrsProtos.SalusRrsService {
                 } else if (done.containsKey(key)) {
                     lines.add("replica " + k + ": already replaced (" + done.get(key) + ")");
                 } else if (k < 0 || k >= rrs.size()) {
-                    throw new IOException(what + " refused: replica " + k + " does not exist (replicas 0.."
+                    throw new Refused(what + " refused: replica " + k + " does not exist (replicas 0.."
                             + (rrs.size() - 1) + ")");
                 } else {
-                    throw new IOException(what + " refused: replica " + k + " is " + (now == null
+                    throw new Refused(what + " refused: replica " + k + " is " + (now == null
                             ? "not open on any server (being reassigned)" : "on " + now) + ", not on "
                             + e.getValue() + ": the request names a server that does not host it");
                 }
@@ -130,7 +140,7 @@ public final class RrsReplacement extends SalusRrsProtos.SalusRrsService {
             try {
                 moves = RrsPlacement.planReplacement(rrs, named, live, load);
             } catch (RrsPlacement.ReplacementRefused e) {
-                throw new IOException(what + " refused: " + e.getMessage());
+                throw new Refused(what + " refused: " + e.getMessage());
             }
             for (RrsPlacement.Move m : moves) {
                 int k = rrs.stream().map(RrsPlacement.Replica::region).toList().indexOf(m.region());
