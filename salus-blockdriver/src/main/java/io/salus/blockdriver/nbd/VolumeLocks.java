@@ -44,21 +44,21 @@ final class VolumeLocks {
     return BY_VOLUME.computeIfAbsent(volume, v -> new VolumeLocks());
   }
 
-  /** Locks the stripes of blocks {@code first} and {@code last} in a fixed order. */
+  /**
+   * Locks the stripes of every block {@code first..last} in a fixed order (ascending). Every block a
+   * read-modify-write writes back, not only the edge blocks it reads: a sub-block write inside one
+   * of its middle blocks read that block before it and wrote the old bytes back over it (review
+   * rvw21-1).
+   */
   Unlock lock(long first, long last) {
-    int s1 = stripe(first);
-    int s2 = stripe(last);
-    ReentrantLock a = locks[Math.min(s1, s2)];
-    ReentrantLock b = locks[Math.max(s1, s2)];
-    a.lock();
-    if (b != a) {
-      b.lock();
+    int[] stripes = stripes(first, last - first + 1);
+    for (int s : stripes) {
+      locks[s].lock();
     }
     return () -> {
-      if (b != a) {
-        b.unlock();
+      for (int i = stripes.length - 1; i >= 0; i--) {
+        locks[stripes[i]].unlock();
       }
-      a.unlock();
     };
   }
 
@@ -104,16 +104,15 @@ final class VolumeLocks {
   }
 
   /**
-   * With the stripes of {@code first} and {@code last} locked ({@link #lock}): waits until the
+   * With the stripes of blocks {@code first..last} locked ({@link #lock}): waits until the
    * whole-block writes in flight on them completed (none can start meanwhile), so the
    * read-modify-write reads what they wrote.
    */
   void awaitWholeBlockWrites(long first, long last) {
-    int s1 = stripe(first);
-    int s2 = stripe(last);
+    int[] stripes = stripes(first, last - first + 1);
     boolean interrupted = false;
     synchronized (wholeInFlight) {
-      while (wholeInFlight[s1] > 0 || wholeInFlight[s2] > 0) {
+      while (anyInFlight(stripes)) {
         try {
           wholeInFlight.wait();
         } catch (InterruptedException e) {
@@ -124,6 +123,15 @@ final class VolumeLocks {
     if (interrupted) {
       Thread.currentThread().interrupt();
     }
+  }
+
+  private boolean anyInFlight(int[] stripes) {
+    for (int s : stripes) {
+      if (wholeInFlight[s] > 0) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** The distinct stripes of blocks {@code [first, first + count)}, ascending (the lock order). */
