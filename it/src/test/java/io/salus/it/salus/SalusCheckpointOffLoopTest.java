@@ -288,6 +288,122 @@ class SalusCheckpointOffLoopTest {
     }
   }
 
+  /**
+   * Review rvw21-2: a checkpoint write that completes forgets from the store's dirty set the blocks it wrote "unless
+   * changed since", and "changed" was compared by content. Block 5 is written A (entry 4), the checkpoint through 7
+   * takes A and is held; B (entry 8), the checkpoint through 11 takes B and queues behind it; A again (entry 12).
+   * Then the checkpoint through 7 completes and drops block 5 from the dirty set (its A equals the current A), the
+   * one through 11 writes B, and the one through 15 no longer holds block 5: the checkpoint files compose block 5 =
+   * B through 15 while the replicas (and the certificate they sign) hold A. The disk of every replica no longer
+   * matches its certificate: a reopened replica refuses its own disk (and its peers', which compose the same), and
+   * once the log is collected below the checkpoint the acknowledged write of entry 12 is on no disk.
+   */
+  @Test
+  @Order(3)
+  void aBlockWrittenBackToAnEarlierContentWhileACheckpointWriteIsHeldStaysInTheNextCheckpoint() throws Exception {
+    String vol = "aba";
+    VolumeGeometry g = new VolumeGeometry(vol, 2 * PER_REGION * BLOCK, BLOCK, PER_REGION);
+    cluster.createVolume(g);
+    cluster.awaitPlaced(g);
+    io.salus.core.cert.RegionId region0 = new io.salus.core.cert.RegionId(vol, 0);
+    Random rnd = new Random(21);
+    byte[] a = new byte[BLOCK];
+    byte[] b = new byte[BLOCK];
+    rnd.nextBytes(a);
+    rnd.nextBytes(b);
+    try (SalusVolume v = SalusVolume.open(cluster.connection(), vol)) {
+      // entries 0..3 (checkpoint through 3 written and certified), then the gate closes
+      for (int i = 0; i < 4; i++) {
+        v.write(i, random(rnd), false).get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS);
+      }
+      awaitCertified(vol, region0, 3);
+      held.set(0);
+      heldWritten.set(0);
+      gate = new CountDownLatch(1);
+      // entry 4: block 5 = A; 5..7 other blocks (the checkpoint through 7 takes A and is held)
+      v.write(5, a, false).get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS);
+      for (int blk = 8; blk < 11; blk++) {
+        v.write(blk, random(rnd), false).get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS);
+      }
+      // entry 8: block 5 = B; 9..11 other blocks (the checkpoint through 11 takes B, queued behind the held one)
+      v.write(5, b, false).get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS);
+      for (int blk = 11; blk < 14; blk++) {
+        v.write(blk, random(rnd), false).get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS);
+      }
+      // entry 12: block 5 = A again, while both checkpoint writes wait
+      v.write(5, a, false).get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS);
+      long end = System.currentTimeMillis() + SalusMiniCluster.DEADLINE_MS;
+      while (held.get() < 3 && System.currentTimeMillis() < end) {
+        Thread.sleep(50);
+      }
+      assertEquals(3, held.get(), "each replica's checkpoint write through 7 is held");
+      CountDownLatch open = gate;
+      gate = null;
+      open.countDown();
+      awaitCertified(vol, region0, 11);
+      // entries 13..15: the checkpoint through 15 is written at once
+      for (int blk = 0; blk < 3; blk++) {
+        v.write(blk, random(rnd), false).get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS);
+      }
+      awaitCertified(vol, region0, 15);
+      ProtocolConfig cfg = configs.get(vol);
+      io.salus.core.cert.Statement.Checkpoint cp = latest(vol, region0);
+      assertEquals(15, cp.throughIndex());
+      java.util.List<String> names = new java.util.ArrayList<>();
+      for (int k = 0; k < 3; k++) {
+        names.add(cluster.endpoint(g, 0, k).host().replicaId().name());
+      }
+      // the three replicas of region 0 restart (a salus up restart, a rolling restart): each starts from its disk
+      stopEpoch++;
+      try (org.apache.hadoop.hbase.client.Admin admin = cluster.connection().getAdmin()) {
+        java.util.List<byte[]> regions = new java.util.ArrayList<>();
+        for (int k = 0; k < 3; k++) {
+          regions.add(cluster.region(g, 0, k).getRegionInfo().getRegionName());
+        }
+        for (byte[] n : regions) {
+          admin.unassign(n, true);
+        }
+        for (byte[] n : regions) {
+          admin.assign(n);
+        }
+      }
+      try {
+        cluster.awaitPlaced(g);
+      } catch (AssertionError e) {
+        throw new AssertionError("the replicas of region 0 do not serve again after their restart: each refuses its"
+            + " own checkpoint files (they compose another region root than the certificate through 15) and its"
+            + " peers' (the same); see 'cannot start from its own disk' in the log", e);
+      }
+      byte[] back;
+      try {
+        back = v.read(5, 1).get(120, TimeUnit.SECONDS);
+      } catch (TimeoutException e) {
+        StringBuilder why = new StringBuilder();
+        for (int k = 0; k < 3; k++) {
+          var ep = cluster.endpoint(g, 0, k);
+          why.append("\n  replica ").append(k).append(": ")
+              .append(ep == null || ep.host() == null ? "not running" : ep.host().counters());
+        }
+        throw new AssertionError("block 5 is not readable 120 s after the three replicas of region 0 restarted"
+            + " (none can start from its own checkpoint files nor from a peer's):" + why, e);
+      }
+      assertArrayEquals(a, back, "block 5 reads back A after the restart");
+      for (int k = 0; k < 3; k++) {
+        RegionSnapshot s = disks.get(names.get(k)).readSnapshot(0, 15);
+        assertArrayEquals(a, s.blocks().get(5L), "replica " + k + "'s checkpoint files through 15 hold block 5 as"
+            + " written by entry 12 (A), not by entry 8 (B)");
+        assertEquals(null, s.mismatch(cp, cfg.hash(), cfg.blockSize(), cfg.layout()),
+            "replica " + k + "'s checkpoint files compose the certified state through 15");
+      }
+    }
+  }
+
+  private static byte[] random(Random rnd) {
+    byte[] d = new byte[BLOCK];
+    rnd.nextBytes(d);
+    return d;
+  }
+
   /** The latest CHECKPOINT certificate of {@code region}, read through any open region's coordination. */
   static io.salus.core.cert.Statement.Checkpoint latest(String vol, io.salus.core.cert.RegionId region) {
     io.salus.core.cert.Statement.Checkpoint best = null;

@@ -59,7 +59,7 @@ public final class ByteRangeIo {
   /** Writes {@code data} (position to limit); the buffer is consumed before this returns. */
   public CompletableFuture<Void> write(long offset, java.nio.ByteBuffer data, boolean fua) {
     if (offset % bs == 0 && data.remaining() % bs == 0) {
-      return volume.write(offset / bs, data, fua);
+      return locks.wholeBlocks(offset / bs, data.remaining() / bs, () -> volume.write(offset / bs, data, fua));
     }
     byte[] b = new byte[data.remaining()];
     data.get(b);
@@ -68,7 +68,7 @@ public final class ByteRangeIo {
 
   public CompletableFuture<Void> write(long offset, byte[] data, boolean fua) {
     if (offset % bs == 0 && data.length % bs == 0) {
-      return volume.write(offset / bs, data, fua);
+      return locks.wholeBlocks(offset / bs, data.length / bs, () -> volume.write(offset / bs, data, fua));
     }
     metrics.readModifyWrites.increment();
     return CompletableFuture.runAsync(() -> rmw(offset, data, data.length, fua), rmwExecutor);
@@ -83,7 +83,8 @@ public final class ByteRangeIo {
       // entirely inside one or two partial blocks
       return zeroBytes(offset, (int) length, fua);
     }
-    f = volume.writeZeroes(firstFull, endFull - firstFull, fua);
+    f = locks.wholeBlocks(firstFull, endFull - firstFull,
+        () -> volume.writeZeroes(firstFull, endFull - firstFull, fua));
     long headLen = firstFull * bs - offset;
     if (headLen > 0) {
       f = f.thenCombine(zeroBytes(offset, (int) headLen, fua), (a, b) -> null);
@@ -107,7 +108,7 @@ public final class ByteRangeIo {
     if (endFull <= firstFull) {
       return CompletableFuture.completedFuture(null);
     }
-    return volume.trim(firstFull, endFull - firstFull);
+    return locks.wholeBlocks(firstFull, endFull - firstFull, () -> volume.trim(firstFull, endFull - firstFull));
   }
 
   private void rmw(long offset, byte[] data, int length, boolean fua) {
@@ -117,6 +118,7 @@ public final class ByteRangeIo {
     boolean headPartial = offset % bs != 0;
     boolean tailPartial = (offset + length) % bs != 0;
     try (VolumeLocks.Unlock held = locks.lock(first, last)) {
+      locks.awaitWholeBlockWrites(first, last); // a whole-block write acknowledged after our read is not undone
       byte[] buf = new byte[count * bs];
       if (headPartial) {
         System.arraycopy(volume.read(first, 1).join(), 0, buf, 0, bs);

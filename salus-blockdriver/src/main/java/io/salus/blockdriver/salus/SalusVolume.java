@@ -46,7 +46,7 @@ import org.slf4j.LoggerFactory;
  *       reports PUT_SUCCESS only after every sub-batch committed in order (the ordered commit across regions,
  *       §3.3.2). A write completes when every batch holding a part of it has PUT_SUCCESS; a batch that fails fails
  *       every write in it. A full pipeline, or a block with a GET in flight, makes the queue wait, never reorder.
- *   <li><b>Reads</b>: one GET per block to one replica; the client checks the reply's Merkle proof against
+ *   <li><b>Reads</b>: one GET per block to one replica, at most {@link #READ_WINDOW_BLOCKS} of a read in flight; the client checks the reply's Merkle proof against
  *       the region root its own volume tree expects and retries another replica on a bad proof or no answer
  *       (counted per replica: {@link #getRetriesByReplica()}).
  *   <li><b>FLUSH / FUA</b>: a write is acknowledged only at PUT_SUCCESS, i.e. once committed on the three
@@ -592,6 +592,14 @@ public final class SalusVolume implements Volume {
     });
   }
 
+  /**
+   * GETs one read has in flight at most: a longer read is sent in windows of this many blocks, one after the other.
+   * All of an NBD read's GETs (up to 8192, 32 MiB) used to go out at once to the same replica, past what the
+   * client's link queues per destination ({@code ReplicaLink.MAX_QUEUED}, 4096): the rest were dropped and retried
+   * only after {@link #RETRANSMIT_MILLIS} at another replica (review rvw21-3, SalusLargeReadTest).
+   */
+  public static final int READ_WINDOW_BLOCKS = 1024;
+
   @Override
   public CompletableFuture<byte[]> read(long firstBlock, int count) {
     VolumeException e = Volume.checkRange(this, firstBlock, count);
@@ -601,13 +609,20 @@ public final class SalusVolume implements Volume {
     if (e != null) {
       return CompletableFuture.failedFuture(e);
     }
-    List<CompletableFuture<byte[]>> parts = new ArrayList<>(count);
-    for (int i = 0; i < count; i++) {
+    return guarded(readWindow(firstBlock, count, 0, new byte[count * blockSize()]));
+  }
+
+  /** Reads blocks {@code done ..} of the read (at most {@link #READ_WINDOW_BLOCKS}) into {@code out}, then the rest. */
+  private CompletableFuture<byte[]> readWindow(long firstBlock, int count, int done, byte[] out) {
+    int n = Math.min(READ_WINDOW_BLOCKS, count - done);
+    List<CompletableFuture<byte[]>> parts = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
       parts.add(new CompletableFuture<>());
     }
+    long from = firstBlock + done;
     runner.call(c -> {
-      for (int i = 0; i < count; i++) {
-        gets.put(c.get(firstBlock + i), parts.get(i));
+      for (int i = 0; i < n; i++) {
+        gets.put(c.get(from + i), parts.get(i));
       }
       return null;
     }).exceptionally(t -> {
@@ -615,13 +630,12 @@ public final class SalusVolume implements Volume {
       return null;
     });
     int bs = blockSize();
-    return guarded(CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).thenApply(v -> {
-      byte[] out = new byte[count * bs];
-      for (int i = 0; i < count; i++) {
-        System.arraycopy(parts.get(i).join(), 0, out, i * bs, bs);
+    return CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).thenCompose(v -> {
+      for (int i = 0; i < n; i++) {
+        System.arraycopy(parts.get(i).join(), 0, out, (done + i) * bs, bs);
       }
-      return out;
-    }));
+      return done + n >= count ? CompletableFuture.completedFuture(out) : readWindow(firstBlock, count, done + n, out);
+    });
   }
 
   @Override

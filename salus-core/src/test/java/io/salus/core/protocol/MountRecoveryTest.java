@@ -213,31 +213,100 @@ class MountRecoveryTest {
     /**
      * Review rv20-1: rv19-2's case (leader replica 1 lost its queued COMMIT of batch 1 in a crash, the writer died)
      * when the other two leader replicas then restart as well (a power loss of the region's servers, a cluster
-     * restart after the writer died). Their COMMITs are reloaded from the disk without the BatchInfo (it is never
-     * recorded), so their claims are proven only in the unanimous-region form: the mount counts batch 1 as committed
-     * (never stuck, never aborted), yet re-sends a BatchInfo only from a proof that carries one. Nobody holds the
-     * BatchInfo any more: leader replica 1 never decides, no ABORT can form (two COMMITs are on the disks), and every
-     * mount of the volume waits for ever ("waiting for their leaders to decide them"). Batch 1 was never
-     * acknowledged; the mount should be able to finish (with or without it).
+     * restart after the writer died). Before, their COMMITs were reloaded from the disk without the BatchInfo (it was
+     * never recorded), so their claims were proven only in the unanimous-region form: the mount counted batch 1 as
+     * committed (never stuck, never aborted), yet re-sends a BatchInfo only from a proof that carries one. Nobody held
+     * the BatchInfo any more: leader replica 1 never decided, no ABORT could form (two COMMITs are on the disks), and
+     * every mount of the volume waited for ever ("waiting for their leaders to decide them"). Now the BatchInfo is
+     * recorded with each COMMIT and reloaded (checked against the client's key): the mount re-sends it, leader replica
+     * 1 commits, and the volume mounts with batch 1 in it.
      */
-    @org.junit.jupiter.api.Disabled("review rv20-1 (stall, permanent): after rv19-2's lost queued COMMIT, a restart of"
-            + " the other two leader replicas loses the only BatchInfo (committedInfos is memory only); the batch is"
-            + " proven committed by the unanimous-region form but never re-sent, so every mount waits for ever."
-            + " Fix: record the BatchInfo with the leader's COMMIT on its disk (docs/protocol.md known limits, first"
-            + " bullet, names the same gap for another symptom); not small")
     @Test
     void aLeaderReplicaThatLostItsQueuedDecisionWhileTheOtherTwoRestartedDoesNotKeepTheMountWaitingForEver() {
         NodeId l = leaderReplicaLosesItsQueuedCommit();
-        for (int i = 0; i < 3; i++) {
-            NodeId n = h.configs.get(0).replicas().get(i);
+        restartTheOtherTwoLeaderReplicas(l, null);
+        for (NodeId n : h.configs.get(0).replicas()) {
             if (!n.equals(l)) {
-                assertEquals(CertType.TENTATIVE_COMMIT, l0Decision(h.replicas.get(n), 1), "leader " + i + " committed");
-                h.start(h.configs.get(0), n); // restarted: its COMMIT reloaded from its disk, without the BatchInfo
+                assertEquals(1, h.replicas.get(n).batchInfosReloaded(), n + " reloaded its COMMIT's BatchInfo");
+                assertEquals(0, h.replicas.get(n).batchInfosRefusedAtReload());
             }
         }
         VolumeClient nw = newWriterWithRecovery();
         ReplicaMount.Outcome o = mount(nw, 9);
-        assertFalse(o instanceof ReplicaMount.Outcome.Waiting, "the mount waits for ever: " + o);
+        var m = assertInstanceOf(ReplicaMount.Outcome.Mounted.class, o, "the mount waits for ever: " + o);
+        assertEquals(1, m.seq(), "the batch its other two leader replicas committed is in the mounted volume");
+        assertEquals(1, h.replicas.get(l).recoveryBatchInfosTaken(), "the re-sent BatchInfo was taken");
+        for (int i = 0; i < 3; i++) {
+            assertEquals(CertType.TENTATIVE_COMMIT, l0Decision(leader(i), 1), "leader replica " + i + " committed");
+            assertEquals(CertType.COMMIT, leader(i).decisionCertificate(1).type());
+            assertEquals(1, leader(i).appliedSeq());
+        }
+        assertNull(h.coord.lcp(m.nextBatchId()).orElse(null), "nothing needed an LCP: nothing was aborted");
+        assertTrue(nw.lastMountAborts().isEmpty());
+    }
+
+    /**
+     * Review rv20-1, hostile: a BatchInfo record on a leader replica's disk is the disk's word, not the client's. In
+     * the case above, one restarted leader replica's record is forged (the BatchInfo widened to one more seq under
+     * the client's signature): it is refused at the reload, its COMMIT proves itself without it, and it never
+     * reaches the mount. The other restarted leader replica's genuine record still gets the mount through.
+     */
+    @Test
+    void aForgedBatchInfoRecordIsRefusedAtTheRestartAndTheGenuineOneOfAnotherLeaderStillMounts() {
+        NodeId l = leaderReplicaLosesItsQueuedCommit();
+        NodeId forgedAt = h.configs.get(0).replicas().get(0);
+        restartTheOtherTwoLeaderReplicas(l, forgedAt);
+        assertEquals(1, h.replicas.get(forgedAt).batchInfosRefusedAtReload());
+        assertTrue(h.replicas.get(forgedAt).lastReloadedBatchInfoRefusal().contains("not signed by the client"),
+                h.replicas.get(forgedAt).lastReloadedBatchInfoRefusal());
+        assertEquals(0, h.replicas.get(forgedAt).batchInfosReloaded());
+        VolumeClient nw = newWriterWithRecovery();
+        ReplicaMount.Outcome o = mount(nw, 9);
+        var m = assertInstanceOf(ReplicaMount.Outcome.Mounted.class, o, String.valueOf(o));
+        assertEquals(1, m.seq());
+        boolean first = true;
+        for (Envelope e : h.sent) {
+            if (e.from().equals(forgedAt) && e.m() instanceof Message.RecoveryState s && !s.commitProofs().isEmpty()) {
+                // its first report proves the COMMIT without a BatchInfo; later ones with the genuine one, once the
+                // mount re-sent it (a COMMIT reloaded from the disk takes it back then, review rv19-2)
+                for (Message.CommitProof p : s.commitProofs()) {
+                    assertTrue(first ? p.info() == null : p.info() == null || p.info().lastSeq() == 1,
+                            "the forged BatchInfo is never reported: " + p.info());
+                }
+                first = false;
+            }
+            if (e.m() instanceof Message.RecoveryBatchInfo r) {
+                assertEquals(1, r.info().lastSeq(), "only the genuine BatchInfo is re-sent");
+            }
+        }
+        assertEquals(1, h.replicas.get(l).recoveryBatchInfosTaken());
+        assertEquals(0, h.replicas.get(l).recoveryBatchInfosRefused(), h.replicas.get(l).lastRecoveryBatchInfoRefusal());
+    }
+
+    /**
+     * Restarts the two leader replicas of region 0 other than {@code l} (their COMMIT of batch 1 reloaded from their
+     * disks); on {@code forgedAt}'s disk the BatchInfo record is first replaced by a forged one (one more seq, the
+     * client's signature of the genuine one).
+     */
+    void restartTheOtherTwoLeaderReplicas(NodeId l, NodeId forgedAt) {
+        for (int i = 0; i < 3; i++) {
+            NodeId n = h.configs.get(0).replicas().get(i);
+            if (!n.equals(l)) {
+                assertEquals(CertType.TENTATIVE_COMMIT, l0Decision(h.replicas.get(n), 1), "leader " + i + " committed");
+                if (n.equals(forgedAt)) {
+                    h.disks.get(n).rewriteDecisionRecords(0, b -> {
+                        if (!io.salus.core.protocol.replica.BatchInfoRecord.is(b)) {
+                            return b;
+                        }
+                        BatchInfo g = io.salus.core.protocol.replica.BatchInfoRecord.decode(b);
+                        return io.salus.core.protocol.replica.BatchInfoRecord.encode(new BatchInfo(g.volume(),
+                                g.batchId(), g.firstSeq(), g.lastSeq() + 1, g.participants(), g.prevBatchId(),
+                                g.prevLeaderRegion(), g.epoch(), g.clientSig()));
+                    });
+                }
+                h.start(h.configs.get(0), n); // restarted: its COMMIT reloaded from its disk, with its BatchInfo
+            }
+        }
     }
 
     /**

@@ -317,13 +317,14 @@ class PipelinedCommitTest {
 
         /**
          * Task tput19: a decision this replica signed as a batch-leader replica, made durable against a machine crash
-         * ({@link InMemoryReplicaDisk#recordDecision}: hsync) before {@code then}. Held apart from the other records
-         * while {@link #holdLeaderDecisions} is set (released with {@link #releaseLeaderDecisions}), in order with
-         * them otherwise.
+         * ({@link InMemoryReplicaDisk#recordLeaderDecision}: hsync, with a COMMIT's BatchInfo) before {@code then}.
+         * Held apart from the other records while {@link #holdLeaderDecisions} is set (released with
+         * {@link #releaseLeaderDecisions}), in order with them otherwise.
          */
-        public void recordLeaderDecision(long generation, Certificate decision, Runnable then) {
+        public void recordLeaderDecision(long generation, Certificate decision,
+                                         io.salus.core.protocol.message.BatchInfo info, Runnable then) {
             Runnable r = () -> {
-                disk.recordDecision(generation, decision);
+                disk.recordLeaderDecision(generation, decision, info);
                 then.run();
             };
             leaderDecisions.add(decision);

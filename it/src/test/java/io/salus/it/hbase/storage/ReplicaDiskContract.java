@@ -218,6 +218,37 @@ abstract class ReplicaDiskContract {
         assertEquals(want, ids(reopen(d).decisions(1)));
     }
 
+    static io.salus.core.protocol.message.BatchInfo info(long batchId) {
+        NodeKeys c = NodeKeys.deterministic(SignatureScheme.HMAC_SHA256, NodeId.of("client"), 7);
+        var i = new io.salus.core.protocol.message.BatchInfo("vol", batchId, batchId, batchId, List.of(0, 1), -1, -1,
+                3, null);
+        return i.withSignature(c.signer().sign(i.signedBytes()));
+    }
+
+    /**
+     * Review rv20-1: a leader decision recorded with its client-signed BatchInfo comes back with it, byte for byte,
+     * across reopen; one recorded without (an ABORT, or a record written before rv20-1 with recordDecision) loads as
+     * before; the decisions themselves are unchanged; compaction keeps a BatchInfo exactly while it keeps its COMMIT.
+     */
+    @Test
+    void leaderDecisionsKeepTheirBatchInfoAcrossReopenAndCompaction() throws Exception {
+        ReplicaDisk d = fresh();
+        assertEquals(List.of(), d.decisionBatchInfos(1));
+        d.recordDecision(1, decision(1, true)); // as before rv20-1: no BatchInfo
+        d.recordLeaderDecisions(1, List.of(decision(2, true), decision(3, false), decision(4, true)),
+                java.util.Arrays.asList(info(2), null, info(4)));
+        d.recordLeaderDecision(1, decision(5, true), info(5));
+        d = reopen(d);
+        assertEquals(List.of(1L, 2L, 3L, 4L, 5L), ids(d.decisions(1)), "the decisions, as without BatchInfos");
+        assertEquals(List.of(info(2), info(4), info(5)), d.decisionBatchInfos(1));
+        assertArrayEquals(info(4).clientSig(), d.decisionBatchInfos(1).get(1).clientSig());
+        assertEquals(List.of(), d.decisionBatchInfos(2), "per generation");
+        d.compactDecisions(1, c -> c.statement(Statement.Decision.class).batchId() != 4);
+        d = reopen(d);
+        assertEquals(List.of(1L, 2L, 3L, 5L), ids(d.decisions(1)));
+        assertEquals(List.of(info(2), info(5)), d.decisionBatchInfos(1), "collected with its COMMIT");
+    }
+
     static List<Long> ids(List<Certificate> l) {
         return l.stream().map(c -> c.statement(Statement.Decision.class).batchId()).toList();
     }

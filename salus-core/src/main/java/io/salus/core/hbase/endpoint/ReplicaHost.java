@@ -81,11 +81,14 @@ public final class ReplicaHost {
 
     /**
      * A log entry ({@code decision == null}), a commit mark, or ({@code sync}) a sync of everything before it for the
-     * {@link #diskWriter}; a decision with {@code sync} is a leader replica's own decision, written as a commit mark
-     * and then synced (hsync) with its group.
+     * {@link #diskWriter}; a decision with {@code sync} is a leader replica's own decision, written with the
+     * BatchInfo of a COMMIT ({@code info}, review rv20-1) and synced (hsync) with its group.
      */
     private record DiskRecord(long generation, long index, byte[] entry, Certificate decision, boolean sync,
-                              Runnable then) {
+                              Runnable then, io.salus.core.protocol.message.BatchInfo info) {
+        DiskRecord(long generation, long index, byte[] entry, Certificate decision, boolean sync, Runnable then) {
+            this(generation, index, entry, decision, sync, then, null);
+        }
     }
 
     /** Set by {@link #close}: checkpoint writes queued behind the one in progress are not started. */
@@ -377,8 +380,9 @@ public final class ReplicaHost {
             }
 
             @Override
-            public void recordLeaderDecision(long generation, Certificate decision, Runnable then) {
-                queueDiskRecord(new DiskRecord(generation, -1, null, decision, true, then));
+            public void recordLeaderDecision(long generation, Certificate decision,
+                                             io.salus.core.protocol.message.BatchInfo info, Runnable then) {
+                queueDiskRecord(new DiskRecord(generation, -1, null, decision, true, then, info));
             }
 
             @Override
@@ -490,7 +494,7 @@ public final class ReplicaHost {
      * On the disk writer: every record queued so far, the log entries with one {@link ReplicaDisk#appendAll} and the
      * commit marks with one {@link ReplicaDisk#recordCommitMarks} (one hflush each on HDFS), then, if a FLUSH asked for
      * it, one {@link ReplicaDisk#sync} (hsync of each file); a leader replica's own decisions (task tput19) with one
-     * {@link ReplicaDisk#recordDecisions} after the marks (hsync of the decision records, as
+     * {@link ReplicaDisk#recordLeaderDecisions} after the marks (hsync of the decision records, as
      * {@link ReplicaDisk#recordDecision} on the loop before), then their continuations on the loop in queue
      * order. Each queued record schedules this once; a run that finds the queue empty (an earlier
      * run took its record) does nothing.
@@ -512,10 +516,13 @@ public final class ReplicaHost {
             Map<Long, List<Certificate>> marks = new LinkedHashMap<>();
             java.util.Set<Long> syncs = new java.util.LinkedHashSet<>();
             Map<Long, List<Certificate>> leaderDecisions = new LinkedHashMap<>();
+            Map<Long, List<io.salus.core.protocol.message.BatchInfo>> leaderInfos = new LinkedHashMap<>();
             for (DiskRecord r : group) {
                 if (r.sync() && r.decision() != null) {
-                    // a leader replica's own decision (task tput19): after the group's marks, one hsync for all
+                    // a leader replica's own decision (task tput19): after the group's marks, one hsync for all; a
+                    // COMMIT with its BatchInfo (review rv20-1)
                     leaderDecisions.computeIfAbsent(r.generation(), g -> new ArrayList<>()).add(r.decision());
+                    leaderInfos.computeIfAbsent(r.generation(), g -> new ArrayList<>()).add(r.info());
                 } else if (r.sync()) {
                     syncs.add(r.generation());
                 } else if (r.decision() == null) {
@@ -535,7 +542,7 @@ public final class ReplicaHost {
             // ReplicaDisk.recordDecision made them on the loop before (one hsync of the decision records for the
             // group's decisions, covering the marks hflushed before them; the log itself is not hsynced)
             for (Map.Entry<Long, List<Certificate>> e : leaderDecisions.entrySet()) {
-                disk.recordDecisions(e.getKey(), e.getValue());
+                disk.recordLeaderDecisions(e.getKey(), e.getValue(), leaderInfos.get(e.getKey()));
                 diskDecisionSyncs.incrementAndGet();
             }
             // a client's FLUSH: everything written so far (this group's records too) made durable against a machine
@@ -665,6 +672,18 @@ public final class ReplicaHost {
         @Override
         public void recordCommitMarks(long generation, List<Certificate> marks) {
             reporting(() -> d.recordCommitMarks(generation, marks));
+        }
+
+        @Override
+        public void recordLeaderDecisions(long generation, List<Certificate> decisions,
+                                          List<io.salus.core.protocol.message.BatchInfo> infos) {
+            reporting(() -> d.recordLeaderDecisions(generation, decisions, infos));
+        }
+
+        @Override
+        public void recordLeaderDecision(long generation, Certificate decision,
+                                         io.salus.core.protocol.message.BatchInfo info) {
+            reporting(() -> d.recordLeaderDecision(generation, decision, info));
         }
 
         @Override

@@ -225,25 +225,30 @@ public final class HRegionStore implements RegionStore {
         return out;
     }
 
+    /**
+     * The blocks applied since they were last made durable. The values are the store's own copies, one per apply and
+     * never modified (not to be modified by the caller either): {@link #markDurable(Map)} tells by them which apply
+     * a checkpoint wrote.
+     */
     @Override
     public synchronized Map<Long, byte[]> dirty() {
-        Map<Long, byte[]> m = new TreeMap<>();
-        dirty.forEach((k, v) -> m.put(k, v.clone()));
-        return m;
+        return new TreeMap<>(dirty);
     }
 
     /**
-     * Flushes the region (its puts skip the WAL) and forgets the blocks of {@code written} that were not changed
-     * since (compared by content). The flush runs outside this store's lock: the event loop keeps applying while a
-     * checkpoint writer thread flushes; what it applies stays dirty for the next checkpoint.
+     * Flushes the region (its puts skip the WAL) and forgets the blocks of {@code written} (a {@link #dirty()} taken
+     * earlier) that were not applied again since: compared by the apply's copy, not by content (review rvw21-2: a
+     * block written A, B, then A again while the checkpoints that took A and B were being written was forgotten when
+     * the one with A completed, and the checkpoint files then composed B). The flush runs outside this store's lock:
+     * the event loop keeps applying while a checkpoint writer thread flushes; what it applies stays dirty for the
+     * next checkpoint.
      */
     @Override
     public void markDurable(Map<Long, byte[]> written) {
         flushRegion();
         synchronized (this) {
             written.forEach((k, v) -> {
-                byte[] now = dirty.get(k);
-                if (now != null && java.util.Arrays.equals(now, v)) {
+                if (dirty.get(k) == v) {
                     dirty.remove(k);
                 }
             });

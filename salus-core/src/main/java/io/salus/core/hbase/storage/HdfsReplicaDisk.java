@@ -2,6 +2,8 @@ package io.salus.core.hbase.storage;
 
 import io.salus.core.cert.Certificate;
 import io.salus.core.merkle.VolumeRootRecord;
+import io.salus.core.protocol.message.BatchInfo;
+import io.salus.core.protocol.replica.BatchInfoRecord;
 import io.salus.core.protocol.replica.RegionSnapshot;
 import io.salus.core.protocol.replica.ReplicaDisk;
 import java.io.ByteArrayOutputStream;
@@ -52,7 +54,9 @@ import org.apache.hadoop.hdfs.client.HdfsDataOutputStream;
  * replaces an earlier one (last writer wins, as in {@code InMemoryReplicaDisk}).</li>
  * <li>{@code log/g<gen>/prefix}: the highest index garbage-collected (entries at or below it are gone,
  * even those still in a kept segment).</li>
- * <li>{@code decisions/g<gen>/seg-<n>.log}: decision certificates, one frame each.</li>
+ * <li>{@code decisions/g<gen>/seg-<n>.log}: decision certificates, one frame each; after a TENTATIVE_COMMIT this
+ * replica signed as a batch-leader replica, the client-signed BatchInfo it was signed on, a frame of its own
+ * ({@link BatchInfoRecord}, review rv20-1; a build before it skips that frame as one that does not decode).</li>
  * <li>{@code state/g<gen>/whole.<through>} and {@code delta.<through>}: snapshots and incremental
  * checkpoints, one frame per file, written to a temporary name, hsynced and renamed.</li>
  * </ul>
@@ -261,6 +265,31 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
         decisions(generation, true).appendAll(null, encoded(marks), false);
     }
 
+    /**
+     * Review rv20-1: the leader decisions and, after each TENTATIVE_COMMIT, its BatchInfo ({@link BatchInfoRecord}),
+     * numbered under the log's lock as {@link #recordDecision}'s, one hsync for all.
+     */
+    @Override
+    public void recordLeaderDecisions(long generation, List<Certificate> decisions, List<BatchInfo> infos) {
+        if (infos.size() != decisions.size()) {
+            throw new IllegalArgumentException(decisions.size() + " decisions, " + infos.size() + " BatchInfos");
+        }
+        List<byte[]> records = new ArrayList<>(decisions.size() * 2);
+        for (int i = 0; i < decisions.size(); i++) {
+            records.add(decisions.get(i).encode());
+            if (infos.get(i) != null) {
+                records.add(BatchInfoRecord.encode(infos.get(i)));
+            }
+        }
+        decisions(generation, true).appendAll(null, records, true);
+    }
+
+    /** The BatchInfo records among the decision records, as stored (not verified); damaged ones are skipped. */
+    @Override
+    public List<BatchInfo> decisionBatchInfos(long generation) {
+        return BatchInfoRecord.batchInfos(decisions(generation, true).readAll());
+    }
+
     private static List<byte[]> encoded(List<Certificate> decisions) {
         List<byte[]> encoded = new ArrayList<>(decisions.size());
         for (Certificate d : decisions) {
@@ -275,6 +304,9 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
         FramedLog d = decisions(generation, true);
         List<Certificate> out = new ArrayList<>();
         for (byte[] b : d.readAll()) { // (after a compaction the numbers start far above 0: never loop over them)
+            if (BatchInfoRecord.is(b)) {
+                continue; // a leader decision's BatchInfo (decisionBatchInfos), not a decision
+            }
             try {
                 out.add(Certificate.decode(b));
             } catch (RuntimeException e) {
@@ -292,13 +324,9 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
      */
     @Override
     public void compactDecisions(long generation, java.util.function.Predicate<Certificate> keep) {
-        decisions(generation, true).compact(b -> {
-            try {
-                return keep.test(Certificate.decode(b));
-            } catch (RuntimeException e) {
-                return false; // proves nothing (decisions() skips it too)
-            }
-        });
+        // a record that does not decode proves nothing (decisions() skips it too): dropped; a BatchInfo goes with its
+        // TENTATIVE_COMMIT
+        decisions(generation, true).compact(records -> BatchInfoRecord.select(records, keep));
     }
 
     /** The files of the generation's decision records, oldest first (tests and GC accounting). */
@@ -1019,8 +1047,11 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
             }
         }
 
-        /** Keeps only the records {@code keep} accepts: written to a new segment first, then the old ones deleted. */
-        void compact(java.util.function.Predicate<byte[]> keep) {
+        /**
+         * Keeps only the records {@code keep} selects (given all of them in order, it says for each whether it is
+         * kept): written to a new segment first, then the old ones deleted.
+         */
+        void compact(java.util.function.Function<List<byte[]>, boolean[]> keep) {
             try {
                 synchronized (this) {
                     if (inFlight > 0) {
@@ -1032,9 +1063,10 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
                         return;
                     }
                     List<byte[]> kept = new ArrayList<>();
-                    for (byte[] b : all) {
-                        if (keep.test(b)) {
-                            kept.add(b);
+                    boolean[] keeps = keep.apply(all);
+                    for (int i = 0; i < all.size(); i++) {
+                        if (keeps[i]) {
+                            kept.add(all.get(i));
                         }
                     }
                     if (kept.size() == all.size()) {

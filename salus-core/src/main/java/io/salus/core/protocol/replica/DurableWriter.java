@@ -30,15 +30,14 @@ public interface DurableWriter {
 
     /**
      * A decision this replica signed as a batch-leader replica (TENTATIVE_COMMIT/ABORT, task tput19): written as
-     * {@link ReplicaDisk#recordDecision} writes it, durable against a machine crash (hsync: a leader replica never
-     * signs two different decisions for a batch, also across a restart of its machine), then {@code then} on the
-     * loop, in submission order with the other records. The replica sends the decision to nobody before {@code then}.
-     * By default the record as a commit mark followed by a {@link #sync}.
+     * {@link ReplicaDisk#recordLeaderDecision} writes it, with the client-signed BatchInfo of a COMMIT ({@code info};
+     * null for none: review rv20-1), durable against a machine crash (hsync: a leader replica never signs two
+     * different decisions for a batch, also across a restart of its machine), then {@code then} on the loop, in
+     * submission order with the other records. The replica sends the decision to nobody before {@code then}. No
+     * default: a writer that dropped the BatchInfo would bring back rv20-1's stall silently.
      */
-    default void recordLeaderDecision(long generation, Certificate decision, Runnable then) {
-        recordDecision(generation, decision, () -> { });
-        sync(generation, then);
-    }
+    void recordLeaderDecision(long generation, Certificate decision, io.salus.core.protocol.message.BatchInfo info,
+                              Runnable then);
 
     /**
      * Once every record submitted before this call is written: {@link ReplicaDisk#sync} (hsync), then {@code then} on

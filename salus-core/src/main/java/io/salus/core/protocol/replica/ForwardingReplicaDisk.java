@@ -66,6 +66,23 @@ public abstract class ForwardingReplicaDisk implements ReplicaDisk {
     }
 
     @Override
+    public void recordLeaderDecisions(long generation, List<Certificate> decisions,
+                                      List<io.salus.core.protocol.message.BatchInfo> infos) {
+        d.recordLeaderDecisions(generation, decisions, infos);
+    }
+
+    @Override
+    public void recordLeaderDecision(long generation, Certificate decision,
+                                     io.salus.core.protocol.message.BatchInfo info) {
+        d.recordLeaderDecision(generation, decision, info);
+    }
+
+    @Override
+    public List<io.salus.core.protocol.message.BatchInfo> decisionBatchInfos(long generation) {
+        return d.decisionBatchInfos(generation);
+    }
+
+    @Override
     public void recordCommitMarks(long generation, List<Certificate> marks) {
         d.recordCommitMarks(generation, marks);
     }

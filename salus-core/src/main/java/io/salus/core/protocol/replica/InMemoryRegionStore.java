@@ -38,7 +38,7 @@ public final class InMemoryRegionStore implements RegionStore {
     public void apply(long localBlock, byte[] data) {
         synchronized (dirty) {
             leavesOnly.remove(localBlock);
-            blocks.put(localBlock, data);
+            blocks.put(localBlock, data.clone()); // one copy per apply: markDurable(Map) tells applies apart by it
             dirty.add(localBlock);
         }
         tree.putBlock(localBlock, data);
@@ -111,7 +111,8 @@ public final class InMemoryRegionStore implements RegionStore {
     public void markDurable(Map<Long, byte[]> written) {
         synchronized (dirty) {
             written.forEach((k, v) -> {
-                if (java.util.Arrays.equals(blocks.get(k), v)) {
+                // by the apply's copy, not by content: A, B, A again must stay dirty (review rvw21-2)
+                if (blocks.get(k) == v) {
                     dirty.remove(k);
                 }
             });

@@ -21,11 +21,35 @@ public class InMemoryReplicaDisk implements ReplicaDisk {
         decisionRecords.computeIfAbsent(generation, g -> new ArrayList<>()).add(decision.encode());
     }
 
+    /** Review rv20-1: each decision, and after a TENTATIVE_COMMIT its BatchInfo as a {@link BatchInfoRecord}. */
+    @Override
+    public synchronized void recordLeaderDecisions(long generation, List<Certificate> decisions,
+                                                   List<io.salus.core.protocol.message.BatchInfo> infos) {
+        if (infos.size() != decisions.size()) {
+            throw new IllegalArgumentException(decisions.size() + " decisions, " + infos.size() + " BatchInfos");
+        }
+        List<byte[]> l = decisionRecords.computeIfAbsent(generation, g -> new ArrayList<>());
+        for (int i = 0; i < decisions.size(); i++) {
+            l.add(decisions.get(i).encode());
+            if (infos.get(i) != null) {
+                l.add(BatchInfoRecord.encode(infos.get(i)));
+            }
+        }
+    }
+
+    @Override
+    public synchronized List<io.salus.core.protocol.message.BatchInfo> decisionBatchInfos(long generation) {
+        return BatchInfoRecord.batchInfos(decisionRecords.getOrDefault(generation, List.of()));
+    }
+
     /** Decodes what was stored; an unreadable record (corrupted file) is skipped, not trusted. */
     @Override
     public synchronized List<Certificate> decisions(long generation) {
         List<Certificate> out = new ArrayList<>();
         for (byte[] b : decisionRecords.getOrDefault(generation, List.of())) {
+            if (BatchInfoRecord.is(b)) {
+                continue; // a leader decision's BatchInfo (decisionBatchInfos), not a decision
+            }
             try {
                 out.add(Certificate.decode(b));
             } catch (RuntimeException e) {
@@ -172,18 +196,47 @@ public class InMemoryReplicaDisk implements ReplicaDisk {
     }
 
     @Override
-    public void compactDecisions(long generation, java.util.function.Predicate<Certificate> keep) {
+    public synchronized void compactDecisions(long generation, java.util.function.Predicate<Certificate> keep) {
         List<byte[]> l = decisionRecords.get(generation);
         if (l == null) {
             return;
         }
-        l.removeIf(b -> {
-            try {
-                return !keep.test(Certificate.decode(b));
-            } catch (RuntimeException e) {
-                return true; // proves nothing (decisions() skips it too)
+        boolean[] kept = BatchInfoRecord.select(l, keep); // (a record that does not decode proves nothing: dropped)
+        List<byte[]> out = new ArrayList<>();
+        for (int i = 0; i < l.size(); i++) {
+            if (kept[i]) {
+                out.add(l.get(i));
             }
-        });
+        }
+        l.clear();
+        l.addAll(out);
+    }
+
+    /** The stored decision records of the generation, raw, in order (tests: the record format). */
+    public synchronized List<byte[]> decisionRecordBytes(long generation) {
+        List<byte[]> out = new ArrayList<>();
+        decisionRecords.getOrDefault(generation, List.of()).forEach(b -> out.add(b.clone()));
+        return out;
+    }
+
+    /**
+     * Fault injection: replaces each stored decision record of the generation by {@code f}'s result, dropping it if
+     * that is null (a damaged or faulty disk: a forged {@link BatchInfoRecord}, a record written before one existed).
+     */
+    public synchronized void rewriteDecisionRecords(long generation, java.util.function.UnaryOperator<byte[]> f) {
+        List<byte[]> l = decisionRecords.get(generation);
+        if (l == null) {
+            return;
+        }
+        List<byte[]> out = new ArrayList<>();
+        for (byte[] b : l) {
+            byte[] r = f.apply(b.clone());
+            if (r != null) {
+                out.add(r);
+            }
+        }
+        l.clear();
+        l.addAll(out);
     }
 
     /** Checkpoint files (whole snapshots and deltas) held for the generation (tests: GC keeps them bounded). */

@@ -328,7 +328,68 @@ public final class RegionReplica {
                 }
             }
         }
+        reloadCommittedBatchInfos();
         tryCommit(); // re-apply the entries whose decision marks survived the restart
+    }
+
+    /** BatchInfos recorded with this replica's COMMITs taken back at its restart, and refused (review rv20-1). */
+    private volatile long batchInfosReloaded;
+    private volatile long batchInfosRefusedAtReload;
+    private volatile String lastReloadedBatchInfoRefusal;
+
+    public long batchInfosReloaded() {
+        return batchInfosReloaded;
+    }
+
+    public long batchInfosRefusedAtReload() {
+        return batchInfosRefusedAtReload;
+    }
+
+    public String lastReloadedBatchInfoRefusal() {
+        return lastReloadedBatchInfoRefusal;
+    }
+
+    /**
+     * Review rv20-1: at a restart, the client-signed BatchInfos recorded with this replica's TENTATIVE_COMMITs come back
+     * with them, so the reloaded COMMIT proves itself to a mount with its BatchInfo (item 6 of "Recovery at mount") and
+     * the mount can re-send it to a leader replica that lost its decision (item 5). Before, the BatchInfo lived only
+     * in memory: after rv19-2's lost queued COMMIT and a restart of the other two leader replicas nobody held it, the
+     * third leader could never decide, no ABORT could form, and every mount waited for ever. A record is the disk's
+     * word only: it is taken only if the client signed it and it is exactly the BatchInfo of a TENTATIVE_COMMIT this
+     * replica signed and reloaded (same volume, batch and seqs, this region among its participants); else it is
+     * refused (counted, the COMMIT loads without it, as one recorded before rv20-1).
+     */
+    private void reloadCommittedBatchInfos() {
+        for (BatchInfo info : disk.decisionBatchInfos(rrs.generation())) {
+            String why = reloadedBatchInfoProblem(info);
+            if (why == null) {
+                batchLeader.rememberCommittedInfo(info.batchId(), info);
+                batchInfosReloaded++;
+            } else {
+                batchInfosRefusedAtReload++;
+                lastReloadedBatchInfoRefusal = "batch " + info.batchId() + ": " + why;
+            }
+        }
+    }
+
+    private String reloadedBatchInfoProblem(BatchInfo info) {
+        if (!info.volume().equals(cfg.volume())) {
+            return "of volume " + info.volume();
+        }
+        if (info.clientSig() == null || !verifier.verify(clientId, info.signedBytes(), info.clientSig())) {
+            return "not signed by the client";
+        }
+        Certificate mine = batchLeader.decision(info.batchId());
+        if (mine == null || mine.type() != CertType.TENTATIVE_COMMIT) {
+            return "no COMMIT of this replica for it on the disk";
+        }
+        Statement.Decision d = mine.statement(Statement.Decision.class);
+        if (d.firstSeq() != info.firstSeq() || d.lastSeq() != info.lastSeq() || !d.leader().equals(regionId)
+                || !info.participants().contains(regionId.index())) {
+            return "not the BatchInfo of its COMMIT (seqs " + d.firstSeq() + ".." + d.lastSeq() + ", BatchInfo "
+                    + info.firstSeq() + ".." + info.lastSeq() + " over regions " + info.participants() + ")";
+        }
+        return null;
     }
 
     /**
@@ -1830,14 +1891,15 @@ public final class RegionReplica {
             batchLeader.startRecording(info.batchId(), t);
             diskWritesPending++;
             final boolean c = commit;
-            diskWriter.recordLeaderDecision(rrs.generation(), t, () -> {
+            diskWriter.recordLeaderDecision(rrs.generation(), t, commit ? info : null, () -> {
                 diskWritesPending--;
                 LatencyTrace.took("diskLeaderDecisionOffLoop", t0);
                 decided(info, t, c);
             });
             return;
         }
-        disk.recordDecision(rrs.generation(), t); // durable before it is sent: a restart cannot flip it
+        // durable before it is sent: a restart cannot flip it; a COMMIT with its BatchInfo (review rv20-1)
+        disk.recordLeaderDecision(rrs.generation(), t, commit ? info : null);
         LatencyTrace.took("diskLeaderDecision", t0);
         decided(info, t, commit);
     }

@@ -53,7 +53,9 @@ public interface RegionStore {
 
     /**
      * The blocks of {@code written} (a {@link #dirty()} taken earlier, now written by a checkpoint) are durable:
-     * forget them from the dirty set unless changed since. May be called from a checkpoint-writer thread while
+     * forget them from the dirty set unless applied again since, whatever the content applied (a block written A, B,
+     * then A again is still dirty after the checkpoint that took the first A: the one that took B was written after
+     * it; review rvw21-2). May be called from a checkpoint-writer thread while
      * the event loop applies later writes (which stay dirty). Default: {@link #markDurable()}, right for a store
      * to which nothing is applied between {@link #dirty()} and this call (a checkpoint written inline).
      */

@@ -2,6 +2,8 @@ package io.salus.core.protocol.replica;
 
 import io.salus.core.cert.Certificate;
 import io.salus.core.merkle.VolumeRootRecord;
+import io.salus.core.protocol.message.BatchInfo;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Predicate;
@@ -79,6 +81,29 @@ public interface ReplicaDisk {
     }
 
     /**
+     * Review rv20-1: {@link #recordDecisions} of decisions this replica signed as a batch-leader replica, each
+     * TENTATIVE_COMMIT followed by the client-signed BatchInfo it was signed on ({@code infos.get(i)}, null for none:
+     * an ABORT), as a {@link BatchInfoRecord} in the same durable write (hsync). {@link #decisions} does not return
+     * these records, {@link #decisionBatchInfos} does; {@link #compactDecisions} keeps one while it keeps its
+     * TENTATIVE_COMMIT. No default: a disk (or a wrapper of one) that dropped the BatchInfo would bring back the stall
+     * of rv20-1 silently.
+     */
+    void recordLeaderDecisions(long generation, List<Certificate> decisions, List<BatchInfo> infos);
+
+    /** {@link #recordLeaderDecisions} of one decision ({@code info} null: none). */
+    default void recordLeaderDecision(long generation, Certificate decision, BatchInfo info) {
+        recordLeaderDecisions(generation, List.of(decision), Arrays.asList(info));
+    }
+
+    /**
+     * The BatchInfos recorded with leader decisions ({@link #recordLeaderDecisions}) for the generation, in recording
+     * order, as stored: their signatures are not checked here (the replica checks each against the client's key and
+     * its own reloaded TENTATIVE_COMMIT). A record that does not decode is skipped. Empty for decision records written
+     * before rv20-1.
+     */
+    List<BatchInfo> decisionBatchInfos(long generation);
+
+    /**
      * Records the commit/abort marks of the replica's log entries (COMMIT/ABORT certificates), in list order, as
      * {@link #recordDecisions} does, but returns once they survive a crash of the writing process, like
      * {@link #appendAll}; {@link #sync} makes them survive a machine crash. By default {@link #recordDecisions}.
@@ -116,7 +141,8 @@ public interface ReplicaDisk {
      * Rewrites the generation's decision records keeping, in recording order, only those {@code keep} accepts
      * (garbage collection after a CHECKPOINT certificate; the caller decides what is still needed). A crash midway
      * may leave a record both in its old place and in the rewritten one: reloading a decision twice is harmless.
-     * The default keeps everything.
+     * A BatchInfo recorded with a leader decision ({@link #recordLeaderDecisions}) is kept exactly while a kept
+     * TENTATIVE_COMMIT of its volume and batch is ({@link BatchInfoRecord#select}). The default keeps everything.
      */
     default void compactDecisions(long generation, Predicate<Certificate> keep) {
     }
