@@ -110,7 +110,8 @@ class PipelinedCommitTest {
         client = new VolumeClient(cfg, clientId, signers.get(clientId), dir, membership,
                 (to, m) -> send(new Envelope(clientId, to, m)), new ClientListener() {
                     public void putSucceeded(long b, long f, long l, List<Certificate> certs) {
-                        certs.forEach(c -> assertEquals(CertType.PUT_SUCCESS, c.type()));
+                        certs.forEach(c -> assertTrue(c.type() == CertType.PUT_SUCCESS
+                                || c.type() == CertType.COMMIT, "a PUT_SUCCESS or the batch's COMMIT: " + c.type()));
                         acked.add(new long[] {b, f, l});
                     }
 
@@ -249,7 +250,9 @@ class PipelinedCommitTest {
                 }, 4, 1000, 100);
         client.suspectSilentAfter(3);
         NodeId mute = configs.get(0).replicas().get(1);
-        hold = e -> e.from().equals(mute) && e.to().equals(clientId) && e.m() instanceof Message.PutReply;
+        // every reply to the client (its PUT outcome and, as a leader replica, its decision: with the decision the
+        // batch would commit on the other two's COMMIT signatures, see aBatchWhoseReplicaNeverSendsItsOutcome...)
+        hold = e -> e.from().equals(mute) && e.to().equals(clientId);
         assertTrue(client.submit(List.of(new BlockWrite(1, data(5)))) > 0);
         drain();
         for (int t = 1; t <= 2; t++) {
@@ -274,6 +277,78 @@ class PipelinedCommitTest {
         client.tick(7000);
         drain();
         assertEquals(1, acked.size(), "the retransmitted batch commits");
+    }
+
+    /**
+     * Task fix21: a replica that never sends its PUT outcome for a committed batch (a replacement's new incarnation
+     * that caught up from a checkpoint covering the batch drops the retransmitted sub-batch as stale: it cannot name
+     * the entry's log index and digest any more). On a retransmission the client asks the leader replicas for their
+     * decision, and their three TENTATIVE_COMMITs complete the batch. Failed first: the batch waited for ever.
+     */
+    @Test
+    void aBatchWhoseReplicaNeverSendsItsOutcomeCommitsOnItsLeadersCommitAfterARetransmission() {
+        NodeId mute = configs.get(0).replicas().get(2);
+        hold = e -> e.from().equals(mute) && e.to().equals(clientId) && e.m() instanceof Message.PutReply;
+        assertTrue(client.submit(List.of(new BlockWrite(1, data(5)))) > 0);
+        drain();
+        assertTrue(acked.isEmpty(), "two PUT outcomes are not a PUT_SUCCESS");
+        client.tick(1000);
+        drain();
+        assertEquals(1, acked.size(), "acknowledged on the leader region's COMMIT");
+        assertTrue(failed.isEmpty());
+        assertTrue(recoveryReasons.isEmpty());
+        held.clear();
+        hold = e -> false;
+        assertTrue(client.submit(List.of(new BlockWrite(2, data(6)))) > 0);
+        drain();
+        assertEquals(2, acked.size(), "the next batch commits as usual");
+    }
+
+    /**
+     * Task fix21, hostile: decisions that must not complete a batch: two leader replicas' TENTATIVE_COMMITs with a
+     * third from the same replica again, one from a replica of another region, one relayed by another leader replica,
+     * one of another generation, one for other seqs, a TENTATIVE_ABORT, a COMMIT whose third signature is a
+     * non-member's, and a whole COMMIT of the three leader replicas for another generation (stale).
+     */
+    @Test
+    void forgedOrForeignDecisionsDoNotCompleteABatch() {
+        // no replica sends its outcome or decision: only the forged decisions below reach the client
+        hold = e -> e.to().equals(clientId) && (e.m() instanceof Message.PutReply || e.m() instanceof Message.DecisionMsg);
+        long b = client.submit(List.of(new BlockWrite(1, data(5))));
+        assertTrue(b > 0);
+        drain();
+        Envelope binfo = sent.stream().filter(e -> e.m() instanceof Message.BatchInfoMsg).findFirst().orElseThrow();
+        io.salus.core.protocol.message.BatchInfo info = ((Message.BatchInfoMsg) binfo.m()).info();
+        List<NodeId> leaders = configs.get(0).replicas();
+        NodeId other = configs.get(1).replicas().get(0);
+        java.util.function.BiFunction<NodeId, Statement.Decision, Certificate> sign = (n, st) ->
+                Certificate.sign(st.commit() ? CertType.TENTATIVE_COMMIT : CertType.TENTATIVE_ABORT, st, signers.get(n));
+        Statement.Decision good = new Statement.Decision(true, "v", info.batchId(), info.firstSeq(), info.lastSeq(),
+                new RegionId("v", 0), 0);
+        client.receive(leaders.get(0), new Message.DecisionMsg(sign.apply(leaders.get(0), good)));
+        client.receive(leaders.get(1), new Message.DecisionMsg(sign.apply(leaders.get(1), good)));
+        client.receive(leaders.get(1), new Message.DecisionMsg(sign.apply(leaders.get(1), good))); // again
+        client.receive(other, new Message.DecisionMsg(sign.apply(other, good))); // not a leader replica
+        client.receive(leaders.get(0), new Message.DecisionMsg(sign.apply(leaders.get(2), good))); // relayed by another
+        Statement.Decision otherGen = new Statement.Decision(true, "v", info.batchId(), info.firstSeq(),
+                info.lastSeq(), new RegionId("v", 0), 1);
+        client.receive(leaders.get(2), new Message.DecisionMsg(sign.apply(leaders.get(2), otherGen)));
+        Statement.Decision otherSeqs = new Statement.Decision(true, "v", info.batchId(), info.firstSeq(),
+                info.lastSeq() + 1, new RegionId("v", 0), 0);
+        client.receive(leaders.get(2), new Message.DecisionMsg(sign.apply(leaders.get(2), otherSeqs)));
+        Statement.Decision abort = new Statement.Decision(false, "v", info.batchId(), info.firstSeq(), info.lastSeq(),
+                new RegionId("v", 0), 0);
+        client.receive(leaders.get(2), new Message.DecisionMsg(sign.apply(leaders.get(2), abort)));
+        Certificate forgedWhole = Certificate.combine(List.of(sign.apply(leaders.get(0), good),
+                sign.apply(leaders.get(1), good), sign.apply(other, good)));
+        client.receive(leaders.get(0), new Message.DecisionMsg(forgedWhole));
+        Certificate staleWhole = Certificate.combine(List.of(sign.apply(leaders.get(0), otherGen),
+                sign.apply(leaders.get(1), otherGen), sign.apply(leaders.get(2), otherGen)));
+        client.receive(leaders.get(0), new Message.DecisionMsg(staleWhole)); // the leaders' COMMIT of generation 1
+        assertTrue(acked.isEmpty(), "no forged, foreign or partial decision completes the batch: " + acked.size());
+        // the third leader's own TENTATIVE_COMMIT does
+        client.receive(leaders.get(2), new Message.DecisionMsg(sign.apply(leaders.get(2), good)));
+        assertEquals(1, acked.size(), "three leader replicas' COMMIT signatures complete it");
     }
 
     /** A {@link DurableWriter} that holds every record until the test releases it (a slow HDFS). */

@@ -6,7 +6,11 @@ import java.util.List;
 
 /** Completion callbacks of a {@link VolumeClient}. */
 public interface ClientListener {
-    /** Every sub-batch of the batch has a PUT_SUCCESS certificate: the PUTs are durable and committed. */
+    /**
+     * Every sub-batch of the batch has a PUT_SUCCESS certificate, or the batch's leader region's three replicas signed
+     * its COMMIT (asked for on a retransmission): the PUTs are durable and committed. {@code putSuccess} holds each
+     * participant region's PUT_SUCCESS, or the COMMIT certificate for a region whose PUT_SUCCESS was not assembled.
+     */
     void putSucceeded(long batchId, long firstSeq, long lastSeq, List<Certificate> putSuccess);
 
     /**

@@ -2,6 +2,7 @@ package io.salus.core.protocol.client;
 
 import io.salus.core.cert.CertType;
 import io.salus.core.cert.Certificate;
+import io.salus.core.cert.RegionId;
 import io.salus.core.cert.Statement;
 import io.salus.core.crypto.NodeId;
 import io.salus.core.crypto.Signer;
@@ -15,6 +16,7 @@ import io.salus.core.protocol.LatencyTrace;
 import io.salus.core.protocol.Membership;
 import io.salus.core.protocol.Mutation;
 import io.salus.core.protocol.ProtocolConfig;
+import io.salus.core.protocol.RrsConfig;
 import io.salus.core.protocol.Tentatives;
 import io.salus.core.protocol.Transport;
 import io.salus.core.protocol.message.BatchInfo;
@@ -125,6 +127,8 @@ public final class VolumeClient {
         int retries;
         /** Replicas reported silent for this batch ({@link ClientListener#replicasSilent}), for the escalation. */
         final Set<NodeId> reportedSilent = new HashSet<>();
+        /** Valid TENTATIVE_COMMITs of the batch's leader replicas, asked for on a retransmission ({@link #onDecision}). */
+        final List<Certificate> leaderCommits = new ArrayList<>();
     }
 
     private static final class OutGet {
@@ -328,6 +332,8 @@ public final class VolumeClient {
             remount.offer(from, st);
         } else if (m instanceof Message.FlushReply f) {
             onFlushReply(from, f);
+        } else if (m instanceof Message.DecisionMsg d) {
+            onDecision(from, d.tentative());
         }
     }
 
@@ -502,6 +508,7 @@ public final class VolumeClient {
         for (OutBatch ob : outstanding.values()) {
             if (now - ob.sentAt >= retransmitEvery) {
                 send(ob); // retry: no proof of misbehaviour yet
+                askDecision(ob);
                 if (++ob.retries >= retriesBeforeRecovery) {
                     requestRecovery("batch " + ob.info.batchId() + ": no PUT_SUCCESS after " + ob.retries
                             + " retries", silent(ob, false));
@@ -589,16 +596,84 @@ public final class VolumeClient {
             ob.success.put(region, Tentatives.combineIfEnough(matching, need)); // PUT_SUCCESS
         }
         if (ob.success.size() == ob.subs.size()) {
-            outstanding.remove(st.batchId());
-            unflushed.addAll(ob.subs.keySet()); // acknowledged below: the next FLUSH must sync these regions
-            pruneRecentWrites();
-            LatencyTrace.stage(st.batchId(), "done");
-            for (OutBatch o : outstanding.values()) {
-                o.retries = 0; // progress
-            }
-            listener.putSucceeded(st.batchId(), ob.info.firstSeq(), ob.info.lastSeq(),
-                    new ArrayList<>(ob.success.values()));
+            completed(ob);
         }
+    }
+
+    /** Every participant region's PUT_SUCCESS (or the batch's COMMIT) is held: the batch is acknowledged. */
+    private void completed(OutBatch ob) {
+        long id = ob.info.batchId();
+        outstanding.remove(id);
+        unflushed.addAll(ob.subs.keySet()); // acknowledged below: the next FLUSH must sync these regions
+        pruneRecentWrites();
+        LatencyTrace.stage(id, "done");
+        for (OutBatch o : outstanding.values()) {
+            o.retries = 0; // progress
+        }
+        listener.putSucceeded(id, ob.info.firstSeq(), ob.info.lastSeq(), new ArrayList<>(ob.success.values()));
+    }
+
+    /**
+     * On a retransmission: asks the batch's leader replicas for their decision ({@link #onDecision}). A replica that
+     * lost the batch's log entry and caught up from a certified checkpoint that covers it (a replacement's new
+     * incarnation, task fix21) holds the batch's writes but can never sign its TENTATIVE_PUT_SUCCESS again (the
+     * outcome names the entry's log index and digest, which a checkpoint does not keep): it drops the retransmitted
+     * sub-batch as stale, and the batch waited for ever.
+     */
+    private void askDecision(OutBatch ob) {
+        int leader = leaderOf(ob);
+        for (NodeId l : membership.current(leader).replicas()) {
+            net.send(l, new Message.DecisionRequest(leader, ob.info.batchId()));
+        }
+    }
+
+    /**
+     * A leader replica's answer to {@link #askDecision}: a TENTATIVE_COMMIT it signed (or a whole COMMIT). Three
+     * matching ones from the leader region's replicas are the batch's COMMIT certificate, which completes the batch
+     * like a PUT_SUCCESS from every participant region: an honest leader replica signs COMMIT only after the YES
+     * votes of all three replicas of every participant region (each sent once its sub-batch was in its log) and
+     * after the previous batch's COMMIT, so the batch's writes are logged by every replica and committed in order,
+     * which is what a PUT_SUCCESS says. Nothing else is taken: an ABORT still fails the batch only through PUT_FAILED.
+     */
+    private void onDecision(NodeId from, Certificate c) {
+        if (c.type() != CertType.TENTATIVE_COMMIT && c.type() != CertType.COMMIT) {
+            return;
+        }
+        Statement.Decision st = c.statement(Statement.Decision.class);
+        OutBatch ob = outstanding.get(st.batchId());
+        if (ob == null) {
+            return;
+        }
+        int leader = leaderOf(ob);
+        RrsConfig lr = membership.current(leader);
+        if (!st.commit() || !st.volume().equals(cfg.volume()) || !st.leader().equals(new RegionId(cfg.volume(), leader))
+                || st.generation() != lr.generation() || st.firstSeq() != ob.info.firstSeq()
+                || st.lastSeq() != ob.info.lastSeq() || !c.verify(verifier, lr.replicaSet())) {
+            return;
+        }
+        Certificate commit;
+        if (c.type() == CertType.COMMIT) {
+            commit = c;
+        } else {
+            if (!c.signatures().get(0).signer().equals(from)) {
+                return;
+            }
+            for (Certificate held : ob.leaderCommits) {
+                if (held.signatures().get(0).signer().equals(from)) {
+                    return; // a duplicate (or a second statement of one replica: only the first counts)
+                }
+            }
+            ob.leaderCommits.add(c);
+            List<Certificate> matching = Tentatives.matching(ob.leaderCommits, c);
+            if (matching.size() < Tentatives.UNANIMOUS) {
+                return;
+            }
+            commit = Tentatives.combineIfEnough(matching, Tentatives.UNANIMOUS);
+        }
+        for (Integer region : ob.subs.keySet()) {
+            ob.success.putIfAbsent(region, commit);
+        }
+        completed(ob);
     }
 
     /**
