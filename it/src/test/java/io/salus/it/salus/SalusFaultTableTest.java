@@ -703,7 +703,9 @@ class SalusFaultTableTest {
       if (v instanceof SalusVolume sv) {
         notes.append("The volume asked the master for ").append(sv.counters().get("replacementsAsked"))
             .append(" RRS replacement(s), ").append(sv.counters().get("replacementsDone")).append(" done; last: ")
-            .append(String.valueOf(sv.lastReplacement()).replaceAll("\\s+", " ")).append(". ");
+            .append(String.valueOf(sv.lastReplacement()).replaceAll("\\s+", " ")).append(". ")
+            .append(sv.counters().get("batchesOnLeaderCommit")).append(" batch(es) acknowledged on their leader ")
+            .append("region's COMMIT (a PUT outcome withheld, or a new replica that caught up past the batch). ");
       }
     }
 

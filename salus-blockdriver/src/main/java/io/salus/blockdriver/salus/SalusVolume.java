@@ -158,6 +158,8 @@ public final class SalusVolume implements Volume {
   private volatile long replaceSilentAfterMs = DEFAULT_REPLACE_SILENT_AFTER_MS;
   private final java.util.concurrent.atomic.AtomicLong replacementsAsked = new java.util.concurrent.atomic.AtomicLong();
   private final java.util.concurrent.atomic.AtomicLong replacementsDone = new java.util.concurrent.atomic.AtomicLong();
+  /** Batches acknowledged on their leader region's COMMIT because some region's PUT_SUCCESS never formed. */
+  private final java.util.concurrent.atomic.AtomicLong batchesOnLeaderCommit = new java.util.concurrent.atomic.AtomicLong();
   private volatile String lastReplacement;
   /** Test seam: keep sending after the lease is lost, as a writer that missed its lease loss would. */
   private volatile boolean ignoreLeaseLoss;
@@ -465,8 +467,9 @@ public final class SalusVolume implements Volume {
 
   /**
    * The client's link counters (tests, metrics), plus group commit's: {@code batches} submitted, {@code batchedWrites}
-   * (queued writes, or 64-block parts of larger ones, that went into them) and {@code batchedBlocks} (distinct blocks
-   * sent).
+   * (queued writes, or 64-block parts of larger ones, that went into them), {@code batchedBlocks} (distinct blocks
+   * sent), the RRS replacements asked and done, and {@code batchesOnLeaderCommit} (batches acknowledged on their
+   * leader region's COMMIT, asked for on a retransmission, because a region's PUT_SUCCESS did not form).
    */
   public Map<String, Long> counters() {
     Map<String, Long> m = new java.util.TreeMap<>(runner.counters());
@@ -475,6 +478,7 @@ public final class SalusVolume implements Volume {
     m.put("batchedBlocks", blocksSubmitted);
     m.put("replacementsAsked", replacementsAsked.get());
     m.put("replacementsDone", replacementsDone.get());
+    m.put("batchesOnLeaderCommit", batchesOnLeaderCommit.get());
     return m;
   }
 
@@ -786,6 +790,9 @@ public final class SalusVolume implements Volume {
   private final class Listener implements ClientListener {
     @Override
     public void putSucceeded(long batchId, long firstSeq, long lastSeq, List<Certificate> putSuccess) {
+      if (putSuccess.stream().anyMatch(c -> c.type() == io.salus.core.cert.CertType.COMMIT)) {
+        batchesOnLeaderCommit.incrementAndGet(); // a region's PUT_SUCCESS never came (e.g. a replaced replica)
+      }
       List<CompletableFuture<Void>> fs = puts.remove(batchId);
       if (fs != null) {
         fs.forEach(f -> f.complete(null));
