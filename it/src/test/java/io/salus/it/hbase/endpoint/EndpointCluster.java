@@ -276,7 +276,10 @@ final class EndpointCluster implements AutoCloseable {
                 new ClientListener() {
                     @Override
                     public void putSucceeded(long batchId, long firstSeq, long lastSeq, List<Certificate> certs) {
-                        certs.forEach(c -> assertEquals(CertType.PUT_SUCCESS, c.type()));
+                        // each region's PUT_SUCCESS, or the batch's COMMIT where a region's did not form (asked for on a
+                        // retransmission, task fix21); an assertion failing here ran on the client's loop and stalled it
+                        certs.forEach(c -> assertTrue(c.type() == CertType.PUT_SUCCESS || c.type() == CertType.COMMIT,
+                                "a PUT_SUCCESS or the batch's COMMIT: " + c.type()));
                         acked.add(batchId);
                     }
 
