@@ -11,6 +11,7 @@ import collections, re, subprocess, sys
 CATEGORIES = [
     ("tardis expand (generate/decompress)", r"io\.exalt\.tardis\.TardisFormat\.expand"),
     ("tardis compress+verify", r"io\.exalt\.tardis\.TardisCompressor\."),
+    ("tardis template pages (verify compare, receive copy)", r"io\.exalt\.tardis\.TardisTemplates\."),
     ("agent socket hooks", r"io\.exalt\.agent\.boot\.SocketHooks\."),
     ("agent file hooks", r"io\.exalt\.agent\.boot\.(FileHooks|CompressedFile|ExtentIndex)\."),
     ("CRC (checksum compute/verify)", r"(CRC32C|PureJavaCrc32|DataChecksum\.(verify|calculate|update))"),
@@ -22,6 +23,8 @@ CATEGORIES = [
     ("IPC (Hadoop RPC)", r"org\.apache\.hadoop\.ipc\."),
     ("socket I/O (JDK)", r"sun\.nio\.ch\.(SocketChannelImpl|NioSocketImpl|SocketDispatcher|IOUtil)"),
     ("array copies", r"(System\.arraycopy|Arrays\.copyOf|jdk\.internal\.misc\.Unsafe\.copyMemory)"),
+    ("log4j level checks", r"org\.apache\.log4j\."),
+    ("agent descriptor registry (synchronized maps)", r"(Collections\$SynchronizedMap|WeakHashMap)[\s\S]*io\.exalt\.agent\.boot\.(FileHooks|SocketHooks)\."),
     # by caller (the stack is joined top frame first, so "A[\s\S]*B" means A called, directly or not, by B)
     ("expand in socket receive", r"io\.exalt\.tardis\.TardisFormat\.expand[\s\S]*io\.exalt\.agent\.boot\.SocketHooks\."),
     ("expand in client data generation", r"io\.exalt\.tardis\.TardisFormat\.expand[\s\S]*io\.exalt\.runner\.Workload\."),
