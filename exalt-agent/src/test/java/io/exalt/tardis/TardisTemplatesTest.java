@@ -163,4 +163,28 @@ class TardisTemplatesTest {
             assertArrayEquals(data, got, "trial " + trial);
         }
     }
+
+    @Test
+    void theRunnersWorkloadNeedsOnePagePer64KiBOfItsFileAndStaysInTheBudget() {
+        // the per-core run: 32 MiB files written in 64 KiB packets that start inside a unit; every packet's run is
+        // verified against pages, and the pages of the whole file are 32 MiB / 65,532 B = 513, well inside 1,024
+        int fileLen = 32 << 20;
+        byte[] file = new byte[fileLen];
+        new TardisGenerator(fmt, fileLen).fill(0, file, 0, fileLen);
+        TardisTemplates t = new TardisTemplates(fmt, TardisTemplates.DEFAULT_MAX_PAGES);
+        TardisCompressor tmpl = new TardisCompressor(fmt, TardisCompressor.RunCheck.VERIFY_EVERY_BYTE, t);
+        TardisCompressor word = TardisCompressor.withoutTemplates(fmt);
+        byte[] out = new byte[TardisCompressor.maxEncodedLength(65536)];
+        byte[] out2 = new byte[out.length];
+        for (int round = 0; round < 2; round++) {
+            for (int off = 0; off + 65536 <= fileLen; off += 65536) {
+                int n = tmpl.compressTo(file, off, 65536, out, 0);
+                assertEquals(n, word.compressTo(file, off, 65536, out2, 0));
+                assertTrue(Arrays.equals(out, 0, n, out2, 0, n), "packet at " + off);
+                assertTrue(n < 64, "a packet of clean Tardis data is one run: " + n + " bytes");
+            }
+        }
+        assertEquals((fileLen / UNIT) / TardisTemplates.PAGE_UNITS + 1, t.pagesBuilt());
+        assertTrue(t.pagesBuilt() <= 513);
+    }
 }
