@@ -2,7 +2,7 @@
 """Where an emulated DataNode's cycles go: aggregates JFR CPU samples (jdk.ExecutionSample) of a runner JVM.
 
   EXALT_JAVA_OPTS=-XX:StartFlightRecording=filename=/tmp/x.jfr,settings=profile exalt-agent/exalt hdfs ...
-  python3 docs/benchmarks/exalt-profile.py /tmp/x.jfr [out.csv]
+  python3 docs/benchmarks/exalt-profile.py /tmp/x.jfr [out.csv|-] [skip_seconds]
 
 Prints the top frames and the share of samples whose stack contains each category (a sample counts once per
 category; categories can overlap, e.g. a Tardis expand inside a socket read)."""
@@ -11,6 +11,7 @@ import collections, re, subprocess, sys
 CATEGORIES = [
     ("tardis expand (generate/decompress)", r"io\.exalt\.tardis\.TardisFormat\.expand"),
     ("tardis compress+verify", r"io\.exalt\.tardis\.TardisCompressor\."),
+    ("tardis template pages (verify compare, receive copy)", r"io\.exalt\.tardis\.TardisTemplates\."),
     ("agent socket hooks", r"io\.exalt\.agent\.boot\.SocketHooks\."),
     ("agent file hooks", r"io\.exalt\.agent\.boot\.(FileHooks|CompressedFile|ExtentIndex)\."),
     ("CRC (checksum compute/verify)", r"(CRC32C|PureJavaCrc32|DataChecksum\.(verify|calculate|update))"),
@@ -22,6 +23,8 @@ CATEGORIES = [
     ("IPC (Hadoop RPC)", r"org\.apache\.hadoop\.ipc\."),
     ("socket I/O (JDK)", r"sun\.nio\.ch\.(SocketChannelImpl|NioSocketImpl|SocketDispatcher|IOUtil)"),
     ("array copies", r"(System\.arraycopy|Arrays\.copyOf|jdk\.internal\.misc\.Unsafe\.copyMemory)"),
+    ("log4j level checks", r"org\.apache\.log4j\."),
+    ("agent descriptor registry (synchronized maps)", r"(Collections\$SynchronizedMap|WeakHashMap)[\s\S]*io\.exalt\.agent\.boot\.(FileHooks|SocketHooks)\."),
     # by caller (the stack is joined top frame first, so "A[\s\S]*B" means A called, directly or not, by B)
     ("expand in socket receive", r"io\.exalt\.tardis\.TardisFormat\.expand[\s\S]*io\.exalt\.agent\.boot\.SocketHooks\."),
     ("expand in client data generation", r"io\.exalt\.tardis\.TardisFormat\.expand[\s\S]*io\.exalt\.runner\.Workload\."),
@@ -30,10 +33,21 @@ CATEGORIES = [
 ]
 
 def main():
-    jfr, out = sys.argv[1], (sys.argv[2] if len(sys.argv) > 2 else None)
+    jfr, out = sys.argv[1], (sys.argv[2] if len(sys.argv) > 2 and sys.argv[2] != "-" else None)
+    skip = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
     text = subprocess.run(["jfr", "print", "--events", "jdk.ExecutionSample", "--stack-depth", "64", jfr],
                           capture_output=True, text=True, check=True).stdout
     samples = text.split("jdk.ExecutionSample {")[1:]
+    if skip > 0:
+        # keep samples from `skip` seconds after the first one on: a recording started with the JVM (no delay) avoids the
+        # deoptimisation a recording started later causes ("Jvmti state change invalidated dependencies"), and the
+        # start-up is cut here instead
+        def secs(s):
+            m = re.search(r"startTime = (\d+):(\d+):([\d.]+)", s)
+            return int(m.group(1)) * 3600 + int(m.group(2)) * 60 + float(m.group(3)) if m else None
+        times = [secs(s) for s in samples]
+        t0 = min(t for t in times if t is not None)
+        samples = [s for s, t in zip(samples, times) if t is not None and (t - t0) % 86400 >= skip]
     top = collections.Counter()
     cats = collections.Counter()
     for s in samples:

@@ -82,6 +82,9 @@ final class EmulatedHdfs implements AutoCloseable {
         conf.setBoolean(DFSConfigKeys.DFS_NAMENODE_REDUNDANCY_CONSIDERLOAD_KEY, false);
         conf.setInt("dfs.datanode.fsdatasetcache.max.threads.per.volume", 1);
         conf.setLong(DFSConfigKeys.DFS_DATANODE_SCAN_PERIOD_HOURS_KEY, -1); // volume scanner off
+        // the in-JVM clients reuse their packet buffers (HDFS's own option for many concurrent writers): without it every
+        // 64 KiB packet is a new array, 3/4 of all bytes the runner JVM allocated in the per-core profile (docs/exalt.md)
+        conf.setBoolean("dfs.client.write.byte-array-manager.enabled", true);
         MiniDFSCluster c = new MiniDFSCluster.Builder(conf).numDataNodes(0).storagesPerDatanode(1).build();
         try {
             for (int i = 0; i < datanodes; i++) {

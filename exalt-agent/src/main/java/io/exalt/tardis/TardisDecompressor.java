@@ -153,8 +153,8 @@ public final class TardisDecompressor {
                     continue;
                 }
                 int n = (int) Math.min(len - done, segLen - segDone);
-                if (run) {
-                    format.expand(marker, segDone, dst, off + done, n);
+                if (run) { // from the shared template pages where they serve (same bytes as expand)
+                    format.expandCached(marker, segDone, dst, off + done, n);
                 } else {
                     System.arraycopy(c, dataOff + (int) segDone, dst, off + done, n);
                 }

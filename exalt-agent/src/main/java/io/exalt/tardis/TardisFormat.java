@@ -32,6 +32,8 @@ public final class TardisFormat {
     /** The flag as a native-order (little-endian) word: stored as is, it puts the big-endian flag bytes in memory. */
     private final long flagNative;
     private final byte[] flagBytes;
+    /** Pre-expanded unit pages for the compressor's verify, shared by every thread using this format (built lazily). */
+    private volatile TardisTemplates templates;
 
     public TardisFormat(long flag) {
         this.flag = flag;
@@ -73,6 +75,21 @@ public final class TardisFormat {
 
     public long flag() {
         return flag;
+    }
+
+    /** This format's shared template pages ({@link TardisTemplates}), created on first use. */
+    TardisTemplates templates() {
+        TardisTemplates t = templates;
+        if (t == null) {
+            synchronized (this) {
+                t = templates;
+                if (t == null) {
+                    t = new TardisTemplates(this, TardisTemplates.DEFAULT_MAX_PAGES);
+                    templates = t;
+                }
+            }
+        }
+        return t;
     }
 
     public byte[] flagBytes() {
@@ -153,6 +170,20 @@ public final class TardisFormat {
             partialUnit(marker, 0, dst, p, end - p);
         }
     }
+
+    /**
+     * The same bytes as {@link #expand}, copied from this format's shared template pages when the range is long enough
+     * to pay for it (the agent's socket receive: the copy also brings the pages into cache for the verifies of the same
+     * bytes that follow on a forwarding DataNode). Falls back to {@code expand} when no page can be used.
+     */
+    public void expandCached(long firstMarker, long skip, byte[] dst, int off, int len) {
+        if (len < CACHED_MIN || !templates().copy(firstMarker, skip, dst, off, len)) {
+            expand(firstMarker, skip, dst, off, len);
+        }
+    }
+
+    /** Shorter ranges are expanded directly (a page costs a 64 KiB expand to build; small reads gain nothing). */
+    static final int CACHED_MIN = 256;
 
     /** Bytes {@code [from, from+n)} of the unit {@code <flag><marker>} into {@code dst[p..p+n)}. */
     private void partialUnit(long marker, int from, byte[] dst, int p, int n) {

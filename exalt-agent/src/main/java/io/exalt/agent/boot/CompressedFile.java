@@ -288,7 +288,7 @@ public final class CompressedFile {
     }
 
     synchronized boolean hasExtentsIn(long a, long b) {
-        return !index.overlapping(a, b).isEmpty();
+        return index.overlaps(a, b);
     }
 
     synchronized int extentCount() {
@@ -409,7 +409,7 @@ public final class CompressedFile {
         }
         long end = pos + len;
         long clearFrom = joinedMarker >= 0 ? pre.start : base;
-        boolean changed = !index.isEmpty() && !index.overlapping(clearFrom, end).isEmpty();
+        boolean changed = !index.isEmpty() && index.overlaps(clearFrom, end);
         // a write that fails (no space left, an I/O error) leaves the index as it was: it has already dropped what it
         // replaces, e.g. the partial unit an earlier, acknowledged write left there (joined into this write's first
         // segment), which would otherwise read back as the hole under it
@@ -486,7 +486,7 @@ public final class CompressedFile {
         ensureWritable();
         size(); // fail loudly if the file was changed outside the agent
         ownMtime = null;
-        boolean changed = !index.overlapping(pos, pos + len).isEmpty();
+        boolean changed = index.overlaps(pos, pos + len);
         List<ExtentIndex.Extent> before = index.copyOf(pos, pos + len);
         try {
             if (changed) {

@@ -3,7 +3,6 @@ package io.exalt.agent.boot;
 import io.exalt.tardis.TardisFormat;
 import java.io.ByteArrayOutputStream;
 import java.util.ArrayList;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -103,17 +102,16 @@ public final class ExtentIndex {
                 put(e.slice(b, e.end()));
             }
         }
-        Iterator<Map.Entry<Long, Extent>> it = map.subMap(a, true, b, false).entrySet().iterator();
-        List<Extent> tail = new ArrayList<>();
-        while (it.hasNext()) {
-            Extent e = it.next().getValue();
-            it.remove();
+        // the extents that start in (a, b): removed; only the last can reach beyond b (extents do not overlap), and its
+        // tail is kept. One lookup per extent, no view, iterator or list (this runs on every block-file write).
+        Map.Entry<Long, Extent> n;
+        while ((n = map.higherEntry(a)) != null && n.getKey() < b) {
+            Extent e = n.getValue();
+            map.remove(e.start);
             if (e.end() > b) {
-                tail.add(e.slice(b, e.end()));
+                put(e.slice(b, e.end()));
+                break;
             }
-        }
-        for (Extent e : tail) {
-            put(e);
         }
     }
 
@@ -173,6 +171,16 @@ public final class ExtentIndex {
     }
 
     /** Extents overlapping [a, b) in order (live objects; do not mutate). */
+    /** {@code !overlapping(a, b).isEmpty()} without building the list (every block-file write asks). */
+    boolean overlaps(long a, long b) {
+        Map.Entry<Long, Extent> fl = map.floorEntry(a);
+        if (fl != null && fl.getValue().end() > a) {
+            return true;
+        }
+        Long k = map.higherKey(a);
+        return k != null && k < b;
+    }
+
     List<Extent> overlapping(long a, long b) {
         List<Extent> out = new ArrayList<>();
         Map.Entry<Long, Extent> fl = map.floorEntry(a);

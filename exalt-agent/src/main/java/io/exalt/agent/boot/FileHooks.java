@@ -28,24 +28,38 @@ import java.util.WeakHashMap;
  * (getFilePointer, skip, available, FileChannel.position) stay correct without hooks.
  */
 public final class FileHooks {
-    /** Open descriptors under a prefix. Weak keys: a stream dropped without close() does not leak. */
-    private static final Map<FileDescriptor, CompressedFile> FDS = Collections.synchronizedMap(new WeakHashMap<>());
+    /**
+     * Open descriptors under a prefix, each with its file and how it was opened (one lookup per write finds all three;
+     * they were three synchronized maps consulted one after the other on every write). Weak keys: a stream dropped
+     * without close() does not leak.
+     */
+    private static final Map<FileDescriptor, Reg> FDS = Collections.synchronizedMap(new WeakHashMap<>());
+
+    /** A descriptor's registration: its file, opened read-only, opened for synchronous writes (see below). */
+    private static final class Reg {
+        final CompressedFile cf;
+        final boolean readOnly;
+        final boolean sync;
+
+        Reg(CompressedFile cf, boolean readOnly, boolean sync) {
+            this.cf = cf;
+            this.readOnly = readOnly;
+            this.sync = sync;
+        }
+    }
+
     /** Open emulated files by file key (device + inode), shared by all descriptors of the same file. */
     private static final Map<Object, CompressedFile> FILES = new HashMap<>();
     private static volatile int open;
-    /**
-     * Descriptors opened for synchronous writes (O_DSYNC/O_SYNC: RandomAccessFile "rwd"/"rws", FileChannel DSYNC/SYNC):
-     * the agent writes through its own plain descriptor, so after each write of such a descriptor it syncs the file
-     * (data, size and the index xattr) before the write returns, as the kernel does for the application's descriptor.
+    /*
+     * Reg.sync: descriptors opened for synchronous writes (O_DSYNC/O_SYNC: RandomAccessFile "rwd"/"rws", FileChannel
+     * DSYNC/SYNC): the agent writes through its own plain descriptor, so after each write of such a descriptor it syncs the
+     * file (data, size and the index xattr) before the write returns, as the kernel does for the application's descriptor.
+     *
+     * Reg.readOnly: descriptors opened read-only (FileInputStream, RandomAccessFile "r", a read-only FileChannel). A
+     * FileOutputStream made on one ({@code new FileOutputStream(raf.getFD())}) is not a registration of its own: its writes
+     * are left to the JDK, which refuses them (EBADF); before, the agent wrote them through its own read-write handle.
      */
-    private static final Map<FileDescriptor, Boolean> SYNC = Collections.synchronizedMap(new WeakHashMap<>());
-
-    /**
-     * Descriptors opened read-only (FileInputStream, RandomAccessFile "r", a read-only FileChannel). A FileOutputStream made
-     * on one ({@code new FileOutputStream(raf.getFD())}) is not a registration of its own: its writes are left to the JDK,
-     * which refuses them (EBADF); before, the agent wrote them through its own read-write handle.
-     */
-    private static final Map<FileDescriptor, Boolean> READ_ONLY = Collections.synchronizedMap(new WeakHashMap<>());
 
     /** True if the descriptor was opened with O_DSYNC (O_SYNC includes it), from /proc/self/fdinfo. */
     private static boolean syncFlags(FileDescriptor fd) {
@@ -71,7 +85,8 @@ public final class FileHooks {
 
     /** After a write of {@code fd} (under the file's lock): a synchronous descriptor's write is on disk when it returns. */
     private static void syncIfAsked(FileDescriptor fd, CompressedFile cf) throws IOException {
-        if (!SYNC.isEmpty() && SYNC.containsKey(fd)) {
+        Reg r = FDS.get(fd);
+        if (r != null && r.sync) {
             agentSync(cf);
         }
     }
@@ -108,6 +123,15 @@ public final class FileHooks {
     }
 
     static CompressedFile lookup(FileDescriptor fd) {
+        if (open == 0 || fd == null) {
+            return null;
+        }
+        Reg r = FDS.get(fd);
+        return r == null ? null : r.cf;
+    }
+
+    /** The descriptor's registration, or null (see {@link #lookup}). */
+    private static Reg registration(FileDescriptor fd) {
         if (open == 0 || fd == null) {
             return null;
         }
@@ -154,12 +178,7 @@ public final class FileHooks {
         }
         // a truncating open (FileOutputStream without append) leaves size 0: size() drops the old index
         cf.size();
-        FDS.put(fd, cf);
-        if (!writable) {
-            READ_ONLY.put(fd, Boolean.TRUE);
-        } else if (syncFlags(fd)) {
-            SYNC.put(fd, Boolean.TRUE);
-        }
+        FDS.put(fd, new Reg(cf, !writable, writable && syncFlags(fd)));
         synchronized (FileHooks.class) {
             open++;
         }
@@ -177,10 +196,11 @@ public final class FileHooks {
         if (open == 0 || fd == null) {
             return;
         }
-        CompressedFile cf = FDS.remove(fd);
-        if (cf == null) {
+        Reg r = FDS.remove(fd);
+        if (r == null) {
             return;
         }
+        CompressedFile cf = r.cf;
         synchronized (FileHooks.class) {
             open--;
         }
@@ -279,10 +299,11 @@ public final class FileHooks {
 
     /** write(byte[],int,int) of FileOutputStream/RandomAccessFile. Returns true if handled. */
     public static boolean write(FileDescriptor fd, byte[] b, int off, int len) throws IOException {
-        CompressedFile cf = lookup(fd);
-        if (cf == null || READ_ONLY.containsKey(fd)) {
+        Reg reg = registration(fd);
+        if (reg == null || reg.readOnly) {
             return false; // not emulated, or a read-only descriptor: the JDK's write fails as it must
         }
+        CompressedFile cf = reg.cf;
         if (off < 0 || len < 0 || len > b.length - off) {
             throw new IndexOutOfBoundsException("off " + off + ", len " + len + ", array " + b.length);
         }
@@ -292,7 +313,9 @@ public final class FileHooks {
         synchronized (cf) {
             long pos = JdkAccess.isAppend(fd) ? cf.size() : JdkAccess.position(fd);
             cf.write(pos, b, off, len);
-            syncIfAsked(fd, cf);
+            if (reg.sync) {
+                agentSync(cf);
+            }
             JdkAccess.seek(fd, pos + len);
         }
         return true;

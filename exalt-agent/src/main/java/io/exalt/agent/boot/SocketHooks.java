@@ -333,7 +333,7 @@ public final class SocketHooks {
         try {
             return ch.read(ByteBuffer.wrap(b, off, len));
         } finally {
-            IN_HOOK.remove();
+            IN_HOOK.set(null); // not remove(): the entry stays, so the next set() does not allocate and rehash
         }
     }
 
@@ -475,7 +475,7 @@ public final class SocketHooks {
         try {
             return ch.write(bb);
         } finally {
-            IN_HOOK.remove();
+            IN_HOOK.set(null); // not remove(): the entry stays, so the next set() does not allocate and rehash
         }
     }
 
@@ -565,7 +565,7 @@ public final class SocketHooks {
         } catch (IOException | RuntimeException e) {
             // closed meanwhile: nothing left to shut down
         } finally {
-            IN_HOOK.remove();
+            IN_HOOK.set(null); // not remove(): the entry stays, so the next set() does not allocate and rehash
         }
     }
 
@@ -759,7 +759,7 @@ public final class SocketHooks {
                 try {
                     raw.write(f, 0, f.length);
                 } finally {
-                    IN_HOOK.remove();
+                    IN_HOOK.set(null); // not remove(): the entry stays, so the next set() does not allocate and rehash
                 }
                 done += n;
                 ExaltRuntime.NET_LOGICAL_BYTES_SENT.addAndGet(n);
@@ -806,7 +806,7 @@ public final class SocketHooks {
                 try {
                     return raw.read(x, o, l);
                 } finally {
-                    IN_HOOK.remove();
+                    IN_HOOK.set(null); // not remove(): the entry stays, so the next set() does not allocate and rehash
                 }
             });
             if (r <= 0) {
@@ -857,7 +857,7 @@ public final class SocketHooks {
         } catch (Throwable t) {
             throw rethrow(t);
         } finally {
-            IN_HOOK.remove();
+            IN_HOOK.set(null); // not remove(): the entry stays, so the next set() does not allocate and rehash
         }
     }
 

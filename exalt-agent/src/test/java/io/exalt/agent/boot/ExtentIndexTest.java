@@ -87,4 +87,34 @@ class ExtentIndexTest {
         IllegalStateException e = assertThrows(IllegalStateException.class, () -> ExtentIndex.decode(new byte[] {9, 0}, new long[1]));
         assertTrue(e.getMessage().contains("version"));
     }
+
+    @Test
+    void overlapsAgreesWithOverlappingAndClearKeepsEverythingOutsideTheRange() {
+        Random r = new Random(21);
+        int size = 4_000;
+        for (int round = 0; round < 300; round++) {
+            ExtentIndex idx = new ExtentIndex();
+            byte[] model = new byte[size];
+            for (int op = 0; op < 1 + r.nextInt(40); op++) { // inline extents of random bytes, many small neighbours
+                int a = r.nextInt(size - 1);
+                byte[] b = new byte[1 + r.nextInt(Math.min(200, size - a))];
+                r.nextBytes(b);
+                idx.addInline(a, b);
+                System.arraycopy(b, 0, model, a, b.length);
+            }
+            for (int q = 0; q < 20; q++) {
+                int a = r.nextInt(size);
+                int b = a + r.nextInt(size - a + 1);
+                assertEquals(!idx.overlapping(a, b).isEmpty(), idx.overlaps(a, b), "[" + a + ", " + b + ")");
+            }
+            int a = r.nextInt(size);
+            int b = a + 1 + r.nextInt(size - a);
+            byte[] before = render(idx, size, new byte[size]);
+            idx.clear(a, b);
+            assertTrue(!idx.overlaps(a, b) && idx.overlapping(a, b).isEmpty(), "cleared [" + a + ", " + b + ")");
+            byte[] after = render(idx, size, new byte[size]);
+            java.util.Arrays.fill(before, a, b, (byte) 0);
+            assertArrayEquals(before, after, "round " + round + ": clear [" + a + ", " + b + ") touched bytes outside it");
+        }
+    }
 }
