@@ -175,12 +175,23 @@ public final class HBaseVolumeClientRunner implements Closeable {
             return;
         }
         long t0 = io.salus.core.protocol.LatencyTrace.now();
-        client.receive(from, m);
+        try {
+            client.receive(from, m);
+        } catch (RuntimeException bug) {
+            // a listener or client bug: logged, not swallowed by the executor (a test listener's failed assertion
+            // here once looked like a stall, task fix21)
+            LOG.error("the client failed on a {} from {}", m.getClass().getSimpleName(), from, bug);
+        }
         io.salus.core.protocol.LatencyTrace.took("clientLoop:receive", t0);
     }
 
     private void tick() {
-        client.tick(System.currentTimeMillis());
+        try {
+            client.tick(System.currentTimeMillis());
+        } catch (RuntimeException bug) {
+            // a periodic task that throws is never run again: retransmissions would stop for good
+            LOG.error("the client's tick failed", bug);
+        }
     }
 
     /** On the loop: the client's transport. A region just sent to will have replies soon: poll it soon. */
