@@ -25,7 +25,23 @@ public final class GetFaults implements ReplicaFaultInjector {
    */
   public static final Set<String> withholdWriteReplies = ConcurrentHashMap.newKeySet();
 
+  /**
+   * Region servers (full server names) whose replicas reorder the client's writes they pass down the chain: every
+   * other sub-batch a replica there forwards to its successor is held back and sent right after the next sub-batch it
+   * forwards to that successor (the later one first); a copy of the held sub-batch (a retransmission) also releases it.
+   * Retransmissions are not held again. A server fault, like {@link #withholdWriteReplies}.
+   */
+  public static final Set<String> reorderForwards = ConcurrentHashMap.newKeySet();
+  /** Sub-batches sent after a later one (a real reordering: another batch overtook them), over all servers. */
+  public static final java.util.concurrent.atomic.AtomicLong reordered = new java.util.concurrent.atomic.AtomicLong();
+  /** Sub-batches held back, over all servers. */
+  public static final java.util.concurrent.atomic.AtomicLong held = new java.util.concurrent.atomic.AtomicLong();
+
   private volatile String server;
+  /** Per (sender, successor): the sub-batch held back. */
+  private final java.util.Map<java.util.List<NodeId>, Message.SubBatchMsg> holding = new java.util.HashMap<>();
+  private final Set<Long> seen = new java.util.HashSet<>();
+  private long forwards;
 
   @Override
   public void hostedOn(String server) {
@@ -55,6 +71,33 @@ public final class GetFaults implements ReplicaFaultInjector {
                 return honest.withRegionRoot(io.salus.core.merkle.Hash.of(root));
             }
         };
+    }
+
+    @Override
+    public synchronized java.util.List<Message> toPeer(NodeId from, NodeId to, Message m) {
+        if (!(m instanceof Message.SubBatchMsg sb)) {
+            return java.util.List.of(m);
+        }
+        java.util.List<NodeId> key = java.util.List.of(from, to);
+        Message.SubBatchMsg h = holding.remove(key);
+        if (h != null) { // the later one first, then the held one
+            if (h.subBatch().batchId() != sb.subBatch().batchId()) {
+                reordered.incrementAndGet();
+            }
+            return java.util.List.of(m, h);
+        }
+        if (server == null || !reorderForwards.contains(server)) {
+            return java.util.List.of(m);
+        }
+        if (seen.size() > 100_000) {
+            seen.clear();
+        }
+        if (seen.add(sb.subBatch().batchId()) && forwards++ % 2 == 0) {
+            holding.put(key, sb);
+            held.incrementAndGet();
+            return java.util.List.of();
+        }
+        return java.util.List.of(m);
     }
 
     @Override
