@@ -727,7 +727,7 @@ class SalusFaultTableTest {
    * A region server reorders the writes it passes on or applies (issue 14, the paper's "reorders writes" row; the
    * simulator's REORDER_FORWARD on a real cluster). Salus: every replica on the server holds back every other
    * sub-batch of the client's writes it forwards down its chain and sends it right after the next sub-batch it forwards
-   * to that successor (the later one first; a retransmitted copy also releases it): the successor receives the
+   * to that successor (the later one first; copies of it held too, for at most 2 s): the successor receives the
    * client's sub-batches out of order ({@code GetFaults.reorderForwards}). Replicas there still log, apply and answer.
    * Baseline: the server applies the writes it receives out of order: every other write's mini-batch to a region is held
    * before its WAL append until the next write to that region is applied (at most 1 s; {@code
@@ -740,6 +740,8 @@ class SalusFaultTableTest {
     ServerName victim;
     long held0;
     long reordered0;
+    /** Held back, and sent or applied after a later one, during this row (set by {@link #after}). */
+    long reordered;
 
     @Override
     public void inject(Kind kind, VolumeGeometry g, Volume v, StringBuilder notes) throws Exception {
@@ -786,7 +788,9 @@ class SalusFaultTableTest {
       ServerName spare = cluster.startSpare(Math.max(0, dataNodeOf(victim)));
       if (kind == SALUS) {
         notes.append(victim.getHostAndPort()).append(" reorders the client's writes its replicas pass down their ")
-            .append("chains: every other sub-batch a replica there forwards is held back and sent after the next one ")
+            .append("chains: every other sub-batch a replica there forwards is held back (its retransmitted copies ")
+            .append("too) and sent after the next one, or after ").append(GetFaults.MAX_HOLD_MS)
+            .append(" ms when none came ")
             .append("(").append(n).append(" replica regions there, ").append(heads).append(" of them chain heads); ")
             .append("spare ").append(spare.getHostAndPort()).append(" started. ");
       } else {
@@ -799,9 +803,12 @@ class SalusFaultTableTest {
 
     @Override
     public void after(Kind kind, Volume v, StringBuilder notes) {
+      reordered = (kind == SALUS ? GetFaults.reordered.get() : CorruptReadsObserver.writesReordered.get())
+          - reordered0;
       if (kind == SALUS) {
         notes.append(GetFaults.held.get() - held0).append(" sub-batches held back, ")
-            .append(GetFaults.reordered.get() - reordered0).append(" of them sent after a later one. ");
+            .append(GetFaults.reordered.get() - reordered0).append(" of them sent after a later one (the others ")
+            .append("after the hold: no later sub-batch to that successor came meanwhile). ");
         if (v instanceof SalusVolume sv) {
           notes.append("The volume asked the master for ").append(sv.counters().get("replacementsAsked"))
               .append(" RRS replacement(s). ");
@@ -1031,10 +1038,15 @@ class SalusFaultTableTest {
   @Test
   @Order(10)
   void aServerReordersWrites() throws Exception {
-    run(ReorderWrites.FAULT, HBASE, new ReorderWrites());
-    Row r = run(ReorderWrites.FAULT, SALUS, new ReorderWrites());
+    ReorderWrites baseline = new ReorderWrites();
+    run(ReorderWrites.FAULT, HBASE, baseline);
+    ReorderWrites salus = new ReorderWrites();
+    Row r = run(ReorderWrites.FAULT, SALUS, salus);
     assertSalusRow(r);
     assertEquals("Fresh", r.whileFaulty(), "Salus row " + r);
+    // the fault did reorder: a write applied (baseline) or a sub-batch sent (Salus) after a later one
+    assertTrue(baseline.reordered > 0, "baseline: nothing reordered");
+    assertTrue(salus.reordered > 0, "Salus: nothing reordered");
   }
 
   // ------------------------------------------------------------------ a DataNode's disk lost for good (task disk18)

@@ -27,19 +27,23 @@ public final class GetFaults implements ReplicaFaultInjector {
 
   /**
    * Region servers (full server names) whose replicas reorder the client's writes they pass down the chain: every
-   * other sub-batch a replica there forwards to its successor is held back and sent right after the next sub-batch it
-   * forwards to that successor (the later one first); a copy of the held sub-batch (a retransmission) also releases it.
-   * Retransmissions are not held again. A server fault, like {@link #withholdWriteReplies}.
+   * other sub-batch a replica there forwards to its successor is held back and sent right after the next (another)
+   * sub-batch it forwards to that successor (the later one first). Copies of the held sub-batch (retransmissions) are
+   * dropped meanwhile; once it has been held {@link #MAX_HOLD_MS}, a copy releases it (no later sub-batch came: the
+   * client's pipeline waits for it). Retransmissions are not held again. A server fault, like
+   * {@link #withholdWriteReplies}.
    */
   public static final Set<String> reorderForwards = ConcurrentHashMap.newKeySet();
-  /** Sub-batches sent after a later one (a real reordering: another batch overtook them), over all servers. */
-  public static final java.util.concurrent.atomic.AtomicLong reordered = new java.util.concurrent.atomic.AtomicLong();
+  public static final long MAX_HOLD_MS = 2000;
   /** Sub-batches held back, over all servers. */
   public static final java.util.concurrent.atomic.AtomicLong held = new java.util.concurrent.atomic.AtomicLong();
+  /** Held sub-batches sent after a later one (another batch overtook them), over all servers. */
+  public static final java.util.concurrent.atomic.AtomicLong reordered = new java.util.concurrent.atomic.AtomicLong();
 
   private volatile String server;
-  /** Per (sender, successor): the sub-batch held back. */
+  /** Per (sender, successor): the sub-batch held back, and since when. */
   private final java.util.Map<java.util.List<NodeId>, Message.SubBatchMsg> holding = new java.util.HashMap<>();
+  private final java.util.Map<java.util.List<NodeId>, Long> heldSince = new java.util.HashMap<>();
   private final Set<Long> seen = new java.util.HashSet<>();
   private long forwards;
 
@@ -79,14 +83,21 @@ public final class GetFaults implements ReplicaFaultInjector {
             return java.util.List.of(m);
         }
         java.util.List<NodeId> key = java.util.List.of(from, to);
-        Message.SubBatchMsg h = holding.remove(key);
-        if (h != null) { // the later one first, then the held one
-            if (h.subBatch().batchId() != sb.subBatch().batchId()) {
+        Message.SubBatchMsg h = holding.get(key);
+        boolean faulty = server != null && reorderForwards.contains(server);
+        if (h != null) {
+            if (h.subBatch().batchId() != sb.subBatch().batchId()) { // the later one first, then the held one
+                holding.remove(key);
                 reordered.incrementAndGet();
+                return java.util.List.of(m, h);
             }
-            return java.util.List.of(m, h);
+            if (faulty && System.currentTimeMillis() - heldSince.get(key) < MAX_HOLD_MS) {
+                return java.util.List.of(); // a copy of the held one: kept back too
+            }
+            holding.remove(key);
+            return java.util.List.of(h);
         }
-        if (server == null || !reorderForwards.contains(server)) {
+        if (!faulty) {
             return java.util.List.of(m);
         }
         if (seen.size() > 100_000) {
@@ -94,6 +105,7 @@ public final class GetFaults implements ReplicaFaultInjector {
         }
         if (seen.add(sb.subBatch().batchId()) && forwards++ % 2 == 0) {
             holding.put(key, sb);
+            heldSince.put(key, System.currentTimeMillis());
             held.incrementAndGet();
             return java.util.List.of();
         }
