@@ -12,8 +12,9 @@ import java.util.concurrent.ConcurrentHashMap;
  * on and off through these sets): replicas in {@link #corrupt} return GET data with one bit flipped (the proof stays
  * the honest one, so the client's end-to-end check fails); replicas in {@link #silent} never send a GET reply;
  * replicas in {@link #mountLiars} sign a forged region root (one bit flipped) when a new writer asks for their state
- * at mount; the servers in {@link #withholdWriteReplies} withhold their replicas' replies to writes. Inert while the
- * sets are empty. Used by the endpoint tests and by the SalusVolume tests (it.salus).
+ * at mount; the servers in {@link #withholdWriteReplies} withhold their replicas' replies to writes; the servers in
+ * {@link #reorderForwards} reorder the sub-batches their replicas forward down the chain. Inert while the sets are
+ * empty. Used by the endpoint tests and by the SalusVolume tests (it.salus).
  */
 public final class GetFaults implements ReplicaFaultInjector {
     public static final Set<NodeId> corrupt = ConcurrentHashMap.newKeySet();
