@@ -69,6 +69,55 @@ public final class CorruptReadsObserver implements RegionCoprocessor, RegionObse
     }
   }
 
+  /**
+   * Region servers that reorder the writes to the table they receive: every other mini-batch of a region there (one
+   * write's rows, as one RPC brings them) is held back in preBatchMutate, before it reaches the WAL and the memstore,
+   * until the next mini-batch of that region has been applied (the later one first), for at most
+   * {@link #REORDER_HOLD_MS}. Each write is still acknowledged only after it is applied.
+   */
+  public static final Set<String> reorderingWrites = ConcurrentHashMap.newKeySet();
+  public static final long REORDER_HOLD_MS = 1000;
+  /** Mini-batches held back; of those, applied after a later one (the others waited {@link #REORDER_HOLD_MS}). */
+  public static final java.util.concurrent.atomic.AtomicLong writesHeld = new java.util.concurrent.atomic.AtomicLong();
+  public static final java.util.concurrent.atomic.AtomicLong writesReordered =
+      new java.util.concurrent.atomic.AtomicLong();
+  private static final ConcurrentHashMap<String, java.util.concurrent.atomic.AtomicLong> miniBatches =
+      new ConcurrentHashMap<>();
+  private static final ConcurrentHashMap<String, java.util.concurrent.CountDownLatch> heldBack =
+      new ConcurrentHashMap<>();
+
+  @Override
+  public void preBatchMutate(ObserverContext<RegionCoprocessorEnvironment> c,
+      org.apache.hadoop.hbase.regionserver.MiniBatchOperationInProgress<org.apache.hadoop.hbase.client.Mutation> op) {
+    if (reorderingWrites.isEmpty() || !reorderingWrites.contains(c.getEnvironment().getServerName().toString())) {
+      return;
+    }
+    String region = c.getEnvironment().getRegionInfo().getEncodedName();
+    java.util.concurrent.CountDownLatch next = new java.util.concurrent.CountDownLatch(1);
+    if (miniBatches.computeIfAbsent(region, k -> new java.util.concurrent.atomic.AtomicLong()).getAndIncrement() % 2
+        == 0 && heldBack.putIfAbsent(region, next) == null) {
+      writesHeld.incrementAndGet();
+      try {
+        if (next.await(REORDER_HOLD_MS, java.util.concurrent.TimeUnit.MILLISECONDS)) {
+          writesReordered.incrementAndGet();
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      } finally {
+        heldBack.remove(region, next);
+      }
+    }
+  }
+
+  @Override
+  public void postBatchMutate(ObserverContext<RegionCoprocessorEnvironment> c,
+      org.apache.hadoop.hbase.regionserver.MiniBatchOperationInProgress<org.apache.hadoop.hbase.client.Mutation> op) {
+    java.util.concurrent.CountDownLatch l = heldBack.get(c.getEnvironment().getRegionInfo().getEncodedName());
+    if (l != null) {
+      l.countDown(); // a later mini-batch applied: the held one goes on
+    }
+  }
+
   @Override
   public void preGetOp(ObserverContext<RegionCoprocessorEnvironment> c, Get get, List<Cell> result)
       throws java.io.IOException {

@@ -723,6 +723,117 @@ class SalusFaultTableTest {
     }
   }
 
+  /**
+   * A region server reorders the writes it passes on or applies (issue 14, the paper's "reorders writes" row; the
+   * simulator's REORDER_FORWARD on a real cluster). Salus: every replica on the server holds back every other
+   * sub-batch of the client's writes it forwards down its chain and sends it right after the next sub-batch it forwards
+   * to that successor (the later one first; copies of it held too, for at most 2 s): the successor receives the
+   * client's sub-batches out of order ({@code GetFaults.reorderForwards}). Replicas there still log, apply and answer.
+   * Baseline: the server applies the writes it receives out of order: every other write's mini-batch to a region is held
+   * before its WAL append until the next write to that region is applied (at most 1 s; {@code
+   * CorruptReadsObserver.reorderingWrites}); HBase acknowledges each write after it is applied. As in the withholding
+   * row, a spare is started (Salus replaces a replica only if the client names it silent) and the faulty server is
+   * stopped afterwards, so later rows again see three servers.
+   */
+  static final class ReorderWrites implements Fault {
+    static final String FAULT = "a region server reorders writes";
+    ServerName victim;
+    long held0;
+    long reordered0;
+    /** Held back, and sent or applied after a later one, during this row (set by {@link #after}). */
+    long reordered;
+
+    @Override
+    public void inject(Kind kind, VolumeGeometry g, Volume v, StringBuilder notes) throws Exception {
+      ServerName meta = metaServer();
+      int n = 0;
+      int heads = 0;
+      if (kind == SALUS) {
+        // a server holding a chain's head (it forwards the client's sub-batches), not hbase:meta if possible
+        for (int r = 0; r < g.numRegions() && victim == null; r++) {
+          ServerName s = cluster.locate(g, r, 0);
+          if (s != null && !s.equals(meta)) {
+            victim = s;
+          }
+        }
+        if (victim == null) {
+          victim = cluster.locate(g, 0, 0);
+          notes.append("the faulty server also holds hbase:meta. ");
+        }
+        for (int r = 0; r < g.numRegions(); r++) {
+          for (int k = 0; k < 3; k++) {
+            boolean there = victim.equals(cluster.locate(g, r, k));
+            n += there ? 1 : 0;
+            heads += there && k == 0 ? 1 : 0;
+          }
+        }
+        held0 = GetFaults.held.get();
+        reordered0 = GetFaults.reordered.get();
+        GetFaults.reorderForwards.add(victim.toString());
+      } else {
+        for (int i = 0; i < 2 && victim == null; i++) {
+          ServerName s = hbaseServer(g, i);
+          if (!s.equals(meta)) {
+            victim = s;
+          }
+        }
+        if (victim == null) {
+          victim = hbaseServer(g, 0);
+          notes.append("the faulty server also holds hbase:meta. ");
+        }
+        held0 = CorruptReadsObserver.writesHeld.get();
+        reordered0 = CorruptReadsObserver.writesReordered.get();
+        CorruptReadsObserver.reorderingWrites.add(victim.toString());
+      }
+      ServerName spare = cluster.startSpare(Math.max(0, dataNodeOf(victim)));
+      if (kind == SALUS) {
+        notes.append(victim.getHostAndPort()).append(" reorders the client's writes its replicas pass down their ")
+            .append("chains: every other sub-batch a replica there forwards is held back (its retransmitted copies ")
+            .append("too) and sent after the next one, or after ").append(GetFaults.MAX_HOLD_MS)
+            .append(" ms when none came ")
+            .append("(").append(n).append(" replica regions there, ").append(heads).append(" of them chain heads); ")
+            .append("spare ").append(spare.getHostAndPort()).append(" started. ");
+      } else {
+        notes.append(victim.getHostAndPort()).append(" applies the writes it receives out of order: every other ")
+            .append("write to a region there is held before its WAL append until the next one is applied (at most ")
+            .append(CorruptReadsObserver.REORDER_HOLD_MS).append(" ms; each write acknowledged once applied); spare ")
+            .append(spare.getHostAndPort()).append(" started. ");
+      }
+    }
+
+    @Override
+    public void after(Kind kind, Volume v, StringBuilder notes) {
+      reordered = (kind == SALUS ? GetFaults.reordered.get() : CorruptReadsObserver.writesReordered.get())
+          - reordered0;
+      if (kind == SALUS) {
+        notes.append(GetFaults.held.get() - held0).append(" sub-batches held back, ")
+            .append(GetFaults.reordered.get() - reordered0).append(" of them sent after a later one (the others ")
+            .append("after the hold: no later sub-batch to that successor came meanwhile). ");
+        if (v instanceof SalusVolume sv) {
+          notes.append("The volume asked the master for ").append(sv.counters().get("replacementsAsked"))
+              .append(" RRS replacement(s). ");
+        }
+      } else {
+        notes.append(CorruptReadsObserver.writesHeld.get() - held0).append(" writes held back, ")
+            .append(CorruptReadsObserver.writesReordered.get() - reordered0)
+            .append(" of them applied after a later one. ");
+      }
+    }
+
+    @Override
+    public void heal() {
+      GetFaults.reorderForwards.clear();
+      CorruptReadsObserver.reorderingWrites.clear();
+      if (victim != null) {
+        try {
+          cluster.stopServer(victim);
+        } catch (Exception e) {
+          System.out.println("stopping " + victim + " failed: " + e);
+        }
+      }
+    }
+  }
+
   /** The DataNode paired with region server {@code s} (its favored node), as an index into the mini DFS. */
   static int dataNodeOf(ServerName s) {
     return cluster.dataNodeOf(s);
@@ -922,6 +1033,20 @@ class SalusFaultTableTest {
     Row r = run(WithholdWriteReplies.FAULT, SALUS, new WithholdWriteReplies());
     assertSalusRow(r);
     assertEquals("Fresh", r.whileFaulty(), "Salus row " + r);
+  }
+
+  @Test
+  @Order(10)
+  void aServerReordersWrites() throws Exception {
+    ReorderWrites baseline = new ReorderWrites();
+    run(ReorderWrites.FAULT, HBASE, baseline);
+    ReorderWrites salus = new ReorderWrites();
+    Row r = run(ReorderWrites.FAULT, SALUS, salus);
+    assertSalusRow(r);
+    assertEquals("Fresh", r.whileFaulty(), "Salus row " + r);
+    // the fault did reorder: a write applied (baseline) or a sub-batch sent (Salus) after a later one
+    assertTrue(baseline.reordered > 0, "baseline: nothing reordered");
+    assertTrue(salus.reordered > 0, "Salus: nothing reordered");
   }
 
   // ------------------------------------------------------------------ a DataNode's disk lost for good (task disk18)
@@ -1140,7 +1265,7 @@ class SalusFaultTableTest {
 
   /** The line under the table naming the paper's rows not generated yet. */
   static String notYet() {
-    return "Rows of the paper's table not generated yet (issue 14): a region server that reorders writes.";
+    return "Rows of the paper's table not generated yet (issue 14): none.";
   }
 
   static void writeTable(Path out) throws Exception {

@@ -28,6 +28,15 @@ public interface ReplicaFaultInjector {
     default void hostedOn(String server) {
     }
 
+    /**
+     * The messages to send now in place of {@code m}, which a hosted node sends to another node (a replica or a
+     * metadata holder; not the client): a faulty server may hold a message back (none now) and send it after a later
+     * one (that one first). Default: {@code m} alone, at once.
+     */
+    default java.util.List<Message> toPeer(NodeId from, NodeId to, Message m) {
+        return java.util.List.of(m);
+    }
+
     /** True to drop a message a hosted node sends to the client. */
     default boolean dropToClient(NodeId from, Message m) {
         return false;

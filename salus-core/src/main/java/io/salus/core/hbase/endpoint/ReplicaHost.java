@@ -817,6 +817,16 @@ public final class ReplicaHost {
     }
 
     private void send(NodeId from, NodeId to, Message m) {
+        if (faults != ReplicaFaultInjector.NONE && !to.equals(client)) {
+            for (Message out : faults.toPeer(from, to, m)) { // tests only: a faulty server may reorder them
+                sendNow(from, to, out);
+            }
+            return;
+        }
+        sendNow(from, to, m);
+    }
+
+    private void sendNow(NodeId from, NodeId to, Message m) {
         io.salus.core.protocol.LatencyTrace.sent(m.getClass().getSimpleName());
         if (to.equals(client)) {
             if (faults.dropToClient(from, m)) {
