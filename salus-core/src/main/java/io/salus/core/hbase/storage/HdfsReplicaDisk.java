@@ -271,17 +271,7 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
      */
     @Override
     public void recordLeaderDecisions(long generation, List<Certificate> decisions, List<BatchInfo> infos) {
-        if (infos.size() != decisions.size()) {
-            throw new IllegalArgumentException(decisions.size() + " decisions, " + infos.size() + " BatchInfos");
-        }
-        List<byte[]> records = new ArrayList<>(decisions.size() * 2);
-        for (int i = 0; i < decisions.size(); i++) {
-            records.add(decisions.get(i).encode());
-            if (infos.get(i) != null) {
-                records.add(BatchInfoRecord.encode(infos.get(i)));
-            }
-        }
-        decisions(generation, true).appendAll(null, records, true);
+        decisions(generation, true).appendAll(null, BatchInfoRecord.leaderDecisionRecords(decisions, infos), true);
     }
 
     /** The BatchInfo records among the decision records, as stored (not verified); damaged ones are skipped. */
@@ -301,19 +291,8 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
     /** Decodes what was stored; a record that verifies (CRC) but does not decode is skipped, not trusted. */
     @Override
     public List<Certificate> decisions(long generation) {
-        FramedLog d = decisions(generation, true);
-        List<Certificate> out = new ArrayList<>();
-        for (byte[] b : d.readAll()) { // (after a compaction the numbers start far above 0: never loop over them)
-            if (BatchInfoRecord.is(b)) {
-                continue; // a leader decision's BatchInfo (decisionBatchInfos), not a decision
-            }
-            try {
-                out.add(Certificate.decode(b));
-            } catch (RuntimeException e) {
-                // proves nothing; the replica re-learns the decision from its peers
-            }
-        }
-        return out;
+        // (after a compaction the numbers start far above 0: never loop over them)
+        return BatchInfoRecord.decisions(decisions(generation, true).readAll());
     }
 
     /**
@@ -326,7 +305,7 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
     public void compactDecisions(long generation, java.util.function.Predicate<Certificate> keep) {
         // a record that does not decode proves nothing (decisions() skips it too): dropped; a BatchInfo goes with its
         // TENTATIVE_COMMIT
-        decisions(generation, true).compact(records -> BatchInfoRecord.select(records, keep));
+        decisions(generation, true).compact(records -> BatchInfoRecord.kept(records, keep));
     }
 
     /** The files of the generation's decision records, oldest first (tests and GC accounting). */
@@ -1048,10 +1027,10 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
         }
 
         /**
-         * Keeps only the records {@code keep} selects (given all of them in order, it says for each whether it is
-         * kept): written to a new segment first, then the old ones deleted.
+         * Keeps only the records {@code keep} returns (given all of them in order, it returns those kept, in order):
+         * written to a new segment first, then the old ones deleted.
          */
-        void compact(java.util.function.Function<List<byte[]>, boolean[]> keep) {
+        void compact(java.util.function.UnaryOperator<List<byte[]>> keep) {
             try {
                 synchronized (this) {
                     if (inFlight > 0) {
@@ -1062,13 +1041,7 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
                     if (old.isEmpty()) {
                         return;
                     }
-                    List<byte[]> kept = new ArrayList<>();
-                    boolean[] keeps = keep.apply(all);
-                    for (int i = 0; i < all.size(); i++) {
-                        if (keeps[i]) {
-                            kept.add(all.get(i));
-                        }
-                    }
+                    List<byte[]> kept = keep.apply(all);
                     if (kept.size() == all.size()) {
                         return; // nothing to collect
                     }

@@ -88,13 +88,51 @@ public final class BatchInfoRecord {
     }
 
     /**
-     * Which decision records {@link ReplicaDisk#compactDecisions} keeps: a certificate if {@code keep} accepts it
-     * (one that does not decode is dropped), a BatchInfo record while a kept TENTATIVE_COMMIT of the same volume and
-     * batch is (it goes with its decision; one of a collected or never recorded decision goes).
+     * The decision records of {@link ReplicaDisk#recordLeaderDecisions}, in the order they are written: each decision,
+     * and after it its BatchInfo's record when {@code infos.get(i)} is not null.
      */
-    public static boolean[] select(List<byte[]> records, Predicate<Certificate> keep) {
-        boolean[] kept = new boolean[records.size()];
+    public static List<byte[]> leaderDecisionRecords(List<Certificate> decisions, List<BatchInfo> infos) {
+        if (infos.size() != decisions.size()) {
+            throw new IllegalArgumentException(decisions.size() + " decisions, " + infos.size() + " BatchInfos");
+        }
+        List<byte[]> records = new ArrayList<>(decisions.size() * 2);
+        for (int i = 0; i < decisions.size(); i++) {
+            records.add(decisions.get(i).encode());
+            if (infos.get(i) != null) {
+                records.add(encode(infos.get(i)));
+            }
+        }
+        return records;
+    }
+
+    /**
+     * The decisions among decision records ({@link ReplicaDisk#decisions}), in recording order: BatchInfo records are
+     * not decisions, and a record that does not decode proves nothing (the replica re-learns the decision from its
+     * peers): both skipped.
+     */
+    public static List<Certificate> decisions(List<byte[]> records) {
+        List<Certificate> out = new ArrayList<>();
+        for (byte[] b : records) {
+            if (is(b)) {
+                continue;
+            }
+            try {
+                out.add(Certificate.decode(b));
+            } catch (RuntimeException e) {
+                // proves nothing
+            }
+        }
+        return out;
+    }
+
+    /**
+     * The decision records {@link ReplicaDisk#compactDecisions} keeps, in order: a certificate if {@code keep} accepts
+     * it (one that does not decode is dropped), a BatchInfo record while a kept TENTATIVE_COMMIT of the same volume
+     * and batch is (it goes with its decision; one of a collected or never recorded decision goes).
+     */
+    public static List<byte[]> kept(List<byte[]> records, Predicate<Certificate> keep) {
         Set<java.util.Map.Entry<String, Long>> committed = new HashSet<>();
+        boolean[] kept = new boolean[records.size()];
         for (int i = 0; i < records.size(); i++) {
             byte[] b = records.get(i);
             if (is(b)) {
@@ -108,9 +146,10 @@ public final class BatchInfoRecord {
                     committed.add(java.util.Map.entry(d.volume(), d.batchId()));
                 }
             } catch (RuntimeException e) {
-                kept[i] = false; // proves nothing (decisions() skips it too)
+                // proves nothing (decisions() skips it too): dropped
             }
         }
+        List<byte[]> out = new ArrayList<>();
         for (int i = 0; i < records.size(); i++) {
             byte[] b = records.get(i);
             if (is(b)) {
@@ -121,7 +160,10 @@ public final class BatchInfoRecord {
                     kept[i] = false;
                 }
             }
+            if (kept[i]) {
+                out.add(b);
+            }
         }
-        return kept;
+        return out;
     }
 }

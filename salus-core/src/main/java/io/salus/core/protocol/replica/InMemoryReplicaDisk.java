@@ -25,16 +25,8 @@ public class InMemoryReplicaDisk implements ReplicaDisk {
     @Override
     public synchronized void recordLeaderDecisions(long generation, List<Certificate> decisions,
                                                    List<io.salus.core.protocol.message.BatchInfo> infos) {
-        if (infos.size() != decisions.size()) {
-            throw new IllegalArgumentException(decisions.size() + " decisions, " + infos.size() + " BatchInfos");
-        }
-        List<byte[]> l = decisionRecords.computeIfAbsent(generation, g -> new ArrayList<>());
-        for (int i = 0; i < decisions.size(); i++) {
-            l.add(decisions.get(i).encode());
-            if (infos.get(i) != null) {
-                l.add(BatchInfoRecord.encode(infos.get(i)));
-            }
-        }
+        decisionRecords.computeIfAbsent(generation, g -> new ArrayList<>())
+                .addAll(BatchInfoRecord.leaderDecisionRecords(decisions, infos));
     }
 
     @Override
@@ -45,18 +37,7 @@ public class InMemoryReplicaDisk implements ReplicaDisk {
     /** Decodes what was stored; an unreadable record (corrupted file) is skipped, not trusted. */
     @Override
     public synchronized List<Certificate> decisions(long generation) {
-        List<Certificate> out = new ArrayList<>();
-        for (byte[] b : decisionRecords.getOrDefault(generation, List.of())) {
-            if (BatchInfoRecord.is(b)) {
-                continue; // a leader decision's BatchInfo (decisionBatchInfos), not a decision
-            }
-            try {
-                out.add(Certificate.decode(b));
-            } catch (RuntimeException e) {
-                // a corrupted record proves nothing; the replica re-learns the decision from its peers
-            }
-        }
-        return out;
+        return BatchInfoRecord.decisions(decisionRecords.getOrDefault(generation, List.of()));
     }
 
     private final java.util.concurrent.atomic.AtomicLong syncs = new java.util.concurrent.atomic.AtomicLong();
@@ -201,15 +182,9 @@ public class InMemoryReplicaDisk implements ReplicaDisk {
         if (l == null) {
             return;
         }
-        boolean[] kept = BatchInfoRecord.select(l, keep); // (a record that does not decode proves nothing: dropped)
-        List<byte[]> out = new ArrayList<>();
-        for (int i = 0; i < l.size(); i++) {
-            if (kept[i]) {
-                out.add(l.get(i));
-            }
-        }
+        List<byte[]> kept = BatchInfoRecord.kept(l, keep);
         l.clear();
-        l.addAll(out);
+        l.addAll(kept);
     }
 
     /** The stored decision records of the generation, raw, in order (tests: the record format). */

@@ -142,7 +142,7 @@ public interface ReplicaDisk {
      * (garbage collection after a CHECKPOINT certificate; the caller decides what is still needed). A crash midway
      * may leave a record both in its old place and in the rewritten one: reloading a decision twice is harmless.
      * A BatchInfo recorded with a leader decision ({@link #recordLeaderDecisions}) is kept exactly while a kept
-     * TENTATIVE_COMMIT of its volume and batch is ({@link BatchInfoRecord#select}). The default keeps everything.
+     * TENTATIVE_COMMIT of its volume and batch is ({@link BatchInfoRecord#kept}). The default keeps everything.
      */
     default void compactDecisions(long generation, Predicate<Certificate> keep) {
     }
