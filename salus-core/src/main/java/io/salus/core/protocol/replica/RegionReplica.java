@@ -930,6 +930,16 @@ public final class RegionReplica {
     }
 
     /**
+     * Why a mount's recovery request (an abort, a re-sent BatchInfo) under {@code fence} for batch {@code b} is not
+     * for now, or null: it must carry the fence this replica holds (a mount's signed query set it) and name a batch
+     * below it (a request of an earlier mount is stale; the current writer's batches come the ordinary way).
+     */
+    private String recoveryFenceProblem(long fence, long b) {
+        return fenceBelow <= 0 || fence != fenceBelow || b >= fenceBelow ? "this replica holds fence " + fenceBelow
+                + " (a stale request, or a batch of the current writer)" : null;
+    }
+
+    /**
      * The mounting client asks this leader replica to abort batch {@code a.batchId()} of the previous writer, after
      * the LCP of recovery epoch {@code a.fence()} (§3.3.4, issue 14 item 4). Signed TENTATIVE_ABORT only if all of
      * these hold, each checked here against this replica's own state and the coordination service, never on the
@@ -951,16 +961,6 @@ public final class RegionReplica {
      * The ABORT (recorded on the disk before it is sent) goes to every replica of every region; participants accept
      * it only with the three leader signatures, as any decision.
      */
-    /**
-     * Why a mount's recovery request (an abort, a re-sent BatchInfo) under {@code fence} for batch {@code b} is not
-     * for now, or null: it must carry the fence this replica holds (a mount's signed query set it) and name a batch
-     * below it (a request of an earlier mount is stale; the current writer's batches come the ordinary way).
-     */
-    private String recoveryFenceProblem(long fence, long b) {
-        return fenceBelow <= 0 || fence != fenceBelow || b >= fenceBelow ? "this replica holds fence " + fenceBelow
-                + " (a stale request, or a batch of the current writer)" : null;
-    }
-
     private void onRecoveryAbort(NodeId from, Message.RecoveryAbort a) {
         if (!from.equals(clientId) || !a.volume().equals(cfg.volume()) || a.leaderRegion() != regionId.index()) {
             return; // not for this leader replica
