@@ -127,8 +127,11 @@ public final class VolumeClient {
         int retries;
         /** Replicas reported silent for this batch ({@link ClientListener#replicasSilent}), for the escalation. */
         final Set<NodeId> reportedSilent = new HashSet<>();
-        /** Valid TENTATIVE_COMMITs of the batch's leader replicas, asked for on a retransmission ({@link #onDecision}). */
-        final List<Certificate> leaderCommits = new ArrayList<>();
+        /**
+         * Valid TENTATIVE_COMMITs of the batch's leader replicas (one slot: the batch), asked for on a retransmission
+         * ({@link #onDecision}).
+         */
+        final Tentatives<Long> leaderCommits = new Tentatives<>();
     }
 
     private static final class OutGet {
@@ -658,13 +661,8 @@ public final class VolumeClient {
             if (!c.signatures().get(0).signer().equals(from)) {
                 return;
             }
-            for (Certificate held : ob.leaderCommits) {
-                if (held.signatures().get(0).signer().equals(from)) {
-                    return; // a duplicate (or a second statement of one replica: only the first counts)
-                }
-            }
-            ob.leaderCommits.add(c);
-            List<Certificate> matching = Tentatives.matching(ob.leaderCommits, c);
+            // the first statement of each leader replica counts (a duplicate or a second one changes nothing)
+            List<Certificate> matching = ob.leaderCommits.offer(st.batchId(), c);
             if (matching.size() < Tentatives.UNANIMOUS) {
                 return;
             }
