@@ -44,17 +44,10 @@ public final class RrsPlacementReconciler {
         try (Admin admin = connection.getAdmin()) {
             List<ServerName> live = new ArrayList<>(admin.getRegionServers());
             Map<String, List<List<RrsPlacement.Replica>>> volumes = readVolumes(admin);
-            Map<ServerName, Integer> load = new HashMap<>();
+            Map<ServerName, Integer> load = replicasPerServer(volumes);
             int rrsSets = 0;
             for (List<List<RrsPlacement.Replica>> v : volumes.values()) {
                 rrsSets += v.size();
-                for (List<RrsPlacement.Replica> rrs : v) {
-                    for (RrsPlacement.Replica r : rrs) {
-                        if (r.server() != null) {
-                            load.merge(r.server(), 1, Integer::sum);
-                        }
-                    }
-                }
             }
             List<List<RrsPlacement.Replica>> all = new ArrayList<>();
             volumes.values().forEach(all::addAll);
@@ -115,6 +108,21 @@ public final class RrsPlacementReconciler {
             }
         }
         return out;
+    }
+
+    /** Salus replica regions open on each server, over {@code volumes} ({@link #readVolumes}). */
+    static Map<ServerName, Integer> replicasPerServer(Map<String, List<List<RrsPlacement.Replica>>> volumes) {
+        Map<ServerName, Integer> load = new HashMap<>();
+        for (List<List<RrsPlacement.Replica>> v : volumes.values()) {
+            for (List<RrsPlacement.Replica> rrs : v) {
+                for (RrsPlacement.Replica r : rrs) {
+                    if (r.server() != null) {
+                        load.merge(r.server(), 1, Integer::sum);
+                    }
+                }
+            }
+        }
+        return load;
     }
 
     /**

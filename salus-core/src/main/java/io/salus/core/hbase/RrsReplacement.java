@@ -86,8 +86,8 @@ public final class RrsReplacement extends SalusRrsProtos.SalusRrsService {
             throws IOException {
         String what = "RRS replacement of region " + region + " of Salus volume '" + volume + "'";
         try (Admin admin = connection.get().getAdmin()) {
-            List<List<RrsPlacement.Replica>> rrsSets = new RrsPlacementReconciler(connection.get())
-                    .readVolume(admin, volume);
+            RrsPlacementReconciler reader = new RrsPlacementReconciler(connection.get());
+            List<List<RrsPlacement.Replica>> rrsSets = reader.readVolume(admin, volume);
             if (rrsSets == null) {
                 throw new Refused(what + " refused: no complete, enabled Salus volume of that name");
             }
@@ -127,15 +127,7 @@ public final class RrsReplacement extends SalusRrsProtos.SalusRrsService {
             if (named.isEmpty()) {
                 return lines;
             }
-            Map<ServerName, Integer> load = new HashMap<>();
-            for (List<RrsPlacement.Replica> v : new RrsPlacementReconciler(connection.get()).readVolumes(admin)
-                    .values().stream().flatMap(List::stream).toList()) {
-                for (RrsPlacement.Replica r : v) {
-                    if (r.server() != null) {
-                        load.merge(r.server(), 1, Integer::sum);
-                    }
-                }
-            }
+            Map<ServerName, Integer> load = RrsPlacementReconciler.replicasPerServer(reader.readVolumes(admin));
             List<RrsPlacement.Move> moves;
             try {
                 moves = RrsPlacement.planReplacement(rrs, named, live, load);
@@ -164,13 +156,9 @@ public final class RrsReplacement extends SalusRrsProtos.SalusRrsService {
      */
     public static List<String> request(Connection connection, String volume, int region, Map<Integer, String> suspects,
             String reason) throws IOException {
-        SalusRrsProtos.ReplaceRequest.Builder b = SalusRrsProtos.ReplaceRequest.newBuilder().setVolume(volume)
-                .setRegion(region).setReason(reason == null ? "" : reason);
-        new java.util.TreeMap<>(suspects).forEach((k, s) -> b.addSuspects(
-                SalusRrsProtos.Suspect.newBuilder().setReplica(k).setServer(s)));
         try (Admin admin = connection.getAdmin()) {
             return SalusRrsProtos.SalusRrsService.newBlockingStub(admin.coprocessorService())
-                    .replace(null, b.build()).getDoneList();
+                    .replace(null, replaceRequest(volume, region, suspects, reason)).getDoneList();
         } catch (com.google.protobuf.ServiceException e) {
             Throwable c = e.getCause() != null ? e.getCause() : e;
             throw new IOException("the master did not replace replicas " + suspects.keySet() + " of region " + region
@@ -185,11 +173,7 @@ public final class RrsReplacement extends SalusRrsProtos.SalusRrsService {
     public static java.util.concurrent.CompletableFuture<List<String>> request(
             org.apache.hadoop.hbase.client.AsyncConnection connection, String volume, int region,
             Map<Integer, String> suspects, String reason) {
-        SalusRrsProtos.ReplaceRequest.Builder b = SalusRrsProtos.ReplaceRequest.newBuilder().setVolume(volume)
-                .setRegion(region).setReason(reason == null ? "" : reason);
-        new java.util.TreeMap<>(suspects).forEach((k, s) -> b.addSuspects(
-                SalusRrsProtos.Suspect.newBuilder().setReplica(k).setServer(s)));
-        SalusRrsProtos.ReplaceRequest req = b.build();
+        SalusRrsProtos.ReplaceRequest req = replaceRequest(volume, region, suspects, reason);
         java.util.concurrent.CompletableFuture<SalusRrsProtos.ReplaceResponse> f = connection.getAdmin()
                 .<SalusRrsProtos.SalusRrsService.Stub, SalusRrsProtos.ReplaceResponse>coprocessorService(
                         SalusRrsProtos.SalusRrsService::newStub,
@@ -204,6 +188,15 @@ public final class RrsReplacement extends SalusRrsProtos.SalusRrsService {
             }
             return resp.getDoneList();
         });
+    }
+
+    private static SalusRrsProtos.ReplaceRequest replaceRequest(String volume, int region,
+            Map<Integer, String> suspects, String reason) {
+        SalusRrsProtos.ReplaceRequest.Builder b = SalusRrsProtos.ReplaceRequest.newBuilder().setVolume(volume)
+                .setRegion(region).setReason(reason == null ? "" : reason);
+        new java.util.TreeMap<>(suspects).forEach((k, s) -> b.addSuspects(
+                SalusRrsProtos.Suspect.newBuilder().setReplica(k).setServer(s)));
+        return b.build();
     }
 
     /**
