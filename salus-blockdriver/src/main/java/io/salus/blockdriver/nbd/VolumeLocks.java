@@ -69,11 +69,8 @@ final class VolumeLocks {
    */
   <T> CompletableFuture<T> wholeBlocks(long first, long count, Supplier<CompletableFuture<T>> start) {
     int[] stripes = stripes(first, count);
-    for (int s : stripes) {
-      locks[s].lock();
-    }
     CompletableFuture<T> f;
-    try {
+    try (Unlock u = lock(first, first + count - 1)) {
       synchronized (wholeInFlight) {
         for (int s : stripes) {
           wholeInFlight[s]++;
@@ -84,10 +81,6 @@ final class VolumeLocks {
       } catch (RuntimeException | Error e) {
         completed(stripes);
         throw e;
-      }
-    } finally {
-      for (int i = stripes.length - 1; i >= 0; i--) {
-        locks[stripes[i]].unlock();
       }
     }
     f.whenComplete((r, t) -> completed(stripes));

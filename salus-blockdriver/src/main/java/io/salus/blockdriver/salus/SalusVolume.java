@@ -151,6 +151,8 @@ public final class SalusVolume implements Volume {
   private final ArrayDeque<Pending> waiting = new ArrayDeque<>();
   private volatile String failed;
   private volatile boolean closed;
+  /** The volume's replica nodes and their tables and rows (the client's, and the replacement requests'). */
+  private final VolumeAddressing addressing;
   /** Sends RRS replacement requests to the master, one at a time, off the client's loop. */
   private final java.util.concurrent.ExecutorService replacer;
   /** Replica node to when it was last replaced or a request for it was sent (no repeat within the silence period). */
@@ -171,7 +173,7 @@ public final class SalusVolume implements Volume {
     this.geometry = geometry;
     this.lease = lease;
     this.async = async;
-    VolumeAddressing addressing = new VolumeAddressing(geometry);
+    this.addressing = new VolumeAddressing(geometry);
     this.runner = new HBaseVolumeClientRunner(async, addressing, keys.signer(addressing.client()), keys.verifier(),
         new Listener(), PIPELINE, RETRANSMIT_MILLIS, lease.epoch(), (int) (STALL_MILLIS / RETRANSMIT_MILLIS));
     this.replacer = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
@@ -508,7 +510,6 @@ public final class SalusVolume implements Volume {
     if (closed || (replaceSilentAfterMs == 0 && !force)) {
       return;
     }
-    VolumeAddressing addressing = new VolumeAddressing(geometry);
     long now = System.currentTimeMillis();
     Map<Integer, java.util.Set<Integer>> byRegion = new java.util.TreeMap<>();
     for (NodeId id : suspects) {
