@@ -2,6 +2,7 @@ package io.salus.it.launcher;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.net.URI;
@@ -108,10 +109,12 @@ class SalusUpRestartTest {
       assertEquals(5, LauncherProcess.field(ready, "witnesses").split(",").length, ready);
       // Each witness trusts the cluster's replicas (the trust file 'salus up' writes): an entry
       // offered by all three replicas is stored, and an outsider's offer is rejected. The replicas are
-      // the replica endpoints of the volume's region (`endpoint-volume * test-seed S`: members
-      // demo/0/r0..r2, keys from the seed in DATA/keys/endpoint-test-seed), whose tentatives the
+      // the replica endpoints of the volume's region (`endpoint-volume * keyring DATA/keys/server.keyring`:
+      // members demo/0/r0..r2, keys derived from that production keyring), whose tentatives the
       // witnesses store since 'salus up' wires them in.
-      long endpointSeed = Long.parseLong(Files.readString(data.resolve("keys/endpoint-test-seed")).strip());
+      io.salus.core.crypto.KeyringFile keyring = io.salus.core.crypto.KeyringFile.load(
+          data.resolve("keys/server.keyring"));
+      assertFalse(keyring.holdsClientSecrets(), "the servers' keyring holds no client private key");
       Statement.LogEntry st = new Statement.LogEntry(new RegionId("demo", 0), 0, 7,
           Hash.of(new byte[32]), 4096);
       for (String w : LauncherProcess.field(ready, "witnesses").split(",")) {
@@ -121,13 +124,14 @@ class SalusUpRestartTest {
         try (WitnessClient c = WitnessClient.connect(a)) {
           WitnessClient.OfferResult last = null;
           for (int k = 0; k < 3; k++) {
-            last = c.offer(Certificate.sign(CertType.TENTATIVE_LOG_ENTRY, st, NodeKeys.deterministic(
-                SignatureScheme.DEFAULT_SERVER, NodeId.of("demo/0/r" + k), endpointSeed).signer()));
+            last = c.offer(Certificate.sign(CertType.TENTATIVE_LOG_ENTRY, st, keyring.serverKeys(
+                SignatureScheme.DEFAULT_SERVER, NodeId.of("demo/0/r" + k)).signer()));
           }
           assertEquals(WitnessClient.OfferResult.STORED, last, "witness " + w);
           assertEquals(CertType.LOG_ENTRY, c.query(st.region(), 0, 7).type(), "witness " + w);
-          NodeKeys outsider = NodeKeys.deterministic(SignatureScheme.DEFAULT_SERVER,
-              NodeId.of("demo/0/r1"), endpointSeed + 1);
+          // an outsider: another keyring's key for the same replica
+          NodeKeys outsider = io.salus.core.crypto.KeyringFile.generate("*", new java.security.SecureRandom())
+              .servers().serverKeys(SignatureScheme.DEFAULT_SERVER, NodeId.of("demo/0/r1"));
           WitnessClient.WitnessException e = org.junit.jupiter.api.Assertions.assertThrows(
               WitnessClient.WitnessException.class, () -> c.offer(Certificate.sign(
                   CertType.TENTATIVE_LOG_ENTRY, new Statement.LogEntry(st.region(), 0, 8, st.digest(), 4096), outsider.signer())));

@@ -154,7 +154,7 @@ class SalusUpSalusExportTest {
     }
     String[] witnesses = endpoints.getProperty("witnesses").split(",");
     assertEquals(5, witnesses.length, endpoints.getProperty("witnesses"));
-    assertTrue(Files.readString(data.resolve("witness-trust.conf")).contains("\nendpoint-volume * test-seed "),
+    assertTrue(Files.readString(data.resolve("witness-trust.conf")).contains("\nendpoint-volume * keyring "),
         Files.readString(data.resolve("witness-trust.conf")));
     for (String w : witnesses) {
       String hostPort = w.trim();

@@ -23,13 +23,12 @@ import org.apache.log4j.LogManager;
 
 /**
  * One HBase mini cluster with three region servers running the Salus replica endpoint (as in
- * SalusReplicaEndpointTest): the deterministic test keyring, the placement observer, and the endpoint's default replica storage
+ * SalusReplicaEndpointTest): a production keyring (a fresh {@code KeyringFile} pair), the placement observer, and the endpoint's default replica storage
  * (Salus log on a mini HDFS, each region server paired with its own DataNode; blocks in the region's cells). Nothing is mocked.
  */
 final class SalusMiniCluster implements AutoCloseable {
   /** Log entries between checkpoints on this cluster (set explicitly: the default is 64). */
   static final int CHECKPOINT_EVERY = 4;
-  static final long SEED = 4242;
   static final long DEADLINE_MS = 240_000;
   final HBaseTestingUtility util = new HBaseTestingUtility();
   /** host:port of each DataNode (transfer address), the favored node of the region server paired with it. */
@@ -57,7 +56,15 @@ final class SalusMiniCluster implements AutoCloseable {
     if (balancerPeriod != null) {
       conf.set("hbase.balancer.period", balancerPeriod);
     }
-    conf.setLong(EndpointKeyring.TEST_SEED_KEY, SEED);
+    // the production keyring (task key22): the region servers read the servers' file, the client (SalusVolume, same
+    // configuration object here) the client's; one file each, as `salus keys init` writes them
+    java.nio.file.Path keys = java.nio.file.Files.createTempDirectory("salus-keys");
+    io.salus.core.crypto.KeyringFile.Pair pair = io.salus.core.crypto.KeyringFile.generate("*",
+        new java.security.SecureRandom());
+    pair.servers().write(keys.resolve("server.keyring"));
+    pair.client().write(keys.resolve("client.keyring"));
+    conf.setIfUnset(EndpointKeyring.KEYRING_FILE_KEY, keys.resolve("server.keyring").toString());
+    conf.setIfUnset(EndpointKeyring.CLIENT_KEYRING_FILE_KEY, keys.resolve("client.keyring").toString());
     // checkpoints every 4 log entries, as these tests were written for (the default is 64, task tput18): their short
     // runs must reach certificates, GC and catch-up from a checkpoint (unless the test's extra settings chose another)
     conf.setIfUnset(SalusReplicaEndpoint.CHECKPOINT_EVERY_KEY, Integer.toString(CHECKPOINT_EVERY));
@@ -184,7 +191,7 @@ final class SalusMiniCluster implements AutoCloseable {
     return -1;
   }
 
-  /** An hbase-site.xml for the CLI: the cluster's ZooKeeper and the endpoint's (test) keyring seed. */
+  /** An hbase-site.xml for the CLI: the cluster's ZooKeeper and the client's keyring file. */
   java.io.File writeSiteXml(java.io.File dir) throws java.io.IOException {
     dir.mkdirs();
     java.io.File f = new java.io.File(dir, "hbase-site.xml");
@@ -193,7 +200,7 @@ final class SalusMiniCluster implements AutoCloseable {
     c.set("hbase.zookeeper.quorum", conf.get("hbase.zookeeper.quorum"));
     c.set("hbase.zookeeper.property.clientPort", conf.get("hbase.zookeeper.property.clientPort"));
     c.set("zookeeper.znode.parent", conf.get("zookeeper.znode.parent", "/hbase"));
-    c.setLong(EndpointKeyring.TEST_SEED_KEY, SEED);
+    c.set(EndpointKeyring.CLIENT_KEYRING_FILE_KEY, conf.get(EndpointKeyring.CLIENT_KEYRING_FILE_KEY));
     try (java.io.OutputStream o = new java.io.FileOutputStream(f)) {
       c.writeXml(o);
     }

@@ -95,6 +95,65 @@ class SalusReplyTheftTest {
   }
 
   /**
+   * Task key22 (production keyring): a process that holds the servers' keyring (a region server's files: the servers'
+   * secret and the client's public key) makes itself a client keyring with its own Ed25519 key and mounts the
+   * volume with it. The replicas check the client's signatures with the public key of the servers' file, so nothing
+   * it sends is acknowledged or stored; the real client's write is then still the volume's content.
+   */
+  @Test
+  void aClientKeyringWithAnotherClientKeyWritesNothing() throws Exception {
+    VolumeGeometry g = new VolumeGeometry("impostor", 2 * PER_REGION * BLOCK, BLOCK, PER_REGION);
+    cluster.createVolume(g);
+    byte[] real = new byte[BLOCK];
+    new Random(21).nextBytes(real);
+    try (SalusVolume v = SalusVolume.open(cluster.connection(), "impostor")) {
+      v.write(0, real, true).get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS);
+    }
+    // the impostor's client file: the real servers' secret, its own client key
+    org.apache.hadoop.conf.Configuration conf = cluster.util.getConfiguration();
+    java.nio.file.Path serverFile = java.nio.file.Path.of(conf.get(EndpointKeyring.KEYRING_FILE_KEY));
+    String secretLine = java.nio.file.Files.readAllLines(serverFile).stream()
+        .filter(l -> l.startsWith("server-secret ")).findFirst().orElseThrow();
+    java.nio.file.Path own = java.nio.file.Files.createTempDirectory("impostor").resolve("x.keyring");
+    io.salus.core.crypto.KeyringFile.generate("*", new java.security.SecureRandom()).client().write(own);
+    String ownClient = java.nio.file.Files.readAllLines(own).stream()
+        .filter(l -> l.startsWith("client-secret ")).findFirst().orElseThrow();
+    java.nio.file.Path forged = own.resolveSibling("forged.keyring");
+    java.nio.file.Files.createFile(forged, java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
+        java.nio.file.attribute.PosixFilePermissions.fromString("rw-------")));
+    java.nio.file.Files.writeString(forged, secretLine + "\n" + ownClient + "\n");
+    org.apache.hadoop.conf.Configuration ic = new org.apache.hadoop.conf.Configuration(conf);
+    ic.set(EndpointKeyring.CLIENT_KEYRING_FILE_KEY, forged.toString());
+    byte[] fake = new byte[BLOCK];
+    java.util.Arrays.fill(fake, (byte) 0x66);
+    org.apache.hadoop.hbase.client.Connection iconn = ConnectionFactory.createConnection(ic);
+    CompletableFuture<Void> attempt = CompletableFuture.runAsync(() -> {
+      try {
+        SalusVolume iv = SalusVolume.open(iconn, "impostor");
+        iv.write(0, fake, true).get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS);
+      } catch (Exception e) {
+        throw new java.util.concurrent.CompletionException(e);
+      }
+    });
+    Throwable outcome = null;
+    try {
+      attempt.get(60, TimeUnit.SECONDS);
+    } catch (ExecutionException e) {
+      outcome = e.getCause();
+    } catch (java.util.concurrent.TimeoutException e) {
+      outcome = e; // still waiting for answers the replicas never give
+    } finally {
+      iconn.close();
+    }
+    assertNotNull(outcome, "the impostor's mount and write were acknowledged");
+    for (int k = 0; k < 3; k++) {
+      byte[] b = cluster.endpoint(g, 0, k).host().inspect((io.salus.core.protocol.replica.RegionReplica rep) ->
+          rep.block(0)).get(60, TimeUnit.SECONDS);
+      assertArrayEquals(real, b, "replica " + k + " holds the real client's block (impostor: " + outcome + ")");
+    }
+  }
+
+  /**
    * Review finding (rv13): the endpoint takes the sender of an envelope from the envelope itself, so any HBase
    * client can send a GET "from" the volume's client. RegionReplica admits only the client's GETs because "anyone
    * else's GET would wait here for ever" — but a forged one with prevNum = Long.MAX_VALUE does exactly that: it is
@@ -116,8 +175,7 @@ class SalusReplyTheftTest {
     ReplicaLink forger = new ReplicaLink(CompletableFuture.completedFuture(forgerConn), addressing, "forger", null,
         null);
     // a region server's key (replica forge/0/r1): it may speak for the nodes its region hosts, never for the client
-    EndpointKeyring keys = EndpointKeyring.deterministic(SignatureScheme.DEFAULT_CLIENT, SignatureScheme.DEFAULT_SERVER,
-        SalusMiniCluster.SEED, addressing);
+    EndpointKeyring keys = EndpointKeyring.fromConfiguration(cluster.util.getConfiguration(), addressing);
     NodeId peer = addressing.replica(0, 1);
     ReplicaLink peerLink = new ReplicaLink(CompletableFuture.completedFuture(forgerConn), addressing, "peer", null,
         null, new CallAuth.Signing(g.volume(), keys.signer(peer), 0));

@@ -22,6 +22,7 @@ import picocli.CommandLine.Command;
       CommandLine.HelpCommand.class,
       VolumeCommand.class,
       NbdCommand.class,
+      KeysCommand.class,
     })
 public final class SalusCli implements Runnable {
 

@@ -69,10 +69,10 @@ import org.slf4j.LoggerFactory;
  * mounted again after a clean close or after its previous writer died (once every region is settled). A region
  * whose replicas contradict each other, or whose state does not check, stops the mount with an error naming it.
  *
- * <p>Keys: the deterministic test keyring of the endpoint ({@link EndpointKeyring#fromConfiguration}): the client
- * and the region servers must share {@code salus.endpoint.keyring.test-seed} and the signature scheme
- * {@code salus.endpoint.signature-scheme} (default ED25519: public-key signatures, so a replica cannot forge the
- * client's writes, §3.2).
+ * <p>Keys ({@link EndpointKeyring#forClient}): the client's keyring file {@code salus.client.keyring.file} (from
+ * {@code salus keys init}: the servers' secret and the client's Ed25519 private key, whose public half the region
+ * servers' file holds, so no replica can forge the client's writes, §3.2), or for tests the deterministic keyring
+ * {@code salus.endpoint.keyring.test-seed} the region servers share.
  */
 public final class SalusVolume implements Volume {
   private static final Logger LOG = LoggerFactory.getLogger(SalusVolume.class);
@@ -207,7 +207,7 @@ public final class SalusVolume implements Volume {
     awaitPlacement(connection, g, PLACEMENT_WAIT_MILLIS);
     EndpointKeyring keys;
     try {
-      keys = EndpointKeyring.fromConfiguration(connection.getConfiguration(), new VolumeAddressing(g));
+      keys = EndpointKeyring.forClient(connection.getConfiguration(), new VolumeAddressing(g));
     } catch (IllegalArgumentException e) {
       throw new IOException("cannot open Salus volume '" + name + "': " + e.getMessage(), e);
     }

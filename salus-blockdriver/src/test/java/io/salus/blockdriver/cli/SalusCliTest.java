@@ -22,7 +22,7 @@ class SalusCliTest {
   void launcherCommandsAreNotInTheClientAndSayWhereTheyAre() {
     CommandLine cli = SalusCli.commandLine();
     Set<String> names = cli.getSubcommands().keySet();
-    for (String n : List.of("volume", "nbd", "help")) {
+    for (String n : List.of("volume", "nbd", "keys", "help")) {
       assertTrue(names.contains(n), "salus " + n + " is a client command: " + names);
     }
     for (String n : SalusCli.LAUNCHER_COMMANDS) {
@@ -33,6 +33,34 @@ class SalusCliTest {
     }
     Run help = run("--help");
     assertTrue(help.out().replaceAll("\\s+", " ").contains("in the launcher artifact"), help.out());
+  }
+
+  /**
+   * Task key22: {@code salus keys init} writes the servers' and the client's keyring files (owner-only, the client's
+   * private key only in the client's), prints the keys to set, and never replaces an existing keyring.
+   */
+  @Test
+  void keysInitWritesTwoOwnerOnlyFilesAndNeverReplacesThem(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+      throws Exception {
+    Run r = run("keys", "init", "--dir", dir.toString());
+    assertEquals(0, r.code(), r.err());
+    java.nio.file.Path servers = dir.resolve(KeysCommand.SERVER_FILE);
+    java.nio.file.Path client = dir.resolve(KeysCommand.CLIENT_FILE);
+    assertTrue(r.out().contains("salus.endpoint.keyring.file=" + servers.toAbsolutePath())
+        && r.out().contains("salus.client.keyring.file=" + client.toAbsolutePath())
+        && r.out().contains("endpoint-volume * keyring " + servers.toAbsolutePath()), r.out());
+    assertEquals("rw-------", java.nio.file.attribute.PosixFilePermissions.toString(
+        java.nio.file.Files.getPosixFilePermissions(servers)));
+    io.salus.core.crypto.KeyringFile s = io.salus.core.crypto.KeyringFile.load(servers);
+    io.salus.core.crypto.KeyringFile c = io.salus.core.crypto.KeyringFile.load(client);
+    assertTrue(!s.holdsClientSecrets() && c.holdsClientSecrets());
+    org.junit.jupiter.api.Assertions.assertArrayEquals(s.clientPublicKey("any"), c.clientPublicKey("any"),
+        "one client key pair, split between the files");
+    String before = java.nio.file.Files.readString(servers);
+    Run again = run("keys", "init", "--dir", dir.toString());
+    assertEquals(2, again.code(), again.out());
+    assertTrue(again.err().contains("exists"), again.err());
+    assertEquals(before, java.nio.file.Files.readString(servers), "the existing keyring is untouched");
   }
 
   private record Run(int code, String out, String err) {

@@ -16,6 +16,7 @@ import java.util.concurrent.ConcurrentHashMap;
 
 import io.salus.core.cert.RegionId;
 import io.salus.core.crypto.KeyDirectory;
+import io.salus.core.crypto.KeyringFile;
 import io.salus.core.crypto.NodeId;
 import io.salus.core.crypto.SignatureScheme;
 
@@ -36,7 +37,11 @@ import io.salus.core.crypto.SignatureScheme;
  *   endpoint-volume &lt;volume&gt; test-seed &lt;long&gt; [server-scheme weak|hmac|ed25519]
  *                                  (TEST ONLY: the replica endpoint's regions; server-scheme: the endpoint's
  *                                   salus.endpoint.signature-scheme.server, default hmac as there)
- *   endpoint-volume * test-seed &lt;long&gt; [server-scheme ...]  (TEST ONLY: every volume's, e.g. 'salus up')
+ *   endpoint-volume * test-seed &lt;long&gt; [server-scheme ...]  (TEST ONLY: every volume's)
+ *   endpoint-volume &lt;volume&gt;|* keyring &lt;path&gt; [server-scheme ...]
+ *                                  (the replica endpoint's regions, keys derived from the region servers'
+ *                                   keyring file salus.endpoint.keyring.file; a relative path is resolved
+ *                                   against this file's directory; e.g. 'salus up')
  * </pre>
  *
  * Membership may also be set programmatically ({@link #setMembers}). Without a {@code scheme}
@@ -53,8 +58,9 @@ public final class WitnessTrust {
   private final Map<String, Set<NodeId>> rules = new ConcurrentHashMap<>();
   /** Principals (the Master / recovery orchestrator) whose signed queries may seal a slot. */
   private final Set<NodeId> recoverers = ConcurrentHashMap.newKeySet();
-  /** An {@code endpoint-volume} line: the seed of the replicas' test keys and the scheme they sign with. */
-  private record EndpointKeys(long seed, SignatureScheme scheme) {
+  /** An {@code endpoint-volume} line: how the replicas' keys are derived, and the scheme they sign with. */
+  private record EndpointKeys(java.util.function.BiFunction<SignatureScheme, NodeId, NodeKeys> keys,
+                              SignatureScheme scheme) {
   }
 
   private final Map<String, EndpointKeys> endpointVolumes = new ConcurrentHashMap<>();
@@ -128,7 +134,18 @@ public final class WitnessTrust {
 
   /** As {@link #useEndpointTestKeys(String, long)}, the replicas signing with {@code serverScheme}. */
   public WitnessTrust useEndpointTestKeys(String volume, long seed, SignatureScheme serverScheme) {
-    endpointVolumes.put(volume, new EndpointKeys(seed, serverScheme));
+    endpointVolumes.put(volume, new EndpointKeys((sc, id) -> NodeKeys.deterministic(sc, id, seed), serverScheme));
+    return this;
+  }
+
+  /**
+   * Regions of {@code volume} ({@code *}: every volume without a line of its own) have, in generation 0, the members
+   * the endpoint's {@code VolumeAddressing} names ({@code <volume>/<i>/r0..r2}), whose keys are derived from the
+   * servers' production keyring ({@link KeyringFile#serverKeys}; the region servers' {@code salus.endpoint.keyring.file}).
+   * Trust-file line: {@code endpoint-volume <volume> keyring <path> [server-scheme ...]}.
+   */
+  public WitnessTrust useEndpointKeyring(String volume, KeyringFile keyring, SignatureScheme serverScheme) {
+    endpointVolumes.put(volume, new EndpointKeys(keyring::serverKeys, serverScheme));
     return this;
   }
 
@@ -143,7 +160,7 @@ public final class WitnessTrust {
       // salus-core's VolumeAddressing convention (not called: it pulls HBase classes into the daemon)
       NodeId id = NodeId.of(region.volume() + "/" + region.index() + "/r" + k);
       if (!keys.knows(id)) {
-        keys.register(NodeKeys.deterministic(ek.scheme(), id, ek.seed()));
+        keys.register(ek.keys().apply(ek.scheme(), id));
       }
       m.add(id);
     }
@@ -274,26 +291,37 @@ public final class WitnessTrust {
           if (t == null) {
             t = new WitnessTrust(DEFAULT_SCHEME);
           }
-          long seed;
           SignatureScheme serverScheme = SignatureScheme.DEFAULT_SERVER;
-          try {
-            if ((f.length != 4 && f.length != 6) || !f[2].equals("test-seed")
-                || (f.length == 6 && !f[4].equals("server-scheme"))) {
-              throw new NumberFormatException();
-            }
-            seed = Long.parseLong(f[3]);
-          } catch (NumberFormatException e) {
-            throw new IOException(where + "expected `endpoint-volume <volume> test-seed <long>"
-                + " [server-scheme weak|hmac|ed25519]` (test only: the replica endpoint's deterministic keys,"
-                + " salus.endpoint.keyring.test-seed, and its salus.endpoint.signature-scheme.server, default "
-                + SignatureScheme.DEFAULT_SERVER + ")");
+          boolean keyring = f.length >= 3 && f[2].equals("keyring");
+          if ((f.length != 4 && f.length != 6) || !(keyring || f[2].equals("test-seed"))
+              || (f.length == 6 && !f[4].equals("server-scheme"))) {
+            throw new IOException(where + "expected `endpoint-volume <volume> keyring <path>"
+                + " [server-scheme weak|hmac|ed25519]` (the region servers' salus.endpoint.keyring.file and"
+                + " salus.endpoint.signature-scheme.server, default " + SignatureScheme.DEFAULT_SERVER + "), or"
+                + " `endpoint-volume <volume> test-seed <long> [server-scheme ...]` (test only; <volume> may be *)");
           }
           if (f.length == 6) {
             serverScheme = parseScheme(f[5], where);
           }
-          LOG.warn("{}endpoint-volume {}: its replicas' keys are derived from a test seed; anyone who"
-              + " knows it can sign as them (tests only)", where, f[1]);
-          t.useEndpointTestKeys(f[1], seed, serverScheme);
+          if (keyring) {
+            KeyringFile kf;
+            try {
+              kf = KeyringFile.load(file.toAbsolutePath().getParent().resolve(f[3]));
+            } catch (IOException e) {
+              throw new IOException(where + e.getMessage(), e);
+            }
+            t.useEndpointKeyring(f[1], kf, serverScheme);
+          } else {
+            long seed;
+            try {
+              seed = Long.parseLong(f[3]);
+            } catch (NumberFormatException e) {
+              throw new IOException(where + "test-seed " + f[3] + " is not a long integer");
+            }
+            LOG.warn("{}endpoint-volume {}: its replicas' keys are derived from a test seed; anyone who"
+                + " knows it can sign as them (tests only)", where, f[1]);
+            t.useEndpointTestKeys(f[1], seed, serverScheme);
+          }
         }
         default -> throw new IOException(where + "unknown directive `" + f[0]
             + "` (expected scheme, node, recoverer, rrs or endpoint-volume)");

@@ -84,6 +84,37 @@ class WitnessTrustTest {
     assertTrue(e.getMessage().contains("endpoint-volume <volume> test-seed <long>"), e.getMessage());
   }
 
+  /**
+   * Task key22: `endpoint-volume * keyring <path>` derives the endpoint replicas' keys from the region servers'
+   * production keyring (a relative path from the trust file's directory); another keyring's keys do not verify, and
+   * a missing or group-readable keyring is refused naming the file.
+   */
+  @Test
+  void anEndpointVolumeKeyringLineDerivesTheKeysFromTheServersKeyring() throws Exception {
+    io.salus.core.crypto.KeyringFile servers = io.salus.core.crypto.KeyringFile.generate("*",
+        new java.security.SecureRandom()).servers();
+    Path kf = file("x").resolveSibling("server.keyring");
+    servers.write(kf);
+    WitnessTrust t = WitnessTrust.load(file("endpoint-volume * keyring server.keyring\n"));
+    NodeId r = NodeId.of("vol/1/r2");
+    assertEquals(Set.of(NodeId.of("vol/1/r0"), NodeId.of("vol/1/r1"), r),
+        t.members(new io.salus.core.cert.RegionId("vol", 1), 0));
+    byte[] msg = {9, 8};
+    assertEquals(SignatureScheme.HMAC_SHA256, t.keys().schemeOf(r), "the servers' default scheme");
+    assertTrue(t.keys().verify(r, msg, servers.serverKeys(SignatureScheme.HMAC_SHA256, r).signer().sign(msg)));
+    io.salus.core.crypto.KeyringFile other = io.salus.core.crypto.KeyringFile.generate("*",
+        new java.security.SecureRandom()).servers();
+    assertTrue(!t.keys().verify(r, msg, other.serverKeys(SignatureScheme.HMAC_SHA256, r).signer().sign(msg)),
+        "another keyring's key for the same replica does not verify");
+    IOException e = assertThrows(IOException.class,
+        () -> WitnessTrust.load(file("endpoint-volume * keyring missing.keyring\n")));
+    assertTrue(e.getMessage().contains("missing.keyring") && e.getMessage().contains(":1:"), e.getMessage());
+    java.nio.file.Files.setPosixFilePermissions(kf, java.nio.file.attribute.PosixFilePermissions.fromString(
+        "rw-r-----"));
+    e = assertThrows(IOException.class, () -> WitnessTrust.load(file("endpoint-volume * keyring server.keyring\n")));
+    assertTrue(e.getMessage().contains("chmod 600"), e.getMessage());
+  }
+
   /** `endpoint-volume * test-seed S` ('salus up'): every volume's regions, with a named volume's own line first. */
   @Test
   void anEndpointVolumeStarLineCoversEveryVolume() throws Exception {

@@ -62,8 +62,8 @@ public final class EmbeddedCluster implements AutoCloseable {
   private final List<String> dataNodeWitnesses = new ArrayList<>();
   /** Transfer address (host:port) of each DataNode, in start order: region server i is paired with DataNode i. */
   private final List<String> dataNodeAddresses = new ArrayList<>();
-  /** Seed of the replica endpoints' (test) keyring, {@link EndpointSeed}. */
-  private long endpointSeed;
+  /** The replica endpoints' and the client's keyring, {@link LauncherKeyring}. */
+  private LauncherKeyring keyring;
   private NbdServer nbd;
   /** The NBD listening socket, bound in {@link #preflight()} and handed to the server later. */
   private ServerSocketChannel nbdSocket;
@@ -357,8 +357,8 @@ public final class EmbeddedCluster implements AutoCloseable {
     c.setFloat("hfile.block.cache.size", 0.1f);
     c.setInt("hbase.regionserver.handler.count", 10);
     c.setBoolean("hbase.unsafe.stream.capability.enforce", false);
-    endpointSeed = EndpointSeed.ensure(layout.root());
-    SalusPlugins.configureHBase(c, endpointSeed);
+    keyring = LauncherKeyring.ensure(layout.root());
+    SalusPlugins.configureHBase(c, keyring);
     // the five metadata holders of every RRS: the witness of the DataNode paired with each replica's region server
     // and the two standalone witnesses (their trust file names the endpoints' keys: LauncherTrust)
     List<String> standalone = new ArrayList<>();
@@ -469,9 +469,9 @@ public final class EmbeddedCluster implements AutoCloseable {
     return volume;
   }
 
-  /** The seed of the replica endpoints' keyring (a client of the Salus volume needs it). */
-  public long endpointSeed() {
-    return endpointSeed;
+  /** The replica endpoints' and the client's keyring (a client of the Salus volume needs its client file). */
+  LauncherKeyring keyring() {
+    return keyring;
   }
 
   /** The DataNode each region server is paired with ({@code salus.favored.datanode}), by region server port. */

@@ -19,8 +19,8 @@ import io.salus.hdfs.witness.WitnessIdentity;
  * and rejects every offer). Ed25519: each replica's secret stays in {@code DATA/keys/<id>.key}
  * (owner-only), the trust file {@code DATA/witness-trust.conf} holds only verification keys, the
  * {@code recoverer master} line (the Master's recovery key, {@code DATA/keys/master.key}), one
- * {@code rrs *} line naming the three replicas, and {@code endpoint-volume * test-seed S}: the replica endpoints of
- * every Salus volume (members {@code <volume>/<i>/r<k>}, keys from the endpoint keyring's seed, {@link EndpointSeed}),
+ * {@code rrs *} line naming the three replicas, and {@code endpoint-volume * keyring DATA/keys/server.keyring}: the replica
+ * endpoints of every Salus volume (members {@code <volume>/<i>/r<k>}, keys derived from that keyring, {@link LauncherKeyring}),
  * whose tentatives the five witnesses store (they sign with the servers' scheme, HMAC-SHA256 by default, named on the
  * line). Created on first start, re-written at every start.
  */
@@ -62,10 +62,9 @@ public final class LauncherTrust {
     t.append("recoverer ").append(RECOVERER).append(' ')
         .append(HexFormat.of().formatHex(recovererKeys(dataDir).verificationKey())).append('\n');
     t.append("rrs * ").append(String.join(" ", REPLICAS)).append('\n');
-    // the replica endpoints of every Salus volume sign with the keyring of DATA/keys/endpoint-test-seed
-    // (EndpointSeed); their regions' members <volume>/<i>/r<k> and keys follow from that seed
-    t.append("endpoint-volume * test-seed ").append(EndpointSeed.ensure(dataDir)).append(" server-scheme ")
-        .append(SignatureScheme.DEFAULT_SERVER.name().toLowerCase(java.util.Locale.ROOT)).append('\n');
+    // the replica endpoints of every Salus volume sign with keys derived from DATA/keys/server.keyring
+    // (LauncherKeyring); their regions' members are <volume>/<i>/r<k>
+    t.append(LauncherKeyring.ensure(dataDir).trustLine()).append('\n');
     Path file = dataDir.resolve(TRUST_FILE);
     Path tmp = dataDir.resolve(TRUST_FILE + ".tmp");
     Files.writeString(tmp, t, StandardCharsets.UTF_8);

@@ -40,9 +40,10 @@ final class SalusPlugins {
    * <ul>
    *   <li>the master coprocessor {@code SalusPlacementObserver} (keeps the three replicas of every RRS on three
    *       distinct region servers; the one cluster-wide coprocessor key);
-   *   <li>the replica endpoints' keyring: today only the deterministic test keyring exists, seeded by
-   *       {@code salus.endpoint.keyring.test-seed} ({@link EndpointSeed}), signature schemes Ed25519 for the client
-   *       and HMAC-SHA256 for the servers (the defaults, written out so that the file says them);
+   *   <li>the replica endpoints' keyring: the servers' keyring file {@code salus.endpoint.keyring.file}
+   *       ({@link LauncherKeyring}; a data directory made before it keeps its test seed), signature schemes
+   *       Ed25519 for the client and HMAC-SHA256 for the servers (the defaults, written out so that the file says
+   *       them);
    *   <li>where a replica keeps its Salus log (HDFS, {@code salus.log.root}) and its checkpoint certificates
    *       (ZooKeeper, {@code salus.zk.root}), both at their defaults, written out.
    * </ul>
@@ -50,10 +51,10 @@ final class SalusPlugins {
    * The region endpoints themselves are table attributes of each Salus volume, nothing cluster-wide. Each region
    * server's own {@code salus.favored.datanode} is set per server ({@link PairedRegionServer}).
    */
-  static void configureHBase(Configuration conf, long endpointSeed) {
+  static void configureHBase(Configuration conf, LauncherKeyring keyring) {
     conf.set("hbase.coprocessor.master.classes", SalusPlacementObserver.class.getName());
     conf.setLong(SalusPlacementObserver.PERIOD_KEY, PLACEMENT_CHECK_MS);
-    conf.setLong(EndpointKeyring.TEST_SEED_KEY, endpointSeed);
+    keyring.configureServers(conf);
     conf.set(EndpointKeyring.SCHEME_KEY, SignatureScheme.DEFAULT_CLIENT.name());
     conf.set(EndpointKeyring.SERVER_SCHEME_KEY, SignatureScheme.DEFAULT_SERVER.name());
     conf.set(HdfsReplicaStorage.LOG_ROOT_KEY, HdfsReplicaStorage.DEFAULT_LOG_ROOT);
@@ -61,11 +62,11 @@ final class SalusPlugins {
   }
 
   /**
-   * What a client needs beside the cluster's addresses to mount a Salus volume: the endpoints' keyring seed and
-   * scheme (the client signs its sub-batches with the same keyring).
+   * What a client needs beside the cluster's addresses to mount a Salus volume: the client's keyring file (its
+   * signing key, the servers' secret to check their replies) and the schemes.
    */
-  static void configureClient(Configuration conf, long endpointSeed) {
-    conf.setLong(EndpointKeyring.TEST_SEED_KEY, endpointSeed);
+  static void configureClient(Configuration conf, LauncherKeyring keyring) {
+    keyring.configureClient(conf);
     conf.set(EndpointKeyring.SCHEME_KEY, SignatureScheme.DEFAULT_CLIENT.name());
     conf.set(EndpointKeyring.SERVER_SCHEME_KEY, SignatureScheme.DEFAULT_SERVER.name());
   }

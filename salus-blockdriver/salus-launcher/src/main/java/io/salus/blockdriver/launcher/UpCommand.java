@@ -160,7 +160,7 @@ public final class UpCommand implements Callable<Integer> {
     c.set("hbase.zookeeper.property.clientPort", quorum.substring(colon + 1));
     c.set("zookeeper.znode.parent", "/hbase");
     c.set("fs.defaultFS", cluster.nameNodeUri());
-    SalusPlugins.configureClient(c, cluster.endpointSeed()); // a Salus volume's client signs with the endpoints' keyring
+    SalusPlugins.configureClient(c, cluster.keyring()); // a Salus volume's client signs with the endpoints' keyring
     Path tmp = dir.resolve("hbase-site.xml.tmp");
     java.nio.file.Files.deleteIfExists(tmp);
     // owner-only: it carries the endpoints' keyring seed

@@ -1,6 +1,7 @@
 package io.salus.core.hbase.endpoint;
 
 import io.salus.core.crypto.KeyDirectory;
+import io.salus.core.crypto.KeyringFile;
 import io.salus.core.crypto.NodeId;
 import io.salus.core.crypto.Verifier;
 import io.salus.core.crypto.NodeKeys;
@@ -15,14 +16,21 @@ import org.apache.hadoop.conf.Configuration;
  * the client's ({@link #SCHEME_KEY}) and the servers' ({@link #SERVER_SCHEME_KEY}); the verifier records each
  * node's scheme with its key, so a signature is only ever checked under its signer's scheme.
  *
- * <p>Only a <b>test keyring</b> exists so far: every key is derived from {@link #TEST_SEED_KEY} and the node id
- * ({@link NodeKeys#deterministic}), so anyone who knows the seed can sign as any node. It must be set
- * explicitly; without it the endpoint refuses to start and says so. A production keyring (per-server keys and a
- * trust file, as salus-hdfs's witnesses have) is not built yet.
+ * <p>Two kinds: the <b>production keyring</b>, a {@link KeyringFile} ({@link #KEYRING_FILE_KEY} on the region servers,
+ * {@link #CLIENT_KEYRING_FILE_KEY} on the client; {@code salus keys init} writes both): server nodes sign with keys
+ * derived from the servers' 256-bit secret, the client with its own Ed25519 key whose private half only the client's
+ * file holds, so the region servers can verify the client's writes but never sign one. And the <b>test keyring</b>:
+ * every key derived from {@link #TEST_SEED_KEY} and the node id ({@link NodeKeys#deterministic}), so anyone who knows
+ * the seed can sign as any node, the client included. One of them must be set explicitly; without either the endpoint
+ * refuses to start and says so, and with both it refuses too (which one was meant is unclear).
  */
 public final class EndpointKeyring {
     /** Configuration key: seed of the deterministic test keys (tests only). */
     public static final String TEST_SEED_KEY = "salus.endpoint.keyring.test-seed";
+    /** Configuration key (region servers): the servers' {@link KeyringFile} (server secret, client public keys). */
+    public static final String KEYRING_FILE_KEY = "salus.endpoint.keyring.file";
+    /** Configuration key (the client): the client's {@link KeyringFile} (server secret, its client private key). */
+    public static final String CLIENT_KEYRING_FILE_KEY = "salus.client.keyring.file";
     /**
      * Configuration key: the <b>client's</b> signature scheme (ED25519, HMAC_SHA256, WEAK_CRC32C); default
      * {@link SignatureScheme#DEFAULT_CLIENT} (Ed25519: the servers hold only its public key, so none of them can
@@ -71,24 +79,110 @@ public final class EndpointKeyring {
     }
 
     /**
-     * The keyring a configuration names.
+     * The keyring of a region server: the production keyring of {@link #KEYRING_FILE_KEY} (it signs as every server
+     * node of the volume, never as the client), or the test keyring of {@link #TEST_SEED_KEY}.
      *
-     * @throws IllegalArgumentException naming the missing or bad key and what to set
+     * @throws IllegalArgumentException naming the missing or bad key or file and what to set
      */
     public static EndpointKeyring fromConfiguration(Configuration conf, VolumeAddressing addressing) {
+        return fromConfiguration(conf, addressing, false);
+    }
+
+    /**
+     * The keyring of the volume's client: the production keyring of {@link #CLIENT_KEYRING_FILE_KEY} (it signs only
+     * as the client), or the test keyring of {@link #TEST_SEED_KEY}.
+     *
+     * @throws IllegalArgumentException naming the missing or bad key or file and what to set
+     */
+    public static EndpointKeyring forClient(Configuration conf, VolumeAddressing addressing) {
+        return fromConfiguration(conf, addressing, true);
+    }
+
+    private static EndpointKeyring fromConfiguration(Configuration conf, VolumeAddressing addressing,
+                                                     boolean client) {
+        String fileKey = client ? CLIENT_KEYRING_FILE_KEY : KEYRING_FILE_KEY;
+        String file = conf.get(fileKey);
         String seed = conf.get(TEST_SEED_KEY);
-        if (seed == null) {
-            throw new IllegalArgumentException("the Salus replica endpoint of volume " + addressing.geometry().volume()
-                    + " has no keys: set " + TEST_SEED_KEY + "=<long> (deterministic test keys; a production"
-                    + " keyring is not built yet)");
+        String volume = addressing.geometry().volume();
+        if (file != null && seed != null) {
+            throw new IllegalArgumentException("both " + fileKey + " and " + TEST_SEED_KEY + " are set for the Salus"
+                    + " volume " + volume + ": unset " + TEST_SEED_KEY + " (the test keyring) to use the keyring file");
         }
-        SignatureScheme client = scheme(conf, SCHEME_KEY, SignatureScheme.DEFAULT_CLIENT);
+        SignatureScheme clientScheme = scheme(conf, SCHEME_KEY, SignatureScheme.DEFAULT_CLIENT);
         SignatureScheme server = scheme(conf, SERVER_SCHEME_KEY, SignatureScheme.DEFAULT_SERVER);
+        if (file != null) {
+            KeyringFile kf;
+            try {
+                kf = KeyringFile.load(java.nio.file.Path.of(file.trim()));
+            } catch (java.io.IOException e) {
+                throw new IllegalArgumentException(fileKey + "=" + file + ": " + e.getMessage(), e);
+            }
+            return fromKeyringFile(kf, clientScheme, server, addressing, client, fileKey + "=" + file);
+        }
+        if (seed == null) {
+            throw new IllegalArgumentException((client ? "the client of " : "the Salus replica endpoint of ")
+                    + "volume " + volume + " has no keys: set " + fileKey + "=<file> (a keyring from `salus keys"
+                    + " init --dir <dir>`: " + (client ? "client.keyring" : "server.keyring") + "), or "
+                    + TEST_SEED_KEY + "=<long> (deterministic test keys, tests only)");
+        }
         try {
-            return deterministic(client, server, Long.parseLong(seed.trim()), addressing);
+            return deterministic(clientScheme, server, Long.parseLong(seed.trim()), addressing);
         } catch (NumberFormatException e) {
             throw new IllegalArgumentException(TEST_SEED_KEY + "=" + seed + " is not a long integer", e);
         }
+    }
+
+    /**
+     * The production keyring from a {@link KeyringFile}: server nodes' keys derived from its server secret, the
+     * client's public key from it; on the client ({@code client}) also the client's signing key, on a server never.
+     *
+     * @param what names the file in errors (e.g. the configuration key and value)
+     * @throws IllegalArgumentException if the file lacks what this role needs, or holds what it must not
+     */
+    public static EndpointKeyring fromKeyringFile(KeyringFile kf, SignatureScheme clientScheme,
+                                                  SignatureScheme serverScheme, VolumeAddressing addressing,
+                                                  boolean client, String what) {
+        String volume = addressing.geometry().volume();
+        if (clientScheme != SignatureScheme.ED25519) {
+            throw new IllegalArgumentException(what + ": a keyring file's client keys are Ed25519, but " + SCHEME_KEY
+                    + "=" + clientScheme + "; unset it (the default is ED25519)");
+        }
+        if (!client && kf.holdsClientSecrets()) {
+            throw new IllegalArgumentException(what + " holds a client's private key (a client-secret line): a region"
+                    + " server must not be able to sign as the client. Give the region servers the servers' file"
+                    + " (server.keyring from `salus keys init`), which holds only client-public lines");
+        }
+        EndpointKeyring k = new EndpointKeyring(clientScheme, serverScheme);
+        NodeId clientId = addressing.client();
+        for (NodeId id : addressing.allNodes()) {
+            if (id.equals(clientId)) {
+                continue;
+            }
+            NodeKeys keys = kf.serverKeys(serverScheme, id);
+            k.directory.register(keys);
+            if (!client) {
+                k.signers.put(id, keys.signer());
+            }
+        }
+        if (client) {
+            NodeKeys mine = kf.clientKeys(volume, clientId);
+            if (mine == null) {
+                throw new IllegalArgumentException(what + " has no client-secret line for volume " + volume + " (nor `*`):"
+                        + " the client cannot sign its writes. Use the client's file (client.keyring from `salus keys"
+                        + " init`)");
+            }
+            k.directory.register(mine);
+            k.signers.put(clientId, mine.signer());
+        } else {
+            byte[] pub = kf.clientPublicKey(volume);
+            if (pub == null) {
+                throw new IllegalArgumentException(what + " has no client-public line for volume " + volume + " (nor"
+                        + " `*`): the replicas could not check the client's writes. Add the line `salus keys init`"
+                        + " printed for the client's key");
+            }
+            k.directory.register(clientId, SignatureScheme.ED25519, pub);
+        }
+        return k;
     }
 
     private static SignatureScheme scheme(Configuration conf, String key, SignatureScheme dflt) {
