@@ -137,7 +137,7 @@ class SalusReplyTheftTest {
     });
     Throwable outcome = null;
     try {
-      attempt.get(60, TimeUnit.SECONDS);
+      attempt.get(30, TimeUnit.SECONDS);
     } catch (ExecutionException e) {
       outcome = e.getCause();
     } catch (java.util.concurrent.TimeoutException e) {
