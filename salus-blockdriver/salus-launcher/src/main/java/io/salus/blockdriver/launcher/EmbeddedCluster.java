@@ -381,7 +381,11 @@ public final class EmbeddedCluster implements AutoCloseable {
     }
     conf = hbase.getConfiguration();
     waitForHBase(Duration.ofMinutes(3));
-    connection = ConnectionFactory.createConnection(conf);
+    // the export's client connection: the cluster's configuration plus the client's keyring file, which the region
+    // servers' configuration does not name (they hold only the client's public key)
+    Configuration clientConf = new Configuration(conf);
+    SalusPlugins.configureClient(clientConf, keyring);
+    connection = ConnectionFactory.createConnection(clientConf);
     try (Admin admin = connection.getAdmin()) {
       long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
       while (admin.getClusterMetrics().getLiveServerMetrics().size() < options.regionServers()) {
