@@ -105,4 +105,64 @@ class SalusDamagedStoreFileTest {
           .get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS), "remounted after the reopen");
     }
   }
+
+  /**
+   * The fault table's byte-flip row (whole-table run rob22 run 1): a replica that no GET reaches (not a chain head)
+   * with its store files damaged on disk, found first by a mount's query. Its scan of the region's leaf hashes fails,
+   * so it cannot answer the query; that must take the same path as a failed read (the region reopened with the damaged
+   * files moved aside, the replica restored from its certified state) or the mount waits for it for ever (it did:
+   * "Salus volume ... is not mounted after 120 s: region 1: 2 of its 3 replicas answered the mount query").
+   */
+  @Test
+  void aReplicaThatCannotScanItsDamagedCellsForAMountIsReopenedAndTheMountCompletes() throws Exception {
+    VolumeGeometry g = new VolumeGeometry("dmgmnt", SalusRegionRecoveryTest.REGIONS
+        * SalusRegionRecoveryTest.PER_REGION * BLOCK, BLOCK, SalusRegionRecoveryTest.PER_REGION);
+    cluster.createVolume(g);
+    int n = 60;
+    byte[] want;
+    try (SalusVolume v = SalusVolume.open(cluster.connection(), g.volume())) {
+      SalusRegionRecoveryTest.Workload w = new SalusRegionRecoveryTest.Workload(g, v, n, 8);
+      assertEquals("", w.finish());
+      want = w.expected();
+    }
+    // replica 1 of region 1: no GET reaches it (replica 0 gets every first try), only the next mount's query
+    HRegion victim = cluster.region(g, 1, 1);
+    ReplicaHost hostBefore = cluster.endpoint(g, 1, 1).host();
+    var server = cluster.locate(g, 1, 1);
+    try (Admin admin = cluster.connection().getAdmin()) {
+      admin.flush(SalusTableLayout.tableName(g.volume(), 1));
+    }
+    int dn = cluster.dataNodeOf(server);
+    assertTrue(dn >= 0, "the DataNode paired with " + server);
+    DistributedFileSystem fs = cluster.util.getDFSCluster().getFileSystem();
+    int corrupted = 0;
+    for (HStore store : victim.getStores()) {
+      for (HStoreFile sf : store.getStorefiles()) {
+        store.getCacheConfig().getBlockCache().ifPresent(bc -> bc.evictBlocksByHfileName(sf.getPath().getName()));
+        for (LocatedBlock lb : fs.getClient().getLocatedBlocks(sf.getPath().toUri().getPath(), 0, Long.MAX_VALUE)
+            .getLocatedBlocks()) {
+          cluster.util.getDFSCluster().corruptReplica(dn, lb.getBlock());
+          corrupted++;
+        }
+      }
+    }
+    assertTrue(corrupted > 0, "the region's HFiles are on DataNode " + dn);
+    long quarantinedBefore = SalusStoreQuarantine.counters().get("quarantinedRegions");
+
+    // the mount completes (the damaged replica's region is reopened without its damaged files) and reads every write
+    try (SalusVolume v = SalusVolume.open(cluster.connection(), g.volume())) {
+      assertVolume(want, v.read(0, (int) g.numBlocks()).get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS),
+          "mounted while replica 1/1's HFile blocks are damaged");
+      assertTrue(SalusStoreQuarantine.counters().get("quarantinedRegions") > quarantinedBefore,
+          "replica 1/1's region reopened with its damaged store files moved aside: " + SalusStoreQuarantine.counters());
+      cluster.awaitPlaced(g);
+      assertNotSame(hostBefore, cluster.endpoint(g, 1, 1).host(), "replica 1/1 was reopened");
+      for (int i = n; i < n + 5; i++) {
+        v.write(SalusRegionRecoveryTest.firstBlock(g, i), SalusRegionRecoveryTest.data(g, i), true)
+            .get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS);
+      }
+      assertVolume(SalusRegionRecoveryTest.expected(g, n + 5), v.read(0, (int) g.numBlocks())
+          .get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS), "after writes on the remount");
+    }
+  }
 }

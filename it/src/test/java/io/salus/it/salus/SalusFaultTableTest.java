@@ -848,15 +848,34 @@ class SalusFaultTableTest {
     String xfer = cluster.dataNodes.get(dn);
     int n = 0;
     int skipped = 0;
+    int vanished = 0;
     for (org.apache.hadoop.fs.Path dir : dirs) {
-      if (!fs.exists(dir)) {
+      org.apache.hadoop.fs.RemoteIterator<org.apache.hadoop.fs.LocatedFileStatus> it;
+      try {
+        it = fs.listFiles(dir, true);
+      } catch (java.io.FileNotFoundException gone) {
         continue;
       }
-      var it = fs.listFiles(dir, true);
-      while (it.hasNext()) {
-        var f = it.next();
-        for (var lb : fs.getClient().getLocatedBlocks(f.getPath().toUri().getPath(), 0, Long.MAX_VALUE)
-            .getLocatedBlocks()) {
+      while (true) {
+        org.apache.hadoop.fs.LocatedFileStatus f;
+        try {
+          if (!it.hasNext()) {
+            break;
+          }
+          f = it.next();
+        } catch (java.io.FileNotFoundException gone) {
+          vanished++; // a subdirectory removed while it was listed: the rest of this directory is not corrupted
+          break;
+        }
+        java.util.List<org.apache.hadoop.hdfs.protocol.LocatedBlock> blocks;
+        try {
+          blocks = fs.getClient().getLocatedBlocks(f.getPath().toUri().getPath(), 0, Long.MAX_VALUE)
+              .getLocatedBlocks();
+        } catch (java.io.FileNotFoundException gone) {
+          vanished++; // listed, then renamed or deleted (a checkpoint's .tmp file, a compacted store file)
+          continue;
+        }
+        for (var lb : blocks) {
           boolean there = false;
           for (var loc : lb.getLocations()) {
             there |= ("127.0.0.1:" + loc.getXferPort()).equals(xfer);
@@ -875,6 +894,9 @@ class SalusFaultTableTest {
     }
     if (skipped > 0) {
       notes.append(skipped).append(" replicas not corruptible (being written). ");
+    }
+    if (vanished > 0) {
+      notes.append(vanished).append(" files or directories gone while listed (renamed or deleted), skipped. ");
     }
     return n;
   }

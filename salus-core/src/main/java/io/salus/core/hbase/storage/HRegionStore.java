@@ -71,7 +71,10 @@ public final class HRegionStore implements RegionStore {
     private final LinkedHashMap<Long, byte[]> dirty = new LinkedHashMap<>();
     private final AtomicLong blockReads = new AtomicLong();
     private final AtomicLong nodeReads = new AtomicLong();
-    /** Told of every failed read of the region's cells (the storage reopens a region whose store file is damaged). */
+    /**
+     * Told of every failed read of the region's cells, a GET or a scan (the storage reopens a region whose store file
+     * is damaged).
+     */
     private volatile java.util.function.Consumer<IOException> readFailed = e -> { };
     /** Timestamp of the last apply's cells; every apply's cells get a higher one (see {@link #nextTimestamp}). */
     private long lastTimestamp;
@@ -220,6 +223,9 @@ public final class HRegionStore implements RegionStore {
                 }
             } while (more);
         } catch (IOException e) {
+            // as a failed GET: a mount query the replica cannot answer because its cells cannot be read must get the
+            // region reopened (damaged store files moved aside, cells restored), or the mount waits for it for ever
+            readFailed.accept(e);
             throw new UncheckedIOException("cannot scan the leaf hashes of " + region.getRegionInfo().getEncodedName(), e);
         }
         return out;
@@ -293,8 +299,9 @@ public final class HRegionStore implements RegionStore {
     }
 
     /**
-     * Calls {@code hook} with the error of every read of the region's cells that fails (before it is rethrown as an
-     * {@link UncheckedIOException}), e.g. an HFile block that fails its checksum.
+     * Calls {@code hook} with the error of every read of the region's cells that fails, a GET ({@link #read}, tree
+     * nodes) or the scan of {@link #leafHashes} (a mount query, a catch-up), before it is rethrown as an
+     * {@link UncheckedIOException}, e.g. an HFile block that fails its checksum.
      */
     public void onReadFailure(java.util.function.Consumer<IOException> hook) {
         this.readFailed = hook;
