@@ -1300,7 +1300,7 @@ class SalusFaultTableTest {
     s.append("Run ").append(started).append(" to ").append(Instant.now()).append(", load average ")
         .append(loadBefore).append(" at the start and ").append(load()).append(" at the end (2-core machine).\n\n");
     s.append("One HBase mini cluster (1 master, 3 region servers each paired with its own DataNode, a 3-DataNode ")
-        .append("MiniDFSCluster, ZooKeeper), the Salus replica endpoint on its default HDFS storage, the test keyring. ")
+        .append("MiniDFSCluster, ZooKeeper), the Salus replica endpoint on its default HDFS storage, a production keyring (a fresh KeyringFile pair). ")
         .append("Per row, a fresh volume of ").append(REGIONS * PER_REGION).append(" blocks of ").append(BLOCK)
         .append(" B (Salus: ").append(REGIONS).append(" RRSs of ").append(PER_REGION)
         .append(" blocks, each region on three region servers; baseline: 2 regions, HBase replication 3 on HDFS). ")
