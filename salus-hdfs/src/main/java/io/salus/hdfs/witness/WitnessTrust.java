@@ -69,7 +69,35 @@ public final class WitnessTrust {
   private volatile java.util.function.BiFunction<RegionId, Long, Set<NodeId>> membership;
 
   public WitnessTrust(SignatureScheme scheme) {
-    this.keys = new KeyDirectory(scheme);
+    // an endpoint replica's key is derived when a signature of it is checked, never registered: members() of any
+    // (volume, region) an unauthenticated sender names used to register three keys for good (review rvw22)
+    this.keys = new KeyDirectory(scheme).deriveUnregistered(this::endpointKeys);
+  }
+
+  /** The keys of {@code id} if it is a replica {@code <volume>/<i>/r0..r2} of an {@code endpoint-volume} line, or null. */
+  private NodeKeys endpointKeys(NodeId id) {
+    if (endpointVolumes.isEmpty()) {
+      return null;
+    }
+    String n = id.name();
+    int r = n.lastIndexOf('/');
+    if (r <= 0 || n.length() != r + 3 || n.charAt(r + 1) != 'r' || n.charAt(r + 2) < '0' || n.charAt(r + 2) > '2') {
+      return null;
+    }
+    int i = n.lastIndexOf('/', r - 1);
+    if (i <= 0) {
+      return null;
+    }
+    String index = n.substring(i + 1, r);
+    try {
+      if (Integer.parseInt(index) < 0 || !Integer.toString(Integer.parseInt(index)).equals(index)) {
+        return null;
+      }
+    } catch (NumberFormatException e) {
+      return null;
+    }
+    EndpointKeys ek = endpointVolumes.getOrDefault(n.substring(0, i), endpointVolumes.get(ALL_VOLUMES));
+    return ek == null ? null : ek.keys().apply(ek.scheme(), id);
   }
 
   public SignatureScheme scheme() {
@@ -158,11 +186,8 @@ public final class WitnessTrust {
     Set<NodeId> m = new LinkedHashSet<>();
     for (int k = 0; k < 3; k++) {
       // salus-core's VolumeAddressing convention (not called: it pulls HBase classes into the daemon)
-      NodeId id = NodeId.of(region.volume() + "/" + region.index() + "/r" + k);
-      if (!keys.knows(id)) {
-        keys.register(ek.keys().apply(ek.scheme(), id));
-      }
-      m.add(id);
+      // its key is derived when its signature is checked (endpointKeys), unless a `node` line registered one
+      m.add(NodeId.of(region.volume() + "/" + region.index() + "/r" + k));
     }
     return m;
   }

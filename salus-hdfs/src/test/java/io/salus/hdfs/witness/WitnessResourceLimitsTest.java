@@ -130,6 +130,49 @@ class WitnessResourceLimitsTest {
     }
   }
 
+  /**
+   * Review rvw22: under an {@code endpoint-volume *} line (what {@code salus up} writes: every volume's replicas, keys
+   * derived from the servers' keyring), membership of any (volume, region) a sender names is derived on the spot, and
+   * it used to register that region's three replica keys in the witness's key directory before any signature was
+   * checked: every forged offer (or truncate) naming a new volume or region left three keys behind for ever, so an
+   * unauthenticated sender grew the witness's heap without bound. Forged requests must leave nothing behind, while
+   * genuine replicas of any volume still verify.
+   */
+  @Test
+  void forgedOffersUnderAnEndpointStarLineKeepNoKeys() throws Exception {
+    io.salus.core.crypto.KeyringFile servers = io.salus.core.crypto.KeyringFile.generate("*",
+        new java.security.SecureRandom()).servers();
+    WitnessTrust trust = new WitnessTrust(SignatureScheme.HMAC_SHA256)
+        .useEndpointKeyring("*", servers, SignatureScheme.HMAC_SHA256);
+    NodeKeys forger = NodeKeys.deterministic(SignatureScheme.HMAC_SHA256, NodeId.of("junk0/0/r0"), 7);
+    try (WitnessNode node = WitnessDaemon.start(WitnessNode.Settings.of(dir, 0).withTrust(trust));
+         WitnessClient c = WitnessClient.connect(node.address())) {
+      WitnessService svc = node.service();
+      for (int i = 0; i < 300; i++) {
+        Certificate forged = Certificate.sign(CertType.TENTATIVE_LOG_ENTRY,
+            Certs.entry(new RegionId("junk" + i, i), 0, 0), forger.signer());
+        WitnessClient.WitnessException rejected = org.junit.jupiter.api.Assertions.assertThrows(
+            WitnessClient.WitnessException.class, () -> c.offer(forged));
+        assertEquals(WitnessProtocol.ST_REJECTED, rejected.status(), rejected.getMessage());
+        assertEquals(WitnessProtocol.ST_REJECTED, svc.offer(forged.encode()).status());
+      }
+      assertEquals(0, svc.regionLogCount(), "forged offers created region logs");
+      for (int i = 0; i < 300; i++) {
+        assertTrue(!trust.keys().knows(NodeId.of("junk" + i + "/" + i + "/r1")),
+            "a forged offer for volume junk" + i + " left its replicas' keys in the witness's key directory");
+      }
+      // genuine replicas of a volume named only by the `*` line still get their entries stored
+      RegionId real = new RegionId("vol9", 3);
+      List<Certificate> t = new ArrayList<>();
+      for (int k = 0; k < 3; k++) {
+        NodeId id = NodeId.of("vol9/3/r" + k);
+        t.add(Certificate.sign(CertType.TENTATIVE_LOG_ENTRY, Certs.entry(real, 0, 0),
+            servers.serverKeys(SignatureScheme.HMAC_SHA256, id).signer()));
+      }
+      assertEquals(WitnessClient.OfferResult.STORED, c.offer(Certificate.combine(t)));
+    }
+  }
+
   @Test
   void pendingTentativesArePrunedByCheckpointsAndBounded() throws Exception {
     RegionId r = new RegionId("vol", 1);

@@ -138,6 +138,41 @@ class HdfsReplicaDiskTest extends ReplicaDiskContract {
         client.getClient().closeAllFilesBeingWritten(true);
     }
 
+    /**
+     * Review rvw22: the batch path only hflushes log entries and commit marks (acknowledged writes, durable against a
+     * process crash), and a client's FLUSH asks the replica to hsync them. When the region server process crashed in
+     * between, the reopened disk scanned the dead writer's segments (lease recovered, so closed and never hsynced: the
+     * DataNodes do not fsync a block on its recovery) and started new ones; its {@code sync} (the FLUSH, answered by the
+     * new incarnation) hsynced only those new segments, so the FLUSH completed while the acknowledged writes' frames
+     * were still only in the DataNodes' memory: a power loss then lost writes a completed FLUSH covered. The reopened
+     * disk must have hsynced what it recovered by the time its first {@code sync} returns.
+     */
+    @Test
+    void aFlushAfterAProcessCrashHsyncsTheFramesTheDeadWriterOnlyHflushed() throws Exception {
+        Path dir = new Path(ROOT, "reopen-then-flush");
+        DistributedFileSystem rs = newClient();
+        HdfsReplicaDisk d = disk(rs, dir, null);
+        d.append(1, 0, entry(0, 700)); // hsynced
+        d.recordDecision(1, decision(100, true)); // hsynced
+        d.appendAll(1, List.of(1L, 2L), List.of(entry(1, 700), entry(2, 700))); // the batch path: hflush only
+        d.recordCommitMarks(1, List.of(decision(1, true), decision(2, true))); // hflush only
+        crash(rs);
+        HdfsReplicaDisk back = disk(fs, dir, null);
+        assertArrayEquals(entry(2, 700), back.read(1, 2), "the hflushed entry survived the process crash");
+        assertEquals(java.util.Set.of(1L, 2L, 100L), new java.util.TreeSet<>(ids(back.decisions(1))));
+        back.sync(1); // the client's FLUSH, answered by the new incarnation
+        assertTrue(back.hsyncs() >= 2, "the FLUSH completed with " + back.hsyncs() + " hsync(s) since the reopen: the"
+                + " dead writer's log and decision segments, whose last frames it had only hflushed, were not hsynced");
+        back.append(1, 3, entry(3, 700)); // the recovered segments stay readable and the log goes on
+        back.close();
+        HdfsReplicaDisk again = disk(fs, dir, null);
+        for (long i = 0; i <= 3; i++) {
+            assertArrayEquals(entry(i, 700), again.read(1, i), "index " + i);
+        }
+        again.close();
+        rs.close();
+    }
+
     @Test
     void crashAfterAnUnsyncedFrameKeepsEveryHsyncedEntry() throws Exception {
         Path dir = new Path(ROOT, "crash-unsynced");

@@ -695,6 +695,9 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
 
         /** Scans one segment into the index; the last one may end in a torn tail, which is cut off. */
         private void scan(Path p, boolean last) throws IOException {
+            // a segment its writer closed was hsynced first (roll); one a dead writer left open may end in frames it
+            // only hflushed (the batch path), which the lease recovery does not make durable either
+            boolean deadWriter = last && !fs.isFileClosed(p);
             if (last) {
                 recoverLease(p);
             }
@@ -724,6 +727,17 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
                 // torn tail: the prefix of a frame that was never hsynced (so never acknowledged)
                 if (!fs.truncate(p, off)) {
                     recoverLease(p); // truncate finishes with block recovery; wait for the file to close
+                }
+            }
+            if (deadWriter && off > 0) {
+                // review rvw22: hsync what the dead writer left (acknowledged writes and commit marks it had only
+                // hflushed) before anything is served: a FLUSH answered by this incarnation hsyncs only its own
+                // segments, so it completed while those frames were in the DataNodes' memory only
+                try (FSDataOutputStream out = fs.append(p)) {
+                    hsync(out);
+                    if (gcable) {
+                        logHsyncs.incrementAndGet();
+                    }
                 }
             }
             segmentMax.put(p, max);

@@ -34,7 +34,9 @@ import java.util.TreeMap;
  * record): a peer cannot make it take a state the three replicas did not sign;</li>
  * <li>every log entry after it is client-signed, of this region, with whole valid blocks, and the entries continue
  * each other's prevNum chain: a peer cannot invent or alter a write (it could only leave entries out, which the
- * protocol's retransmissions then bring: the chain predecessor resends what is unresolved);</li>
+ * protocol's retransmissions then bring: the chain predecessor resends what is unresolved); only the entries up to
+ * the first one without its COMMIT or ABORT certificate are taken (review rvw22: an undecided entry is one peer's
+ * word, and a faulty peer could put a client-signed sub-batch no other replica logged in a committed one's place);</li>
  * <li>every decision carries its three leader signatures (generation checked), every writer fence the client's.</li>
  * </ul>
  * Installing writes the state as a whole snapshot at the certified index, the entries at their indexes and the
@@ -160,13 +162,10 @@ public final class ReplicaCatchUp {
             throw new RecoveryException(rrs.region() + ": the transferred state is not the certified one: " + why);
         }
         List<Certificate> decisions = checkedLog(cfg, rrs, clientId, replicaVerifier, membership, cp, x);
-        List<SubBatch> entries = new ArrayList<>(x.entries().size());
-        for (byte[] b : x.entries()) {
-            entries.add(SubBatch.decode(b)); // decoded and checked by checkedLog
-        }
+        int taken = decidedPrefix(x, decisions);
         // everything checks: write it (the snapshot first, so a crash in between leaves a disk that verifies)
         disk.writeSnapshot(s);
-        writeLog(disk, gen, x, decisions);
+        writeLog(disk, gen, x, taken, decisions);
         if (store != null) {
             boolean changed = false;
             for (Map.Entry<Long, byte[]> b : blocks.entrySet()) {
@@ -179,7 +178,7 @@ public final class ReplicaCatchUp {
                 store.markDurable(); // the store holds at least the base from now on, as a restart requires
             }
         }
-        return new Installed(x.throughIndex(), blocks.size(), entries.size(), decisions.size());
+        return new Installed(x.throughIndex(), blocks.size(), taken, decisions.size());
     }
 
 
@@ -239,9 +238,45 @@ public final class ReplicaCatchUp {
         return decisions;
     }
 
-    /** Writes the entries of {@code x} at their indexes (where the disk holds other bytes) and the new decisions. */
-    private static void writeLog(ReplicaDisk disk, long gen, Message.StateTransfer x, List<Certificate> decisions) {
-        for (int j = 0; j < x.entries().size(); j++) {
+    /**
+     * How many of {@code x}'s entries (checked by {@link #checkedLog}) are taken: the longest prefix whose every entry
+     * comes with a verified COMMIT or ABORT certificate covering its batch, leader region and seqs (review rvw22). An
+     * undecided entry is one peer's word only: a faulty peer could put there a client-signed sub-batch no other
+     * replica logged (the volume's previous writer's, sent only to it) in place of the committed one, which the
+     * replica could then never log at that index. What is left out is still unresolved at the honest peers, whose
+     * chain predecessor (or the client, to the chain head) retransmits it; as {@link #continuation} takes.
+     */
+    private static int decidedPrefix(Message.StateTransfer x, List<Certificate> decisions) {
+        int taken = 0;
+        for (byte[] b : x.entries()) {
+            SubBatch sb = SubBatch.decode(b); // decoded and checked by checkedLog
+            boolean decided = false;
+            for (Certificate d : decisions) {
+                if (d.type() != CertType.COMMIT && d.type() != CertType.ABORT) {
+                    continue;
+                }
+                Statement.Decision st = d.statement(Statement.Decision.class);
+                if (st.batchId() == sb.batchId() && st.leader().index() == sb.leaderRegion()
+                        && st.firstSeq() <= sb.firstSeq() && st.lastSeq() >= sb.lastSeq()) {
+                    decided = true;
+                    break;
+                }
+            }
+            if (!decided) {
+                break;
+            }
+            taken++;
+        }
+        return taken;
+    }
+
+    /**
+     * Writes the first {@code taken} entries of {@code x} at their indexes (where the disk holds other bytes) and the
+     * new decisions.
+     */
+    private static void writeLog(ReplicaDisk disk, long gen, Message.StateTransfer x, int taken,
+                                 List<Certificate> decisions) {
+        for (int j = 0; j < taken; j++) {
             long idx = x.throughIndex() + 1 + j;
             byte[] mine = disk.read(gen, idx);
             if (mine == null || !Arrays.equals(mine, x.entries().get(j))) {
@@ -354,9 +389,10 @@ public final class ReplicaCatchUp {
                     + ", not the certified " + cp.regionRoot());
         }
         List<Certificate> decisions = checkedLog(cfg, rrs, clientId, replicaVerifier, membership, cp, x);
-        writeLog(disk, gen, x, decisions);
+        int taken = decidedPrefix(x, decisions);
+        writeLog(disk, gen, x, taken, decisions);
         store.setLeaves(x.leaves());
-        return new MetadataInstalled(x.throughIndex(), x.lastSeq(), record, x.leaves(), x.entries().size(),
+        return new MetadataInstalled(x.throughIndex(), x.lastSeq(), record, x.leaves(), taken,
                 decisions.size());
     }
 
