@@ -177,8 +177,20 @@ public final class KeyringFile {
         } else {
             Files.createFile(tmp);
         }
-        Files.writeString(tmp, t, StandardCharsets.UTF_8);
+        // durable before it is visible, and the rename durable before we return: a keyring lost to a power cut would
+        // make every certificate signed with it unverifiable (review rvw22)
+        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(tmp,
+                java.nio.file.StandardOpenOption.WRITE)) {
+            ch.write(java.nio.ByteBuffer.wrap(t.toString().getBytes(StandardCharsets.UTF_8)));
+            ch.force(true);
+        }
         Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE);
+        try (java.nio.channels.FileChannel d = java.nio.channels.FileChannel.open(dir,
+                java.nio.file.StandardOpenOption.READ)) {
+            d.force(true);
+        } catch (IOException e) {
+            // some file systems cannot open a directory for fsync; the file itself is synced
+        }
     }
 
     /** The keys of server node {@code id} (replica or metadata holder) under {@code scheme}. */
