@@ -54,27 +54,8 @@ class SalusDamagedStoreFileTest {
       SalusRegionRecoveryTest.Workload w = new SalusRegionRecoveryTest.Workload(g, v, n, 8);
       assertEquals("", w.finish());
       // replica 0 of region 0 gets every first try of a GET of region 0; its cells go to HFiles, out of the cache
-      HRegion victim = cluster.region(g, 0, 0);
       ReplicaHost hostBefore = cluster.endpoint(g, 0, 0).host();
-      var server = cluster.locate(g, 0, 0);
-      try (Admin admin = cluster.connection().getAdmin()) {
-        admin.flush(SalusTableLayout.tableName(g.volume(), 0));
-      }
-      int dn = cluster.dataNodeOf(server);
-      assertTrue(dn >= 0, "the DataNode paired with " + server);
-      DistributedFileSystem fs = cluster.util.getDFSCluster().getFileSystem();
-      int corrupted = 0;
-      for (HStore store : victim.getStores()) {
-        for (HStoreFile sf : store.getStorefiles()) {
-          store.getCacheConfig().getBlockCache().ifPresent(bc -> bc.evictBlocksByHfileName(sf.getPath().getName()));
-          for (LocatedBlock lb : fs.getClient().getLocatedBlocks(sf.getPath().toUri().getPath(), 0, Long.MAX_VALUE)
-              .getLocatedBlocks()) {
-            cluster.util.getDFSCluster().corruptReplica(dn, lb.getBlock());
-            corrupted++;
-          }
-        }
-      }
-      assertTrue(corrupted > 0, "the region's HFiles are on DataNode " + dn);
+      String damaged = damageStoreFiles(g, 0, 0);
       long quarantinedBefore = SalusStoreQuarantine.counters().get("quarantinedRegions");
 
       // while damaged: every block reads back as written (the damaged replica answers none of what it cannot read)
@@ -83,7 +64,7 @@ class SalusDamagedStoreFileTest {
       // the damaged replica's loop is held by HDFS's read retries (seconds) before its read fails and is counted
       SalusRegionRecoveryTest.awaitTrue("replica 0/0 counted a GET it could not read: " + hostBefore.counters(),
           () -> hostBefore.counters().get("unreadableGets") > 0);
-      System.out.println("damaged: " + corrupted + " HFile block replicas of 0/0 on DataNode " + dn + "; its counters "
+      System.out.println("damaged: " + damaged + " of 0/0; its counters "
           + hostBefore.counters());
 
       // the region comes back without the damaged files, and its replica serves again
@@ -126,27 +107,8 @@ class SalusDamagedStoreFileTest {
       want = w.expected();
     }
     // replica 1 of region 1: no GET reaches it (replica 0 gets every first try), only the next mount's query
-    HRegion victim = cluster.region(g, 1, 1);
     ReplicaHost hostBefore = cluster.endpoint(g, 1, 1).host();
-    var server = cluster.locate(g, 1, 1);
-    try (Admin admin = cluster.connection().getAdmin()) {
-      admin.flush(SalusTableLayout.tableName(g.volume(), 1));
-    }
-    int dn = cluster.dataNodeOf(server);
-    assertTrue(dn >= 0, "the DataNode paired with " + server);
-    DistributedFileSystem fs = cluster.util.getDFSCluster().getFileSystem();
-    int corrupted = 0;
-    for (HStore store : victim.getStores()) {
-      for (HStoreFile sf : store.getStorefiles()) {
-        store.getCacheConfig().getBlockCache().ifPresent(bc -> bc.evictBlocksByHfileName(sf.getPath().getName()));
-        for (LocatedBlock lb : fs.getClient().getLocatedBlocks(sf.getPath().toUri().getPath(), 0, Long.MAX_VALUE)
-            .getLocatedBlocks()) {
-          cluster.util.getDFSCluster().corruptReplica(dn, lb.getBlock());
-          corrupted++;
-        }
-      }
-    }
-    assertTrue(corrupted > 0, "the region's HFiles are on DataNode " + dn);
+    damageStoreFiles(g, 1, 1);
     long quarantinedBefore = SalusStoreQuarantine.counters().get("quarantinedRegions");
 
     // the mount completes (the damaged replica's region is reopened without its damaged files) and reads every write
@@ -164,5 +126,33 @@ class SalusDamagedStoreFileTest {
       assertVolume(SalusRegionRecoveryTest.expected(g, n + 5), v.read(0, (int) g.numBlocks())
           .get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS), "after writes on the remount");
     }
+  }
+
+  /**
+   * Flushes replica {@code k}'s table, drops the HFiles of region {@code region} there from the block cache and
+   * corrupts every block of them on the DataNode paired with its region server; says how many on which DataNode.
+   */
+  static String damageStoreFiles(VolumeGeometry g, int region, int k) throws Exception {
+    HRegion victim = cluster.region(g, region, k);
+    var server = cluster.locate(g, region, k);
+    try (Admin admin = cluster.connection().getAdmin()) {
+      admin.flush(SalusTableLayout.tableName(g.volume(), k));
+    }
+    int dn = cluster.dataNodeOf(server);
+    assertTrue(dn >= 0, "the DataNode paired with " + server);
+    DistributedFileSystem fs = cluster.util.getDFSCluster().getFileSystem();
+    int corrupted = 0;
+    for (HStore store : victim.getStores()) {
+      for (HStoreFile sf : store.getStorefiles()) {
+        store.getCacheConfig().getBlockCache().ifPresent(bc -> bc.evictBlocksByHfileName(sf.getPath().getName()));
+        for (LocatedBlock lb : fs.getClient().getLocatedBlocks(sf.getPath().toUri().getPath(), 0, Long.MAX_VALUE)
+            .getLocatedBlocks()) {
+          cluster.util.getDFSCluster().corruptReplica(dn, lb.getBlock());
+          corrupted++;
+        }
+      }
+    }
+    assertTrue(corrupted > 0, "the region's HFiles are on DataNode " + dn);
+    return corrupted + " HFile block replicas on DataNode " + dn;
   }
 }
