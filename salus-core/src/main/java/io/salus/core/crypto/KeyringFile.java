@@ -5,7 +5,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.FileSystems;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.security.SecureRandom;
@@ -68,8 +67,7 @@ public final class KeyringFile {
         rnd.nextBytes(server);
         byte[] client = new byte[KEY_BYTES];
         rnd.nextBytes(client);
-        byte[] pub = NodeKeys.fromSecret(SignatureScheme.ED25519, NodeId.of("client"), client).verificationKey();
-        return new Pair(new KeyringFile(server, Map.of(volume, pub), Map.of()),
+        return new Pair(new KeyringFile(server, Map.of(volume, clientPublicOf(client)), Map.of()),
                 new KeyringFile(server.clone(), Map.of(), Map.of(volume, client)));
     }
 
@@ -131,10 +129,8 @@ public final class KeyringFile {
                     + " with `salus keys init --dir <dir>`)");
         }
         for (Map.Entry<String, byte[]> e : sec.entrySet()) {
-            byte[] derived = NodeKeys.fromSecret(SignatureScheme.ED25519, NodeId.of("client"), e.getValue())
-                    .verificationKey();
             byte[] listed = pub.get(e.getKey());
-            if (listed != null && !java.util.Arrays.equals(listed, derived)) {
+            if (listed != null && !java.util.Arrays.equals(listed, clientPublicOf(e.getValue()))) {
                 throw new IOException(file + ": the client-public and client-secret lines of volume " + e.getKey()
                         + " are not one key pair");
             }
@@ -168,29 +164,7 @@ public final class KeyringFile {
                 .append(HexFormat.of().formatHex(k)).append('\n'));
         clientSecret.forEach((v, k) -> t.append("client-secret ").append(v).append(' ')
                 .append(HexFormat.of().formatHex(k)).append('\n'));
-        Path dir = file.toAbsolutePath().getParent();
-        Files.createDirectories(dir);
-        Path tmp = dir.resolve(file.getFileName() + ".tmp");
-        Files.deleteIfExists(tmp);
-        if (FileSystems.getDefault().supportedFileAttributeViews().contains("posix")) {
-            Files.createFile(tmp, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
-        } else {
-            Files.createFile(tmp);
-        }
-        // durable before it is visible, and the rename durable before we return: a keyring lost to a power cut would
-        // make every certificate signed with it unverifiable (review rvw22)
-        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(tmp,
-                java.nio.file.StandardOpenOption.WRITE)) {
-            ch.write(java.nio.ByteBuffer.wrap(t.toString().getBytes(StandardCharsets.UTF_8)));
-            ch.force(true);
-        }
-        Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE);
-        try (java.nio.channels.FileChannel d = java.nio.channels.FileChannel.open(dir,
-                java.nio.file.StandardOpenOption.READ)) {
-            d.force(true);
-        } catch (IOException e) {
-            // some file systems cannot open a directory for fsync; the file itself is synced
-        }
+        SecretFiles.writeOwnerOnly(file, t.toString().getBytes(StandardCharsets.UTF_8));
     }
 
     /** The keys of server node {@code id} (replica or metadata holder) under {@code scheme}. */
@@ -211,10 +185,15 @@ public final class KeyringFile {
     public byte[] clientPublicKey(String volume) {
         byte[] k = clientPublic.getOrDefault(volume, clientPublic.get(ALL_VOLUMES));
         if (k == null) {
-            NodeKeys s = clientKeys(volume, NodeId.of("client"));
-            return s == null ? null : s.verificationKey();
+            byte[] secret = clientSecret.getOrDefault(volume, clientSecret.get(ALL_VOLUMES));
+            return secret == null ? null : clientPublicOf(secret);
         }
         return k.clone();
+    }
+
+    /** The Ed25519 public key of a client private key. */
+    private static byte[] clientPublicOf(byte[] secret) {
+        return NodeKeys.fromSecret(SignatureScheme.ED25519, NodeId.of("client"), secret).verificationKey();
     }
 
     /** The Ed25519 keys of {@code volume}'s client (signing as {@code id}); null if this file holds none. */

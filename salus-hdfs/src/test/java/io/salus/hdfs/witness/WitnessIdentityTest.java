@@ -17,7 +17,7 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The witness key file: created owner-only and complete, reused on the next start. (That the mode
  * is set at creation rather than by a later chmod, and that it is fsynced, is visible only in the
- * code: {@link WitnessIdentity#writeOwnerOnly} creates a temporary file with mode 600, fsyncs it
+ * code: {@link io.salus.core.crypto.SecretFiles#writeOwnerOnly} creates a temporary file with mode 600, fsyncs it
  * and renames it; no test can observe the old window deterministically.)
  */
 class WitnessIdentityTest {
