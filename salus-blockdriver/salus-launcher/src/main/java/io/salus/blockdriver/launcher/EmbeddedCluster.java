@@ -206,7 +206,8 @@ public final class EmbeddedCluster implements AutoCloseable {
     c.set(DFSConfigKeys.DFS_DATANODE_HTTP_ADDRESS_KEY, options.host() + ":0");
     c.setInt(DFSConfigKeys.DFS_NAMENODE_SAFEMODE_EXTENSION_KEY, 0);
     c.setInt(DFSConfigKeys.DFS_HEARTBEAT_INTERVAL_KEY, 1);
-    trustFile = LauncherTrust.ensure(layout.root());
+    keyring = LauncherKeyring.ensure(layout.root());
+    trustFile = LauncherTrust.ensure(layout.root(), keyring);
     SalusPlugins.configureHdfs(c, trustFile);
     // Format only a new data directory: reformatting would silently drop HBase's state.
     boolean format = !new File(base, "name-0-1/current/VERSION").exists();
@@ -357,7 +358,6 @@ public final class EmbeddedCluster implements AutoCloseable {
     c.setFloat("hfile.block.cache.size", 0.1f);
     c.setInt("hbase.regionserver.handler.count", 10);
     c.setBoolean("hbase.unsafe.stream.capability.enforce", false);
-    keyring = LauncherKeyring.ensure(layout.root());
     SalusPlugins.configureHBase(c, keyring);
     // the five metadata holders of every RRS: the witness of the DataNode paired with each replica's region server
     // and the two standalone witnesses (their trust file names the endpoints' keys: LauncherTrust)

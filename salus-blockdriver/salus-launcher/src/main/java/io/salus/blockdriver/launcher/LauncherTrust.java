@@ -50,8 +50,11 @@ public final class LauncherTrust {
         dataDir.resolve(KEYS_DIR).resolve(RECOVERER + ".key"));
   }
 
-  /** Creates (or re-writes from the existing keys) the witness trust file and returns its path. */
-  public static Path ensure(Path dataDir) throws IOException {
+  /**
+   * Creates (or re-writes from the existing keys) the witness trust file and returns its path; {@code keyring} is the
+   * data directory's ({@link LauncherKeyring#ensure}), whose line the file gets.
+   */
+  static Path ensure(Path dataDir, LauncherKeyring keyring) throws IOException {
     StringBuilder t = new StringBuilder()
         .append("# written by 'salus up': the embedded cluster's replicas (secrets in ")
         .append(KEYS_DIR).append("/)\nscheme ed25519\n");
@@ -64,7 +67,7 @@ public final class LauncherTrust {
     t.append("rrs * ").append(String.join(" ", REPLICAS)).append('\n');
     // the replica endpoints of every Salus volume sign with keys derived from DATA/keys/server.keyring
     // (LauncherKeyring); their regions' members are <volume>/<i>/r<k>
-    t.append(LauncherKeyring.ensure(dataDir).trustLine()).append('\n');
+    t.append(keyring.trustLine()).append('\n');
     Path file = dataDir.resolve(TRUST_FILE);
     Path tmp = dataDir.resolve(TRUST_FILE + ".tmp");
     Files.writeString(tmp, t, StandardCharsets.UTF_8);

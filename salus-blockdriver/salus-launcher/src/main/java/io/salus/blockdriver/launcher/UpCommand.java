@@ -160,10 +160,10 @@ public final class UpCommand implements Callable<Integer> {
     c.set("hbase.zookeeper.property.clientPort", quorum.substring(colon + 1));
     c.set("zookeeper.znode.parent", "/hbase");
     c.set("fs.defaultFS", cluster.nameNodeUri());
-    SalusPlugins.configureClient(c, cluster.keyring()); // a Salus volume's client signs with the endpoints' keyring
+    SalusPlugins.configureClient(c, cluster.keyring()); // the client's keyring file (its signing key)
     Path tmp = dir.resolve("hbase-site.xml.tmp");
     java.nio.file.Files.deleteIfExists(tmp);
-    // owner-only: it carries the endpoints' keyring seed
+    // owner-only: it names the client's keyring file (and carries the test seed of a data directory made before it)
     java.nio.file.Files.createFile(tmp, java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
         java.nio.file.attribute.PosixFilePermissions.fromString("rw-------")));
     try (java.io.OutputStream o = java.nio.file.Files.newOutputStream(tmp)) {

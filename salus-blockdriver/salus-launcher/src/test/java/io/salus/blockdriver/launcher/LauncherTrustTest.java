@@ -20,7 +20,7 @@ class LauncherTrustTest {
 
   @Test
   void trustFileNamesTheMastersRecoveryKeyAndKeepsItAcrossRestarts() throws Exception {
-    Path file = LauncherTrust.ensure(tmp);
+    Path file = LauncherTrust.ensure(tmp, LauncherKeyring.ensure(tmp));
     WitnessTrust trust = WitnessTrust.load(file);
     NodeId master = NodeId.of(LauncherTrust.RECOVERER);
     assertTrue(trust.isRecoverer(master), "the trust file has a recoverer line:\n" + Files.readString(file));
@@ -33,7 +33,7 @@ class LauncherTrustTest {
     assertEquals("rw-------", PosixFilePermissions.toString(
         Files.getPosixFilePermissions(tmp.resolve("keys/master.key"))));
     // a restart re-writes the file from the same keys
-    LauncherTrust.ensure(tmp);
+    LauncherTrust.ensure(tmp, LauncherKeyring.ensure(tmp));
     assertArrayEquals(key, LauncherTrust.recovererKeys(tmp).verificationKey());
     assertTrue(WitnessTrust.load(file).isRecoverer(master));
   }
@@ -45,7 +45,7 @@ class LauncherTrustTest {
    */
   @Test
   void theWitnessesVerifyTheEndpointReplicasUnderTheServersScheme() throws Exception {
-    WitnessTrust trust = WitnessTrust.load(LauncherTrust.ensure(tmp));
+    WitnessTrust trust = WitnessTrust.load(LauncherTrust.ensure(tmp, LauncherKeyring.ensure(tmp)));
     NodeId r1 = NodeId.of("demo/0/r1");
     assertTrue(trust.members(new io.salus.core.cert.RegionId("demo", 0), 0).contains(r1));
     org.apache.hadoop.conf.Configuration conf = new org.apache.hadoop.conf.Configuration(false);
