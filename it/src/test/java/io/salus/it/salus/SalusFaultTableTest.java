@@ -423,6 +423,32 @@ class SalusFaultTableTest {
     }
   }
 
+  /**
+   * The faulty server of a baseline row: a server of the plain volume's two regions that does not hold hbase:meta, or
+   * (noted) the first region's server when both do.
+   */
+  static ServerName hbaseVictim(VolumeGeometry g, ServerName meta, StringBuilder notes) throws Exception {
+    for (int i = 0; i < 2; i++) {
+      ServerName s = hbaseServer(g, i);
+      if (!s.equals(meta)) {
+        return s;
+      }
+    }
+    notes.append("the faulty server also holds hbase:meta. ");
+    return hbaseServer(g, 0);
+  }
+
+  /** Stops a row's faulty server when the row heals (null: none was chosen); a failure is logged, not thrown. */
+  static void stopQuietly(ServerName victim) {
+    if (victim != null) {
+      try {
+        cluster.stopServer(victim);
+      } catch (Exception e) {
+        System.out.println("stopping " + victim + " failed: " + e);
+      }
+    }
+  }
+
   static HRegion hbaseRegion(VolumeGeometry g, int index) throws Exception {
     TableName t = VolumeCatalog.dataTable(g.volume());
     List<HRegion> rs = new ArrayList<>(cluster.util.getMiniHBaseCluster().getRegions(t));
@@ -669,16 +695,7 @@ class SalusFaultTableTest {
           }
         }
       } else {
-        for (int i = 0; i < 2 && victim == null; i++) {
-          ServerName s = hbaseServer(g, i);
-          if (!s.equals(meta)) {
-            victim = s;
-          }
-        }
-        if (victim == null) {
-          victim = hbaseServer(g, 0);
-          notes.append("the faulty server also holds hbase:meta. ");
-        }
+        victim = hbaseVictim(g, meta, notes);
       }
       if (kind == SALUS) {
         GetFaults.withholdWriteReplies.add(victim.toString());
@@ -713,13 +730,7 @@ class SalusFaultTableTest {
     public void heal() {
       GetFaults.withholdWriteReplies.clear();
       CorruptReadsObserver.refusingWrites.clear();
-      if (victim != null) {
-        try {
-          cluster.stopServer(victim);
-        } catch (Exception e) {
-          System.out.println("stopping " + victim + " failed: " + e);
-        }
-      }
+      stopQuietly(victim);
     }
   }
 
@@ -771,16 +782,7 @@ class SalusFaultTableTest {
         reordered0 = GetFaults.reordered.get();
         GetFaults.reorderForwards.add(victim.toString());
       } else {
-        for (int i = 0; i < 2 && victim == null; i++) {
-          ServerName s = hbaseServer(g, i);
-          if (!s.equals(meta)) {
-            victim = s;
-          }
-        }
-        if (victim == null) {
-          victim = hbaseServer(g, 0);
-          notes.append("the faulty server also holds hbase:meta. ");
-        }
+        victim = hbaseVictim(g, meta, notes);
         held0 = CorruptReadsObserver.writesHeld.get();
         reordered0 = CorruptReadsObserver.writesReordered.get();
         CorruptReadsObserver.reorderingWrites.add(victim.toString());
@@ -824,13 +826,7 @@ class SalusFaultTableTest {
     public void heal() {
       GetFaults.reorderForwards.clear();
       CorruptReadsObserver.reorderingWrites.clear();
-      if (victim != null) {
-        try {
-          cluster.stopServer(victim);
-        } catch (Exception e) {
-          System.out.println("stopping " + victim + " failed: " + e);
-        }
-      }
+      stopQuietly(victim);
     }
   }
 
