@@ -64,7 +64,7 @@ class CatchUpFromAFaultyPeerTest {
         String installed;
         try {
             ReplicaCatchUp.install(t.cfg, c0, t.clientId, t.dir, t.dir, t.membership, t.coord, t.disks.get(lost),
-                    null, withoutFirst);
+                    null, t.certified(c0), withoutFirst);
             installed = "installed";
         } catch (RecoveryException e) {
             installed = null;
@@ -75,6 +75,7 @@ class CatchUpFromAFaultyPeerTest {
                     t.coord);
             RegionReplica restarted = new RegionReplica(t.cfg, c0, lost, t.clientId, t.signers.get(lost), t.dir,
                     t.membership, (to, m) -> { }, t.disks.get(lost), t.coord, ReplicaHooks.NONE, base);
+            restarted.logEntryReader(t.holdersOf(c0));
             long block = (n - 1) % 8;
             fail("a transfer without the first entry after the certified index " + certified + " was installed:"
                     + " the reopened replica applied seq " + restarted.appliedSeq() + " (peer: "
@@ -86,7 +87,7 @@ class CatchUpFromAFaultyPeerTest {
         assertEquals(-1, t.disks.get(lost).lastIndex(0), "a refused transfer writes nothing");
         // the honest transfer is still installed
         ReplicaCatchUp.Installed in = ReplicaCatchUp.install(t.cfg, c0, t.clientId, t.dir, t.dir, t.membership,
-                t.coord, t.disks.get(lost), null, honest);
+                t.coord, t.disks.get(lost), null, t.certified(c0), honest);
         assertEquals(2, in.entries());
     }
     /**
@@ -132,7 +133,7 @@ class CatchUpFromAFaultyPeerTest {
                 honest.decisions());
         try {
             ReplicaCatchUp.install(t.cfg, c0, t.clientId, t.dir, t.dir, t.membership, t.coord, t.disks.get(lost),
-                    null, forged);
+                    null, t.certified(c0), forged);
         } catch (RecoveryException refused) {
             // refusing the whole transfer is fine too
         }
@@ -142,6 +143,7 @@ class CatchUpFromAFaultyPeerTest {
         RegionReplica reopened = new RegionReplica(t.cfg, c0, lost, t.clientId, t.signers.get(lost), t.dir,
                 t.membership, (to, m) -> t.send(new PipelinedCommitTest.Envelope(lost, to, m)), t.disks.get(lost),
                 t.coord, ReplicaHooks.NONE, base);
+        reopened.logEntryReader(t.holdersOf(c0));
         t.replicas.put(lost, reopened);
         write(t, n + 1, n + 1);
         for (int i = 1; i <= 40 && t.replicas.get(peer).appliedSeq() != reopened.appliedSeq(); i++) {
@@ -160,19 +162,17 @@ class CatchUpFromAFaultyPeerTest {
     }
 
     /**
-     * Review rvw22, the variant {@link #aTransferCannotPutAnUnloggedClientSubBatchInPlaceOfACommittedEntry} does not
-     * close: the previous writer's sub-batch that only the faulty chain head logged was then ABORTed by the new
-     * writer's mount recovery (a genuine ABORT certificate of its batch, signed by the leader replicas). Its
-     * substitute is now "decided", so the catch-up takes it in the committed entry's place and the reopened replica
-     * never holds the acknowledged write: run on cf0b3f8 it reports applied seq 11 like its peers with another region
-     * root, its block 1 holding write 1 instead of the acknowledged write 9 (GETs from it fail the client's check, no
-     * checkpoint of the region forms, a mount finds its replicas contradicting each other). Closing it needs each transferred entry checked against its LOG_ENTRY
-     * certificate (the three replicas' signatures over its index and digest, held by the witnesses), not only against
-     * the client's signature, the prevNum chain and a decision.
+     * Review rvw22, finding 2b (the variant {@link #aTransferCannotPutAnUnloggedClientSubBatchInPlaceOfACommittedEntry}
+     * did not close): the previous writer's sub-batch that only the faulty chain head logged was then ABORTed by the
+     * new writer's mount recovery (a genuine ABORT certificate of its batch, signed by the leader replicas). Its
+     * substitute is "decided", so the catch-up took it in the committed entry's place and the reopened replica never
+     * held the acknowledged write: it reported applied seq 11 like its peers with another region root, its block 1
+     * holding write 1 instead of the acknowledged write 9 (GETs from it fail the client's check, no checkpoint of the
+     * region forms, a mount finds its replicas contradicting each other). Fixed: a transferred entry is taken only
+     * corroborated at its index ({@link ReplicaCatchUp.Corroboration}: its LOG_ENTRY certificate read from a holder
+     * without sealing, or the other peer's transfer holding the same bytes there); this test failed before.
      */
     @Test
-    @org.junit.jupiter.api.Disabled("rvw22 finding, not fixed: a substitute with a genuine ABORT certificate is taken;"
-            + " the fix checks transferred entries against their LOG_ENTRY certificates (see the Javadoc)")
     void aTransferCannotPutAnAbortedUnloggedSubBatchInPlaceOfACommittedEntry() throws Exception {
         PipelinedCommitTest t = new PipelinedCommitTest();
         RrsConfig c0 = t.configs.get(0);
@@ -211,7 +211,7 @@ class CatchUpFromAFaultyPeerTest {
         Message.StateTransfer forged = with(honest, List.of(substitute.encode(), honest.entries().get(1)), decisions);
         try {
             ReplicaCatchUp.install(t.cfg, c0, t.clientId, t.dir, t.dir, t.membership, t.coord, t.disks.get(lost),
-                    null, forged);
+                    null, t.certified(c0), forged);
         } catch (RecoveryException refused) {
             // refusing the whole transfer is fine too
         }
@@ -220,6 +220,7 @@ class CatchUpFromAFaultyPeerTest {
         RegionReplica reopened = new RegionReplica(t.cfg, c0, lost, t.clientId, t.signers.get(lost), t.dir,
                 t.membership, (to, m) -> t.send(new PipelinedCommitTest.Envelope(lost, to, m)), t.disks.get(lost),
                 t.coord, ReplicaHooks.NONE, base);
+        reopened.logEntryReader(t.holdersOf(c0));
         t.replicas.put(lost, reopened);
         write(t, n + 1, n + 1);
         for (int i = 1; i <= 40 && !t.replicas.get(peer).regionRoot().equals(reopened.regionRoot()); i++) {
@@ -268,6 +269,7 @@ class CatchUpFromAFaultyPeerTest {
         RegionReplica reopened = new RegionReplica(t.cfg, c0, lost, t.clientId, t.signers.get(lost), t.dir,
                 t.membership, (to, m) -> t.send(new PipelinedCommitTest.Envelope(lost, to, m)), t.disks.get(lost),
                 t.coord, ReplicaHooks.NONE, base);
+        reopened.logEntryReader(t.holdersOf(c0));
         t.replicas.put(lost, reopened);
         assertTrue(t.client.submit(List.of(new BlockWrite(5, PipelinedCommitTest.data(50)))) > 0);
         t.drain();
@@ -280,6 +282,67 @@ class CatchUpFromAFaultyPeerTest {
                 + " applied seq is " + reopened.appliedSeq() + " (its peers: " + t.replicas.get(c0.replicas().get(0))
                 .appliedSeq() + "), committed index " + reopened.committedIndex() + ", base " + base.throughIndex()
                 + "; recovery asked for: " + t.recoveryReasons);
+    }
+
+    /**
+     * The other half of {@link ReplicaCatchUp.Corroboration} (review rvw22 finding 2b): an entry no holder has a
+     * LOG_ENTRY certificate of (here: collected; in a run, an entry the catching-up replica never logged, so none
+     * formed) is taken once BOTH peers transfer the same bytes at its index, not on one peer's word (a peer that
+     * transfers other bytes there is {@link #aTransferCannotPutAnAbortedUnloggedSubBatchInPlaceOfACommittedEntry}).
+     * A replica that lost its log is itself one fault, so at most one of its
+     * peers is faulty, and two transfers agree only on what a correct replica logged.
+     */
+    @Test
+    void anEntryWithoutItsCertificateIsTakenOnlyWhenBothPeersTransferTheSameBytes() throws Exception {
+        PipelinedCommitTest t = new PipelinedCommitTest();
+        RrsConfig c0 = t.configs.get(0);
+        NodeId lost = c0.replicas().get(1);
+        NodeId first = c0.replicas().get(0);
+        NodeId second = c0.replicas().get(2);
+        int n = PipelinedCommitTest.CHECKPOINT_EVERY - 1; // no checkpoint: the catch-up starts at index 0
+        write(t, 1, n);
+        assertEquals(n, t.acked.size());
+        for (NodeId h : c0.metadataHolders()) {
+            t.stores.get(h).store().truncatePrefix(c0.region(), 0, n); // no holder can corroborate any entry now
+        }
+        t.disks.get(lost).deleteAll();
+        RegionReplica reopened = reopen(t, c0, lost);
+        t.hold = e -> e.m() instanceof Message.StateTransfer && e.to().equals(lost);
+        reopened.catchUpFromPeersAtOpen();
+        t.drain();
+        Message.StateTransfer fromFirst = null;
+        Message.StateTransfer fromSecond = null;
+        for (PipelinedCommitTest.Envelope e : t.held) {
+            if (e.from().equals(first)) {
+                fromFirst = (Message.StateTransfer) e.m();
+            } else if (e.from().equals(second)) {
+                fromSecond = (Message.StateTransfer) e.m();
+            }
+        }
+        assertNotNull(fromFirst);
+        assertNotNull(fromSecond);
+        assertEquals(n, fromFirst.entries().size());
+        t.held.clear();
+        reopened.receive(first, fromFirst);
+        assertEquals(0, reopened.peerLogEntries(), "an entry without its LOG_ENTRY certificate was taken on one"
+                + " peer's word");
+        // asked again: the first peer's transfer again is still one peer's word
+        reopened.catchUpFromPeersAtOpen();
+        t.drain();
+        t.held.clear();
+        reopened.receive(first, fromFirst);
+        assertEquals(0, reopened.peerLogEntries(), "the first peer alone again");
+        // then the second peer's: both transferred the same bytes at every index, every entry is taken
+        reopened.catchUpFromPeersAtOpen();
+        t.drain();
+        t.held.clear();
+        reopened.receive(second, fromSecond);
+        assertEquals(n, reopened.peerLogEntries(), "both peers transferred the same entries");
+        assertEquals(t.replicas.get(first).appliedSeq(), reopened.appliedSeq());
+        assertEquals(t.replicas.get(first).regionRoot(), reopened.regionRoot());
+        t.hold = e -> false;
+        write(t, n + 1, n + 1);
+        assertEquals(n + 1, t.acked.size(), "the region goes on");
     }
 
     /** Writes {@code n} one-block writes to region 0 (block b % 8 holds write b), each drained. */
@@ -297,6 +360,7 @@ class CatchUpFromAFaultyPeerTest {
         RegionReplica r = new RegionReplica(t.cfg, c, rep, t.clientId, t.signers.get(rep), t.dir, t.membership,
                 (to, m) -> t.send(new PipelinedCommitTest.Envelope(rep, to, m)), t.disks.get(rep), t.coord,
                 ReplicaHooks.NONE, base);
+        r.logEntryReader(t.holdersOf(c));
         t.replicas.put(rep, r);
         return r;
     }

@@ -134,8 +134,31 @@ class PipelinedCommitTest {
         RegionReplica r = new RegionReplica(cfg, c, rep, clientId, signers.get(rep), dir, membership,
                 (to, m) -> send(new Envelope(rep, to, m)), disks.get(rep), coord,
                 ReplicaHooks.NONE, RegionSnapshot.empty(0, RegionLogRecovery.emptyVolumeRoot(cfg)));
+        r.logEntryReader(holdersOf(c));
         replicas.put(rep, r);
         return r;
+    }
+
+    /**
+     * Region {@code c}'s metadata holders' stores read without sealing (the simulation's counterpart of a replica
+     * host's witness reads, {@link io.salus.core.protocol.replica.LogEntryReader}).
+     */
+    io.salus.core.protocol.replica.LogEntryReader holdersOf(RrsConfig c) {
+        return (region, generation, index, proves) -> {
+            for (NodeId h : c.metadataHolders()) {
+                WitnessLog w = stores.get(h);
+                Certificate x = w == null ? null : w.store().get(region, generation, index).orElse(null);
+                if (x != null && proves.test(x)) {
+                    return x;
+                }
+            }
+            return null;
+        };
+    }
+
+    /** Transferred entries of region {@code c} corroborated by their LOG_ENTRY certificates at its holders. */
+    ReplicaCatchUp.Corroboration certified(RrsConfig c) {
+        return ReplicaCatchUp.certifiedBy(cfg, c, dir, holdersOf(c));
     }
 
     void send(Envelope e) {
@@ -1481,14 +1504,14 @@ class PipelinedCommitTest {
                 x.recordSeq(), x.blocks(), List.of(x.entries().get(0), badEntry), x.decisions());
         for (Message.StateTransfer f : List.of(forgedState, forgedEntry)) {
             assertThrows(io.salus.core.protocol.recovery.RecoveryException.class, () -> ReplicaCatchUp.install(cfg,
-                    c0, clientId, dir, dir, membership, coord, disks.get(lost), null, f));
+                    c0, clientId, dir, dir, membership, coord, disks.get(lost), null, certified(c0), f));
             assertEquals(-1, disks.get(lost).lastIndex(0), "a refused transfer writes nothing");
             assertThrows(io.salus.core.protocol.recovery.RecoveryException.class,
                     () -> RegionReplica.verifiedBase(cfg, c0, dir, membership, disks.get(lost), coord));
         }
 
         ReplicaCatchUp.Installed in = ReplicaCatchUp.install(cfg, c0, clientId, dir, dir, membership, coord,
-                disks.get(lost), null, x);
+                disks.get(lost), null, certified(c0), x);
         assertEquals(2, in.entries());
         RegionSnapshot base = RegionReplica.verifiedBase(cfg, c0, dir, membership, disks.get(lost), coord);
         assertEquals(certified, base.throughIndex());
@@ -1538,7 +1561,7 @@ class PipelinedCommitTest {
         replicas.get(peer).receive(lost, new Message.StateRequest(0, 0, certified));
         Message.StateTransfer x = sent.stream().map(Envelope::m).filter(Message.StateTransfer.class::isInstance)
                 .map(Message.StateTransfer.class::cast).findFirst().orElseThrow();
-        ReplicaCatchUp.install(cfg, c0, clientId, dir, dir, membership, coord, disks.get(lost), null, x);
+        ReplicaCatchUp.install(cfg, c0, clientId, dir, dir, membership, coord, disks.get(lost), null, certified(c0), x);
         RegionSnapshot base = RegionReplica.verifiedBase(cfg, c0, dir, membership, disks.get(lost), coord);
         RegionReplica restarted = new RegionReplica(cfg, c0, lost, clientId, signers.get(lost), dir, membership,
                 (to, m) -> send(new Envelope(lost, to, m)), disks.get(lost), coord, ReplicaHooks.NONE, base);
@@ -1646,12 +1669,12 @@ class PipelinedCommitTest {
                 x.recordSeq(), List.of(), x.entries(), x.decisions(), forgedLeaves);
         assertThrows(io.salus.core.protocol.recovery.RecoveryException.class, () -> ReplicaCatchUp.installMetadata(cfg,
                 c0, clientId, dir, dir, membership, coord, disks.get(lost),
-                new io.salus.core.protocol.replica.InMemoryRegionStore(cfg, Map.of()), forged));
+                new io.salus.core.protocol.replica.InMemoryRegionStore(cfg, Map.of()), certified(c0), forged));
         assertEquals(-1, disks.get(lost).lastIndex(0), "a refused transfer writes nothing");
 
         var store = new io.salus.core.protocol.replica.InMemoryRegionStore(cfg, Map.of());
         ReplicaCatchUp.MetadataInstalled in = ReplicaCatchUp.installMetadata(cfg, c0, clientId, dir, dir, membership,
-                coord, disks.get(lost), store, x);
+                coord, disks.get(lost), store, certified(c0), x);
         RegionReplica rebuilt = new RegionReplica(cfg, c0, lost, clientId, signers.get(lost), dir, membership,
                 (to, m) -> send(new Envelope(lost, to, m)), disks.get(lost), coord, ReplicaHooks.NONE,
                 new RegionSnapshot(0, in.throughIndex(), in.lastSeq(), Map.of(), in.rootRecord()), store, in.leaves());
@@ -1799,7 +1822,7 @@ class PipelinedCommitTest {
         Message.StateTransfer x = sent.stream().filter(e -> e.m() instanceof Message.StateTransfer)
                 .map(e -> (Message.StateTransfer) e.m()).findFirst().orElseThrow();
         assertEquals(2, ReplicaCatchUp.install(cfg, c0, clientId, dir, dir, membership, coord, disks.get(lost),
-                null, x).entries());
+                null, certified(c0), x).entries());
         // and writes go on, with checkpoints certified over the restarted replicas
         c0.replicas().forEach(rep -> replicas.get(rep).writeCheckpointsOn(Runnable::run));
         replicas.put(lost, new RegionReplica(cfg, c0, lost, clientId, signers.get(lost), dir, membership,
@@ -2049,7 +2072,7 @@ class PipelinedCommitTest {
         assertNotNull(x, "the peer answered from its disk");
         sent.clear();
         net.clear();
-        ReplicaCatchUp.install(cfg, c, clientId, dir, dir, membership, coord, disks.get(lost), null, x);
+        ReplicaCatchUp.install(cfg, c, clientId, dir, dir, membership, coord, disks.get(lost), null, certified(c), x);
         RegionReplica caughtUp = new RegionReplica(cfg, c, lost, clientId, signers.get(lost), dir, membership,
                 (to, m) -> send(new Envelope(lost, to, m)), disks.get(lost), coord, ReplicaHooks.NONE,
                 RegionReplica.verifiedBase(cfg, c, dir, membership, disks.get(lost), coord));

@@ -465,8 +465,22 @@ final class SalusSimulation {
     }
 
     private RegionReplica newReplica(Machine m, RegionSnapshot base) {
-        return new RegionReplica(cfg, m.hosting, m.rsId, clientId, signers.get(m.rsId), dir, membership,
+        RegionReplica r = new RegionReplica(cfg, m.hosting, m.rsId, clientId, signers.get(m.rsId), dir, membership,
                 (to, msg) -> send(m.rsId, to, msg), m.disk, coord, hooksFor(m), base);
+        RrsConfig hosting = m.hosting;
+        // a replica catching up reads LOG_ENTRY certificates from its region's holders that are up, without sealing
+        r.logEntryReader((region, generation, index, proves) -> {
+            for (NodeId h : hosting.metadataHolders()) {
+                Machine x = byNode.get(h);
+                io.salus.core.cert.Certificate c = x == null || !x.up ? null
+                        : x.certs.get(region, generation, index).orElse(null);
+                if (c != null && proves.test(c)) {
+                    return c;
+                }
+            }
+            return null;
+        });
+        return r;
     }
 
     private ReplicaHooks hooksFor(Machine m) {

@@ -31,6 +31,13 @@ public final class WitnessClientConnector implements RemoteWitness.Connector {
       }
 
       @Override
+      public byte[] read(String volume, int region, long generation, long index) throws IOException {
+        io.salus.core.cert.Certificate stored =
+            c.query(new io.salus.core.cert.RegionId(volume, region), generation, index);
+        return stored == null ? null : stored.encode();
+      }
+
+      @Override
       public Identity identity() throws IOException {
         WitnessClient.Identity id = c.identity();
         return new Identity(id.id().name(), id.scheme().name(), id.verificationKey());

@@ -143,6 +143,30 @@ class WitnessServerTest {
   }
 
   /**
+   * Task cu23: the region servers' read of a slot ({@code RemoteWitness.read} through
+   * {@link WitnessClientConnector}, used by a replica catching up to corroborate a peer's entry)
+   * returns the stored LOG_ENTRY, null for an empty slot, and seals nothing: the next entry is still
+   * stored afterwards.
+   */
+  @Test
+  void theRegionServersReadReturnsTheStoredEntryAndSealsNothing() throws Exception {
+    try (io.salus.core.hbase.endpoint.RemoteWitness w =
+             new WitnessClientConnector().connect(node.address(), 5000);
+         WitnessClient c = WitnessClient.connect(node.address())) {
+      assertEquals(WitnessClient.OfferResult.STORED, c.offer(certs.logEntry(Certs.entry(R, 0, 40))));
+      io.salus.core.cert.Certificate read =
+          io.salus.core.cert.Certificate.decode(w.read(R.volume(), R.index(), 0, 40));
+      assertEquals(CertType.LOG_ENTRY, read.type());
+      assertEquals(40, read.statement(Statement.LogEntry.class).index());
+      assertNull(w.read(R.volume(), R.index(), 0, 41), "nothing stored at the next slot");
+      assertEquals(WitnessClient.OfferResult.STORED, c.offer(certs.logEntry(Certs.entry(R, 0, 41))),
+          "the read sealed the slot it found empty");
+      assertEquals(41, io.salus.core.cert.Certificate.decode(w.read(R.volume(), R.index(), 0, 41))
+          .statement(Statement.LogEntry.class).index());
+    }
+  }
+
+  /**
    * Protocol v3 (issue 13): a STORED reply carries the witness's own signature over
    * {@code StoreAck.signedBytes} of the slot, verifiable with the key the witness announces, and
    * only for that slot and digest: a replica can count it as this witness's evidence.

@@ -28,6 +28,15 @@ public interface RemoteWitness extends Closeable {
     Identity identity() throws IOException;
 
     /**
+     * Reads, without sealing the slot, the encoded certificate the witness stores for (volume, region, generation,
+     * index) (the wire protocol's unsigned read-only QUERY; verify before use).
+     *
+     * @return the encoded certificate, or null if the witness stores none there
+     * @throws IOException unreachable, refused or a protocol error
+     */
+    byte[] read(String volume, int region, long generation, long index) throws IOException;
+
+    /**
      * Asks the witness to drop its LOG_ENTRY certificates covered by an encoded CHECKPOINT certificate; the witness
      * verifies it first (three signatures of the region's replicas in its generation) and drops nothing otherwise.
      *

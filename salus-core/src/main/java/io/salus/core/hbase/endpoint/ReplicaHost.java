@@ -119,6 +119,8 @@ public final class ReplicaHost {
     private volatile long replayedSeqs;
     private volatile long replayResetBlocks;
     private final WitnessHolders remoteHolders;
+    /** The peers' transfers while catching up at open (null once the replica is built; on the loop). */
+    private io.salus.core.protocol.replica.PeerTransfers openTransfers;
     // what building the replica needs (again, after a catch-up from a peer)
     private final ProtocolConfig cfg;
     private final RrsConfig rrs;
@@ -355,6 +357,8 @@ public final class ReplicaHost {
                 : new RegionReplica(cfg, rrs, me, client, keys.signer(me), keys.replicaVerifier(), addressing.membership(),
                         transport(me), disk, coordination, faults.hooks(me), base, st, leaves);
         r.rebuildRate(rebuildSettings.blocksPerSecond());
+        r.logEntryReader(this::readLogEntry);
+        openTransfers = null;
         // checkpoints are written off the loop (lat13), in order, and not started any more once the host is closed
         r.writeCheckpointsOn(task -> {
             try {
@@ -428,6 +432,36 @@ public final class ReplicaHost {
         loop.schedule(this::requestState, CATCH_UP_RETRY_MILLIS, TimeUnit.MILLISECONDS);
     }
 
+    /**
+     * What the metadata holders store at a log slot, read without sealing it (review rvw22 finding 2b): from the real
+     * witness stores (their unsigned read-only QUERY, blocking up to their timeout each), else from the interim
+     * holders this server hosts (tests; the others' stores are not readable from here). The first answer
+     * {@code proves} accepts, or null.
+     */
+    private Certificate readLogEntry(io.salus.core.cert.RegionId region, long generation, long index,
+                                     java.util.function.Predicate<Certificate> proves) {
+        if (remoteHolders != null) {
+            return remoteHolders.read(region, generation, index, proves);
+        }
+        for (WitnessLog w : witnesses.values()) {
+            Certificate c = w.store().get(region, generation, index).orElse(null);
+            if (c != null && proves.test(c)) {
+                return c;
+            }
+        }
+        return null;
+    }
+
+    /** The corroboration of {@code from}'s transfer {@code x} while catching up at open (remembered first). */
+    private ReplicaCatchUp.Corroboration heardAtOpen(NodeId from, Message.StateTransfer x) {
+        if (openTransfers == null) {
+            openTransfers = new io.salus.core.protocol.replica.PeerTransfers(ReplicaCatchUp.certifiedBy(cfg, rrs,
+                    keys.replicaVerifier(), this::readLogEntry));
+        }
+        openTransfers.heard(from, x);
+        return openTransfers.corroboration(from);
+    }
+
     /** A peer's state: installed if it checks (ReplicaCatchUp), then the replica starts from the disk as on a restart. */
     private void onStateTransfer(NodeId from, Message.StateTransfer x) {
         if (from.equals(me) || !rrs.replicas().contains(from)) {
@@ -439,7 +473,7 @@ public final class ReplicaHost {
         }
         try {
             ReplicaCatchUp.Installed in = ReplicaCatchUp.install(cfg, rrs, client, keys.verifier(),
-                    keys.replicaVerifier(), addressing.membership(), coordination, disk, store, x);
+                    keys.replicaVerifier(), addressing.membership(), coordination, disk, store, heardAtOpen(from, x), x);
             build(RegionReplica.verifiedBase(cfg, rrs, keys.verifier(), addressing.membership(), disk, coordination));
             recoveryFromPeer = 1;
             recoveryPeerBlocks = in.blocks();
@@ -463,7 +497,7 @@ public final class ReplicaHost {
             RegionStore st = store != null ? store
                     : new io.salus.core.protocol.replica.InMemoryRegionStore(cfg, java.util.Map.of());
             ReplicaCatchUp.MetadataInstalled in = ReplicaCatchUp.installMetadata(cfg, rrs, client, keys.verifier(),
-                    keys.replicaVerifier(), addressing.membership(), coordination, disk, st, x);
+                    keys.replicaVerifier(), addressing.membership(), coordination, disk, st, heardAtOpen(from, x), x);
             RegionSnapshot base = new RegionSnapshot(rrs.generation(), in.throughIndex(), in.lastSeq(),
                     java.util.Map.of(), in.rootRecord());
             build(base, st, in.leaves());

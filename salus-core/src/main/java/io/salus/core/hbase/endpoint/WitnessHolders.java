@@ -178,6 +178,23 @@ public final class WitnessHolders implements AutoCloseable {
     }
 
     /**
+     * Reads what each holder stores at a slot without sealing it (the unsigned read-only QUERY), one holder after the
+     * other on its proxy's thread, and returns the first certificate {@code proves} accepts, or null. Blocks the
+     * caller up to the holders' timeout each; a holder that is down or does not answer in time is skipped. For a
+     * replica catching up ({@link io.salus.core.protocol.replica.LogEntryReader}), rarely.
+     */
+    public Certificate read(io.salus.core.cert.RegionId region, long generation, long index,
+                            java.util.function.Predicate<Certificate> proves) {
+        for (Proxy p : proxies.values()) {
+            Certificate c = p.read(region, generation, index);
+            if (c != null && proves.test(c)) {
+                return c;
+            }
+        }
+        return null;
+    }
+
+    /**
      * Acks received, PENDING replies, offers failed (witness unreachable or refusing), offers dropped; truncations
      * the witnesses accepted and those that failed (witness unreachable or refusing the certificate).
      */
@@ -229,6 +246,26 @@ public final class WitnessHolders implements AutoCloseable {
                 return;
             }
             exec.execute(() -> attempt(t, st, 0));
+        }
+
+        Certificate read(io.salus.core.cert.RegionId region, long generation, long index) {
+            java.util.concurrent.Future<byte[]> f;
+            try {
+                f = exec.submit(() -> connection().read(region.volume(), region.index(), generation, index));
+            } catch (java.util.concurrent.RejectedExecutionException e) {
+                return null; // closed
+            }
+            try {
+                byte[] b = f.get(settings.timeoutMillis, TimeUnit.MILLISECONDS);
+                return b == null ? null : Certificate.decode(b);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                f.cancel(true);
+                return null;
+            } catch (Exception e) {
+                f.cancel(false); // unreachable, slow or an undecodable answer: this holder does not corroborate
+                return null;
+            }
         }
 
         /** The newest CHECKPOINT certificate waiting to be sent (null: none). */

@@ -128,6 +128,11 @@ public final class RegionReplica {
     /** Peers that answered since {@link #catchUpFromPeersAtOpen}; asked again at each round until both have. */
     private final Set<NodeId> answeredAtOpen = new HashSet<>();
     private boolean askingAtOpen;
+    /**
+     * The peers' latest transfers while catching up: an entry is taken once corroborated (ReplicaCatchUp), by the
+     * other peer's transfer or its LOG_ENTRY certificate ({@link #logEntryReader}).
+     */
+    private PeerTransfers peerTransfers = new PeerTransfers(ReplicaCatchUp.Corroboration.NONE);
     /** Retransmission rounds a sub-batch has waited for a predecessor with the log not growing (at seq {@link #gapSeq}). */
     private int gapRounds;
     private long gapSeq = -1;
@@ -1267,6 +1272,16 @@ public final class RegionReplica {
     // ------------------------------------------------------------------ catch-up of the log while serving
 
     /**
+     * How this replica reads LOG_ENTRY certificates from its region's metadata holders without sealing a slot (an
+     * adapter's witness connections; {@link LogEntryReader#NONE} until set): with it, an entry a peer transfers while
+     * this replica catches up is corroborated by its certificate, not only by the other peer's transfer (review
+     * rvw22 finding 2b, {@link ReplicaCatchUp.Corroboration}). Call before the replica receives messages.
+     */
+    public void logEntryReader(LogEntryReader reader) {
+        this.peerTransfers = new PeerTransfers(ReplicaCatchUp.certifiedBy(cfg, rrs, verifier, reader));
+    }
+
+    /**
      * Call at region open when this replica starts from the empty generation-0 state because its region has no
      * CHECKPOINT certificate yet: it cannot tell a fresh region from one whose log it lost (its DataNode disk) while
      * its peers logged and resolved entries. It serves at once (a fresh region must not wait for peers that may be
@@ -1293,6 +1308,9 @@ public final class RegionReplica {
         }
         if (!log.waitsForMissing()) {
             gapRounds = 0;
+            if (!askingAtOpen) {
+                peerTransfers.clear(); // not behind: the entries kept to corroborate are not needed
+            }
             return;
         }
         if (log.lastAcceptedSeq != gapSeq) {
@@ -1334,8 +1352,9 @@ public final class RegionReplica {
         if (!logAsked.remove(from) || x.region() != regionId.index() || x.generation() != rrs.generation()) {
             return;
         }
+        peerTransfers.heard(from, x);
         ReplicaCatchUp.Continuation c = ReplicaCatchUp.continuation(cfg, rrs, clientId, verifier, membership, x,
-                log.nextIndex, log.lastAcceptedSeq, log::hasBatch);
+                log.nextIndex, log.lastAcceptedSeq, log::hasBatch, peerTransfers.corroboration(from));
         if (c.fence() != null) {
             long epoch = c.fence().statement(Statement.WriterEpoch.class).epoch();
             if (epoch > writerEpoch) {

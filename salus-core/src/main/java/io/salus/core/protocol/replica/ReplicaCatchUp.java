@@ -35,8 +35,12 @@ import java.util.TreeMap;
  * <li>every log entry after it is client-signed, of this region, with whole valid blocks, and the entries continue
  * each other's prevNum chain: a peer cannot invent or alter a write (it could only leave entries out, which the
  * protocol's retransmissions then bring: the chain predecessor resends what is unresolved); only the entries up to
- * the first one without its COMMIT or ABORT certificate are taken (review rvw22: an undecided entry is one peer's
- * word, and a faulty peer could put a client-signed sub-batch no other replica logged in a committed one's place);</li>
+ * the first one that is not both decided (its COMMIT or ABORT certificate) and {@linkplain Corroboration
+ * corroborated} at its index beyond the one peer's word (its LOG_ENTRY certificate, read from a metadata holder
+ * without sealing the slot, or the same bytes at the same index in the other peer's transfer) are taken (review
+ * rvw22: a faulty peer could put a client-signed sub-batch no other replica logged, the volume's previous writer's
+ * that only it had, in a committed one's place, first undecided, then with a genuine ABORT certificate of the
+ * previous writer's batch; a COMMIT certificate does not bind an index either);</li>
  * <li>every decision carries its three leader signatures (generation checked), every writer fence the client's.</li>
  * </ul>
  * Installing writes the state as a whole snapshot at the certified index, the entries at their indexes and the
@@ -49,6 +53,64 @@ import java.util.TreeMap;
  */
 public final class ReplicaCatchUp {
     private ReplicaCatchUp() {
+    }
+
+    /**
+     * Evidence, beyond the word of the peer that transferred it, that a log entry ({@code bytes}) is at {@code index}
+     * of a correct replica's log of this generation. A client signature, the prevNum chain and a decision do not
+     * give it: both writers of a volume sign with the one client key, and a previous writer's sub-batch that only a
+     * faulty replica holds continues the same chain as the committed entry in its place (review rvw22, findings 2
+     * and 2b). Two kinds count ({@link PeerTransfers#corroboration}):
+     * <ul>
+     * <li>a LOG_ENTRY certificate of the slot with the entry's digest and length, signed by the three replicas of
+     * the generation ({@link #logEntryProves}), read from a metadata holder without sealing ({@link LogEntryReader}).
+     * Every committed entry has one (a replica votes YES only after its five holders stored it) until the checkpoint
+     * after it is collected; an aborted one if all three replicas logged it;</li>
+     * <li>the other peer transferred the same bytes at the same index: a replica catching up lost its log (a fault),
+     * so at most one of its two peers is faulty and the two agree only on what a correct replica logged. This covers
+     * an aborted entry its two peers logged and the catching-up replica never did (no LOG_ENTRY formed), and the
+     * witnesses being unreachable.</li>
+     * </ul>
+     */
+    @FunctionalInterface
+    public interface Corroboration {
+        /** Nothing is corroborated: no entry is taken. */
+        Corroboration NONE = (index, bytes) -> false;
+
+        boolean corroborated(long index, byte[] bytes);
+    }
+
+    /**
+     * True if {@code c} is the LOG_ENTRY certificate of exactly ({@code rrs}'s region, its generation, {@code index})
+     * for {@code bytes} (digest and length), signed by the generation's three replicas.
+     */
+    public static boolean logEntryProves(ProtocolConfig cfg, RrsConfig rrs, Verifier verifier, Certificate c,
+                                         long index, byte[] bytes) {
+        if (c == null || c.type() != CertType.LOG_ENTRY) {
+            return false;
+        }
+        Statement.LogEntry st;
+        try {
+            st = c.statement(Statement.LogEntry.class);
+        } catch (RuntimeException e) {
+            return false;
+        }
+        return st.region().equals(rrs.region()) && st.generation() == rrs.generation() && st.index() == index
+                && st.length() == bytes.length && st.digest().equals(cfg.hash().hash(bytes))
+                && c.verify(verifier, rrs.replicaSet());
+    }
+
+    /** The corroboration of a LOG_ENTRY certificate read through {@code reader} ({@link #logEntryProves}). */
+    public static Corroboration certifiedBy(ProtocolConfig cfg, RrsConfig rrs, Verifier verifier,
+                                            LogEntryReader reader) {
+        return (index, bytes) -> {
+            try {
+                return reader.read(rrs.region(), rrs.generation(), index,
+                        c -> logEntryProves(cfg, rrs, verifier, c, index, bytes)) != null;
+            } catch (RuntimeException e) {
+                return false; // no holder answered: not corroborated (asked again with the next transfer)
+            }
+        };
     }
 
     /** What an install wrote. */
@@ -128,11 +190,13 @@ public final class ReplicaCatchUp {
      *
      * @param verifier       checks the CHECKPOINT certificates in coordination (as {@link RegionReplica#verifiedBase})
      * @param replicaVerifier checks client and leader signatures (as the replica does)
+     * @param corroboration   which transferred entries are at their index beyond the peer's word
      * @throws RecoveryException naming what does not check; nothing is written then
      */
     public static Installed install(ProtocolConfig cfg, RrsConfig rrs, NodeId clientId, Verifier verifier,
                                     Verifier replicaVerifier, Membership membership, Coordination coordination,
-                                    ReplicaDisk disk, RegionStore store, Message.StateTransfer x)
+                                    ReplicaDisk disk, RegionStore store, Corroboration corroboration,
+                                    Message.StateTransfer x)
             throws RecoveryException {
         long gen = rrs.generation();
         int region = rrs.region().index();
@@ -162,7 +226,7 @@ public final class ReplicaCatchUp {
             throw new RecoveryException(rrs.region() + ": the transferred state is not the certified one: " + why);
         }
         List<Certificate> decisions = checkedLog(cfg, rrs, clientId, replicaVerifier, membership, cp, x);
-        int taken = decidedPrefix(x, decisions);
+        int taken = decidedPrefix(x, decisions, corroboration);
         // everything checks: write it (the snapshot first, so a crash in between leaves a disk that verifies)
         disk.writeSnapshot(s);
         writeLog(disk, gen, x, taken, decisions);
@@ -240,13 +304,15 @@ public final class ReplicaCatchUp {
 
     /**
      * How many of {@code x}'s entries (checked by {@link #checkedLog}) are taken: the longest prefix whose every entry
-     * comes with a verified COMMIT or ABORT certificate covering its batch, leader region and seqs (review rvw22). An
-     * undecided entry is one peer's word only: a faulty peer could put there a client-signed sub-batch no other
-     * replica logged (the volume's previous writer's, sent only to it) in place of the committed one, which the
-     * replica could then never log at that index. What is left out is still unresolved at the honest peers, whose
-     * chain predecessor (or the client, to the chain head) retransmits it; as {@link #continuation} takes.
+     * comes with a verified COMMIT or ABORT certificate covering its batch, leader region and seqs and is
+     * {@linkplain Corroboration corroborated} at its index (review rvw22). Otherwise an entry is one peer's word
+     * only: a faulty peer could put there a client-signed sub-batch no other replica logged (the volume's previous
+     * writer's, sent only to it) in place of the committed one, which the replica could then never log at that
+     * index. What is left out the replica takes while serving ({@link #continuation}, once corroborated) or its
+     * honest peers' chain predecessor retransmits (unresolved entries).
      */
-    private static int decidedPrefix(Message.StateTransfer x, List<Certificate> decisions) {
+    private static int decidedPrefix(Message.StateTransfer x, List<Certificate> decisions,
+                                     Corroboration corroboration) {
         int taken = 0;
         for (byte[] b : x.entries()) {
             SubBatch sb = SubBatch.decode(b); // decoded and checked by checkedLog
@@ -262,7 +328,7 @@ public final class ReplicaCatchUp {
                     break;
                 }
             }
-            if (!decided) {
+            if (!decided || !corroboration.corroborated(x.throughIndex() + 1 + taken, b)) {
                 break;
             }
             taken++;
@@ -356,7 +422,8 @@ public final class ReplicaCatchUp {
     public static MetadataInstalled installMetadata(ProtocolConfig cfg, RrsConfig rrs, NodeId clientId,
                                                     Verifier verifier, Verifier replicaVerifier,
                                                     Membership membership, Coordination coordination,
-                                                    ReplicaDisk disk, RegionStore store, Message.StateTransfer x)
+                                                    ReplicaDisk disk, RegionStore store, Corroboration corroboration,
+                                                    Message.StateTransfer x)
             throws RecoveryException {
         long gen = rrs.generation();
         if (x.region() != rrs.region().index() || x.generation() != gen || !x.blocks().isEmpty()) {
@@ -389,7 +456,7 @@ public final class ReplicaCatchUp {
                     + ", not the certified " + cp.regionRoot());
         }
         List<Certificate> decisions = checkedLog(cfg, rrs, clientId, replicaVerifier, membership, cp, x);
-        int taken = decidedPrefix(x, decisions);
+        int taken = decidedPrefix(x, decisions, corroboration);
         writeLog(disk, gen, x, taken, decisions);
         store.setLeaves(x.leaves());
         return new MetadataInstalled(x.throughIndex(), x.lastSeq(), record, x.leaves(), taken,
@@ -440,6 +507,8 @@ public final class ReplicaCatchUp {
      * generation) covering its batch, seq range and leader region: a peer cannot make the replica log, let alone
      * apply, a sub-batch that was not decided. Entries still undecided at the peer are not taken: the chain
      * predecessor (or the client, to the primary) retransmits them as long as they are unresolved;</li>
+     * <li>it is {@linkplain Corroboration corroborated} at its index (review rvw22 finding 2b: a decided sub-batch
+     * of the previous writer that only a faulty peer logged continues the same chain);</li>
      * <li>its batch is not in the replica's log already ({@code logged}).</li>
      * </ul>
      * The first entry that fails ends the continuation (a faulty peer can only make it shorter). {@code fence}: the
@@ -447,7 +516,8 @@ public final class ReplicaCatchUp {
      */
     public static Continuation continuation(ProtocolConfig cfg, RrsConfig rrs, NodeId clientId,
                                             Verifier replicaVerifier, Membership membership, Message.StateTransfer x,
-                                            long nextIndex, long lastSeq, java.util.function.LongPredicate logged) {
+                                            long nextIndex, long lastSeq, java.util.function.LongPredicate logged,
+                                            Corroboration corroboration) {
         Certificate fence = null;
         Map<Long, List<Certificate>> decided = new java.util.HashMap<>();
         for (Certificate d : x.decisions()) {
@@ -495,7 +565,7 @@ public final class ReplicaCatchUp {
                     break;
                 }
             }
-            if (decision == null) {
+            if (decision == null || !corroboration.corroborated(idx, b)) {
                 break;
             }
             out.add(new Continued(idx, sb, b, decision));
