@@ -478,12 +478,26 @@ public final class ReplicaHost {
             recoveryFromPeer = 1;
             recoveryPeerBlocks = in.blocks();
             recoveryPeerEntries = in.entries();
-            LOG.warn("{} caught up from peer {}: state through certified index {} ({} blocks), {} log entries, {}"
-                    + " decisions; serving again after {} ms", me, from, in.throughIndex(), in.blocks(), in.entries(),
-                    in.decisions(), recoveryMillis);
+            LOG.warn("{} caught up from peer {}: state through certified index {} ({} blocks), {} of {} log entries"
+                    + " (the rest not corroborated yet), {} decisions; serving again after {} ms", me, from,
+                    in.throughIndex(), in.blocks(), in.entries(), x.entries().size(), in.decisions(), recoveryMillis);
+            askForUncorroborated(in.entries(), x);
         } catch (RecoveryException | RuntimeException e) {
             recoveryRefused.incrementAndGet();
             LOG.warn("{} refused the state transfer from {}: {}", me, from, e.getMessage());
+        }
+    }
+
+    /**
+     * The install took {@code taken} of {@code x}'s log entries (the others not corroborated yet: no holder's
+     * LOG_ENTRY certificate read, the other peer's transfer not here): the replica, serving now, asks both peers for
+     * their log at once and takes what their two transfers agree on ({@link RegionReplica#catchUpFromPeersAtOpen}),
+     * instead of waiting until a write stalls on the missing entries. On the loop.
+     */
+    private void askForUncorroborated(int taken, Message.StateTransfer x) {
+        RegionReplica r = replica;
+        if (r != null && taken < x.entries().size()) {
+            r.catchUpFromPeersAtOpen();
         }
     }
 
@@ -506,9 +520,11 @@ public final class ReplicaHost {
             recoveryPeerBlocks = in.leaves().size();
             recoveryPeerEntries = in.entries();
             LOG.warn("{} rebuilt from peer {}, metadata first: leaf hashes of {} blocks through certified index {}, {}"
-                    + " log entries, {} decisions; serving again after {} ms; fetching the blocks in the background at"
-                    + " {} blocks/s", me, from, in.leaves().size(), in.throughIndex(), in.entries(), in.decisions(),
-                    recoveryMillis, rebuildSettings.blocksPerSecond());
+                    + " of {} log entries (the rest not corroborated yet), {} decisions; serving again after {} ms;"
+                    + " fetching the blocks in the background at {} blocks/s", me, from, in.leaves().size(),
+                    in.throughIndex(), in.entries(), x.entries().size(), in.decisions(), recoveryMillis,
+                    rebuildSettings.blocksPerSecond());
+            askForUncorroborated(in.entries(), x);
         } catch (RecoveryException | RuntimeException e) {
             recoveryRefused.incrementAndGet();
             LOG.warn("{} refused the metadata transfer from {}: {}", me, from, e.getMessage());
