@@ -345,6 +345,77 @@ class CatchUpFromAFaultyPeerTest {
         assertEquals(n + 1, t.acked.size(), "the region goes on");
     }
 
+    /**
+     * The certificate half of {@link ReplicaCatchUp.Corroboration} against forged and misbound certificates: the
+     * genuine LOG_ENTRY of a slot corroborates exactly its entry there; the same certificate for another index, the
+     * slot's certificate for another entry's bytes, one replica's TENTATIVE_LOG_ENTRY, a LOG_ENTRY with a signature of
+     * a node outside the RRS or with a replica's signature over another statement, and one of another generation
+     * corroborate nothing; a holder answering a forged certificate first does not hide the genuine one another holder
+     * stores ({@link io.salus.core.protocol.replica.LogEntryReader} takes the first that proves).
+     */
+    @Test
+    void aForgedStaleOrMisboundLogEntryCertificateCorroboratesNothing() {
+        PipelinedCommitTest t = new PipelinedCommitTest();
+        RrsConfig c0 = t.configs.get(0);
+        NodeId peer = c0.replicas().get(0);
+        write(t, 1, 3);
+        byte[] e0 = t.disks.get(peer).read(0, 0);
+        byte[] e1 = t.disks.get(peer).read(0, 1);
+        io.salus.core.cert.Certificate genuine = t.stores.get(c0.metadataHolders().get(0)).store()
+                .get(c0.region(), 0, 0).orElseThrow();
+        assertTrue(ReplicaCatchUp.logEntryProves(t.cfg, c0, t.dir, genuine, 0, e0), "the genuine certificate");
+        assertFalse(ReplicaCatchUp.logEntryProves(t.cfg, c0, t.dir, genuine, 1, e0), "for another index");
+        assertFalse(ReplicaCatchUp.logEntryProves(t.cfg, c0, t.dir, genuine, 0, e1), "for another entry's bytes");
+        io.salus.core.cert.Statement.LogEntry st = genuine.statement(io.salus.core.cert.Statement.LogEntry.class);
+        List<io.salus.core.cert.Certificate> tentatives = new ArrayList<>();
+        for (NodeId r : c0.replicas()) {
+            tentatives.add(io.salus.core.cert.Certificate.sign(io.salus.core.cert.CertType.TENTATIVE_LOG_ENTRY, st,
+                    t.signers.get(r)));
+        }
+        assertTrue(ReplicaCatchUp.logEntryProves(t.cfg, c0, t.dir, io.salus.core.cert.Certificate.combine(tentatives),
+                0, e0), "the three replicas' tentatives combined");
+        assertFalse(ReplicaCatchUp.logEntryProves(t.cfg, c0, t.dir, tentatives.get(0), 0, e0),
+                "one replica's tentative");
+        List<io.salus.core.cert.Certificate> outsider = new ArrayList<>(tentatives.subList(0, 2));
+        outsider.add(io.salus.core.cert.Certificate.sign(io.salus.core.cert.CertType.TENTATIVE_LOG_ENTRY, st,
+                t.signers.get(t.configs.get(1).replicas().get(0)))); // a replica of another region
+        assertFalse(ReplicaCatchUp.logEntryProves(t.cfg, c0, t.dir, io.salus.core.cert.Certificate.combine(outsider),
+                0, e0), "a signature of a node outside the RRS");
+        io.salus.core.cert.Certificate sigOverOther = io.salus.core.cert.Certificate.sign(
+                io.salus.core.cert.CertType.TENTATIVE_LOG_ENTRY, new io.salus.core.cert.Statement.LogEntry(
+                        st.region(), st.generation(), 1, st.digest(), st.length()), t.signers.get(c0.replicas().get(2)));
+        List<io.salus.core.cert.Certificate.Sig> sigs = new ArrayList<>(
+                io.salus.core.cert.Certificate.combine(tentatives.subList(0, 3)).signatures());
+        sigs.set(2, sigOverOther.signatures().get(0)); // the third replica's signature, over index 1
+        assertFalse(ReplicaCatchUp.logEntryProves(t.cfg, c0, t.dir, io.salus.core.cert.Certificate.of(
+                io.salus.core.cert.CertType.LOG_ENTRY, genuine.scheme(), st, sigs), 0, e0),
+                "a replica's signature over another statement");
+        List<io.salus.core.cert.Certificate> otherGen = new ArrayList<>();
+        io.salus.core.cert.Statement.LogEntry gen1 = new io.salus.core.cert.Statement.LogEntry(st.region(), 1,
+                st.index(), st.digest(), st.length());
+        for (NodeId r : c0.replicas()) {
+            otherGen.add(io.salus.core.cert.Certificate.sign(io.salus.core.cert.CertType.TENTATIVE_LOG_ENTRY, gen1,
+                    t.signers.get(r)));
+        }
+        assertFalse(ReplicaCatchUp.logEntryProves(t.cfg, c0, t.dir, io.salus.core.cert.Certificate.combine(otherGen),
+                0, e0), "a certificate of another generation");
+        // holders answering: a forged one first, then the genuine one
+        io.salus.core.cert.Certificate forged = io.salus.core.cert.Certificate.combine(outsider);
+        io.salus.core.protocol.replica.LogEntryReader forgedFirst = (region, generation, index, proves) -> {
+            for (io.salus.core.cert.Certificate c : List.of(forged, genuine)) {
+                if (proves.test(c)) {
+                    return c;
+                }
+            }
+            return null;
+        };
+        assertTrue(ReplicaCatchUp.certifiedBy(t.cfg, c0, t.dir, forgedFirst).corroborated(0, e0));
+        assertFalse(ReplicaCatchUp.certifiedBy(t.cfg, c0, t.dir, forgedFirst).corroborated(0, e1));
+        assertFalse(ReplicaCatchUp.certifiedBy(t.cfg, c0, t.dir, (region, generation, index, proves) -> {
+            throw new IllegalStateException("no holder answered");
+        }).corroborated(0, e0), "no answer corroborates nothing");
+    }
+
     /** Writes {@code n} one-block writes to region 0 (block b % 8 holds write b), each drained. */
     private static void write(PipelinedCommitTest t, int from, int to) {
         for (int b = from; b <= to; b++) {
