@@ -1728,6 +1728,77 @@ class PipelinedCommitTest {
     }
 
     /**
+     * Review rvw23-1: a Byzantine peer's metadata transfer may name an <em>unwritten</em> block with the empty leaf
+     * hash (the hash of an all-zero block). The region tree built from the leaves is the same (an unwritten block's
+     * leaf is that hash), so {@code installMetadata} takes it, and the rebuild then counts the block as missing. No
+     * honest peer's state holds that block (it was never written), so no answer ever brings it: the replica never
+     * finishes its rebuild, never signs a checkpoint again, so no CHECKPOINT certificate of the region forms again
+     * (every log, holder and decision record of the region grows without bound), and it drops every GET of the block.
+     * Two faults in the RRS: the lost disk and the lying peer (the honest peer answers every later block request).
+     */
+    @Test
+    void aForgedEmptyLeafInARebuildsMetadataDoesNotKeepTheRebuildFromEverFinishing() throws Exception {
+        RrsConfig c0 = configs.get(0);
+        NodeId lost = c0.replicas().get(1);
+        NodeId faulty = c0.replicas().get(0);
+        int n = 2 * CHECKPOINT_EVERY + 2;
+        for (int b = 1; b <= n; b++) {
+            assertTrue(client.submit(List.of(new BlockWrite(1 + b % 6, data(b)))) > 0); // blocks 1..6; 0 and 7 never
+            drain();
+        }
+        assertEquals(n, acked.size());
+        long certified = ReplicaCatchUp.certified(c0, dir, membership, coord).throughIndex();
+        disks.get(lost).deleteAll();
+        sent.clear();
+        replicas.get(faulty).receive(lost, new Message.RebuildRequest(0, 0, certified, List.of()));
+        Message.StateTransfer x = sent.stream().filter(e -> e.to().equals(lost)).map(Envelope::m)
+                .filter(Message.StateTransfer.class::isInstance).map(Message.StateTransfer.class::cast)
+                .findFirst().orElseThrow();
+        assertFalse(x.leaves().containsKey(0L), "block 0 was never written");
+        // the faulty peer adds block 0 with the empty leaf: the same region root
+        java.util.TreeMap<Long, io.salus.core.merkle.Hash> lying = new java.util.TreeMap<>(x.leaves());
+        lying.put(0L, cfg.hash().leafHash(new byte[cfg.blockSize()]));
+        Message.StateTransfer forged = new Message.StateTransfer(0, 0, certified, x.lastSeq(), x.recordRoot(),
+                x.recordSeq(), List.of(), x.entries(), x.decisions(), lying);
+        var store = new io.salus.core.protocol.replica.InMemoryRegionStore(cfg, Map.of());
+        ReplicaCatchUp.MetadataInstalled in;
+        try {
+            in = ReplicaCatchUp.installMetadata(cfg, c0, clientId, dir, dir, membership, coord, disks.get(lost), store,
+                    forged);
+        } catch (io.salus.core.protocol.recovery.RecoveryException refused) {
+            return; // refusing the lie is fine too: the replica asks again and installs the honest peer's answer
+        }
+        RegionReplica rebuilt = new RegionReplica(cfg, c0, lost, clientId, signers.get(lost), dir, membership,
+                (to, m) -> send(new Envelope(lost, to, m)), disks.get(lost), coord, ReplicaHooks.NONE,
+                new RegionSnapshot(0, in.throughIndex(), in.lastSeq(), Map.of(), in.rootRecord()), store, in.leaves());
+        rebuilt.rebuildRate(1_000_000);
+        replicas.put(lost, rebuilt);
+        // from here the faulty peer answers no block request; the honest peer answers every one
+        hold = e -> e.to().equals(faulty) && e.m() instanceof Message.RebuildRequest;
+        long end = System.currentTimeMillis() + 10_000;
+        while (rebuilt.rebuilding() && System.currentTimeMillis() < end) {
+            Thread.sleep(3);
+            for (NodeId rep : c0.replicas()) {
+                replicas.get(rep).tick();
+            }
+            drain();
+        }
+        assertFalse(rebuilt.rebuilding(), "the rebuild never finishes, still missing block 0 that no honest peer"
+                + " holds: " + rebuilt.rebuildCounters());
+        sent.clear();
+        rebuilt.receive(clientId, new Message.GetRequest(6001, 0, 0));
+        assertTrue(sent.stream().anyMatch(e -> e.m() instanceof Message.GetReply), "a GET of the unwritten block is"
+                + " answered (zeros): " + rebuilt.rebuildCounters());
+        // and the region certifies checkpoints again
+        for (int b = n + 1; b <= n + 2 * CHECKPOINT_EVERY; b++) {
+            assertTrue(client.submit(List.of(new BlockWrite(1 + b % 6, data(b)))) > 0);
+            drain();
+        }
+        assertTrue(ReplicaCatchUp.certified(c0, dir, membership, coord).throughIndex() > certified,
+                "a CHECKPOINT certificate forms again");
+    }
+
+    /**
      * rec15: a replica's region store (the HBase region's cells) survives a stop with MORE than the certified
      * checkpoint (HBase flushes the memstore when it closes the region; a checkpoint write still in flight on the
      * off-loop writer is lost, so the certificate lags). All three replicas restart from the certified base and
