@@ -2188,6 +2188,52 @@ class PipelinedCommitTest {
         assertArrayEquals(data(99), got.get(3L));
     }
 
+    /**
+     * Review rvw23-2: the leaf hashes of a {@code MountState} are not covered by its signature and are not
+     * range-checked; the mount rebuilds a region tree from each replica's leaves in answer order until one gives the
+     * signed root. One Byzantine replica that answers first with a leaf index beyond its region (it signs its honest
+     * state; only the unsigned leaves are extra) made {@code MerkleTree.setLeaf} throw out of
+     * {@code VolumeClient.remountOutcome}: every mount of the volume failed with an exception that names no replica
+     * (SalusVolume: "mounting Salus volume ... failed"), so the volume could not be opened while that server ran.
+     */
+    @Test
+    void aReplicaSendingALeafOutsideItsRegionAtMountDoesNotStopTheMount() {
+        for (int i = 0; i < 3; i++) {
+            assertTrue(client.submit(List.of(new BlockWrite(i, data(10 + i)), new BlockWrite(8 + i, data(20 + i)))) > 0);
+            drain();
+        }
+        assertEquals(3, acked.size());
+        RrsConfig c0 = configs.get(0);
+        NodeId liar = c0.replicas().get(0); // the first of its region to answer each mount query
+        replicas.put(liar, new RegionReplica(cfg, c0, liar, clientId, signers.get(liar), dir, membership,
+                (to, m) -> send(new Envelope(liar, to, m)), disks.get(liar), coord, new ReplicaHooks() {
+                    @Override
+                    public Message.MountState mountReport(Message.MountState h) {
+                        java.util.TreeMap<Long, io.salus.core.merkle.Hash> leaves = new java.util.TreeMap<>(h.leafHashes());
+                        leaves.put(1L << 20, cfg.hash().leafHash(data(7))); // far outside the region's 8 blocks
+                        return new Message.MountState(h.nonce(), h.volume(), h.region(), h.generation(),
+                                h.fenceBelow(), h.lastBatchId(), h.lastAcceptedSeq(), h.loggedIndex(),
+                                h.committedIndex(), h.appliedSeq(), h.regionRoot(), h.recordRoot(), h.recordSeq(),
+                                leaves, null);
+                    }
+                }, RegionSnapshot.empty(0, RegionLogRecovery.emptyVolumeRoot(cfg))));
+        assertEquals(replicas.get(c0.replicas().get(1)).regionRoot(), replicas.get(liar).regionRoot());
+        VolumeClient w = newWriter();
+        w.beginRemount(41);
+        io.salus.core.protocol.client.ReplicaMount.Outcome o;
+        try {
+            o = settle(w, h -> { });
+        } catch (RuntimeException e) {
+            fail("one replica's out-of-range leaf made the mount throw: " + e, e);
+            return;
+        }
+        var m = assertInstanceOf(io.salus.core.protocol.client.ReplicaMount.Outcome.Mounted.class, o, String.valueOf(o));
+        assertEquals(6, m.seq());
+        w.get(2);
+        drain();
+        assertArrayEquals(data(12), got.get(2L), "mounted from an honest replica's leaves");
+    }
+
     @Test
     void aReplicaSigningAnotherStateAtMountStopsTheMountNamingItsRegion() {
         assertTrue(client.submit(List.of(new BlockWrite(1, data(1)), new BlockWrite(9, data(2)))) > 0);
