@@ -1566,6 +1566,83 @@ class PipelinedCommitTest {
     }
 
     /**
+     * Review rvw23-4: since review rvw22 a catch-up at open takes the log only up to the first entry without its
+     * COMMIT/ABORT at the peer, on the grounds that an undecided entry "is retransmitted by the chain predecessor (the
+     * client, to the primary) while it is unresolved". An entry that is undecided at the peer when it answers (its
+     * COMMIT still in flight, or its commit mark not yet on the peer's disk) but resolved there a moment later is
+     * never sent again: a resolved entry is not retransmitted, the caught-up replica does not ask its peers again
+     * unless a later sub-batch waits for it, and after the writer stopped no later sub-batch comes. The new writer's
+     * mount then sees the region's replicas at different committed indexes with nothing undecided anywhere and waits
+     * for ever ("region 0 is not settled"): one lost disk and a writer that stopped (or crashed) after an
+     * acknowledged write make the volume unmountable for good. No faulty node.
+     */
+    @Test
+    void aReplicaCaughtUpWhileItsPeersLastEntryWasUndecidedDoesNotKeepTheNextMountWaitingForEver() throws Exception {
+        RrsConfig c0 = configs.get(0);
+        NodeId lost = c0.replicas().get(1);
+        NodeId peer = c0.replicas().get(0);
+        NodeId third = c0.replicas().get(2);
+        for (int b = 1; b <= CHECKPOINT_EVERY; b++) {
+            assertTrue(client.submit(List.of(new BlockWrite(b % 8, data(b)))) > 0);
+            drain();
+        }
+        assertEquals(CHECKPOINT_EVERY, acked.size());
+        long certified = ReplicaCatchUp.certified(c0, dir, membership, coord).throughIndex();
+        assertEquals(CHECKPOINT_EVERY - 1, certified);
+        // batch Y (region 0 only): its decision reaches only the replica that will lose its disk (for now)
+        hold = e -> e.m() instanceof Message.DecisionMsg && (e.to().equals(peer) || e.to().equals(third));
+        long y = client.submit(List.of(new BlockWrite(5, data(55))));
+        drain();
+        long now = 0;
+        for (int i = 0; i < 3 && acked.size() == CHECKPOINT_EVERY; i++) {
+            client.tick(now += 1000); // the client asks the leader replicas: their COMMIT acknowledges Y
+            drain();
+        }
+        assertEquals(CHECKPOINT_EVERY + 1, acked.size(), "Y is acknowledged");
+        assertEquals(y, acked.get(CHECKPOINT_EVERY)[0]);
+        // the replica that resolved Y loses its disk and catches up from a peer whose entry of Y is still undecided
+        disks.get(lost).deleteAll();
+        sent.clear();
+        replicas.get(peer).receive(lost, new Message.StateRequest(0, 0, certified));
+        Message.StateTransfer x = sent.stream().filter(e -> e.to().equals(lost)).map(Envelope::m)
+                .filter(Message.StateTransfer.class::isInstance).map(Message.StateTransfer.class::cast)
+                .findFirst().orElseThrow();
+        assertEquals(1, x.entries().size(), "the peer sends Y's entry, undecided there");
+        ReplicaCatchUp.install(cfg, c0, clientId, dir, dir, membership, coord, disks.get(lost), null, x);
+        replicas.put(lost, new RegionReplica(cfg, c0, lost, clientId, signers.get(lost), dir, membership,
+                (to, m) -> send(new Envelope(lost, to, m)), disks.get(lost), coord, ReplicaHooks.NONE,
+                RegionReplica.verifiedBase(cfg, c0, dir, membership, disks.get(lost), coord)));
+        // the decisions arrive, the peers resolve Y; the writer has stopped (closed or crashed: it sends nothing more)
+        hold = e -> false;
+        held.forEach(net::add);
+        held.clear();
+        drain();
+        assertEquals(replicas.get(peer).committedIndex(), replicas.get(third).committedIndex());
+        for (int t = 0; t < 50 * RegionReplica.MAX_RETRANSMIT_TICKS; t++) {
+            replicas.values().forEach(RegionReplica::tick);
+            drain();
+        }
+        VolumeClient w = newWriter();
+        w.beginRemount(61);
+        io.salus.core.protocol.client.ReplicaMount.Outcome o = null;
+        for (int round = 0; round < 30; round++) {
+            drain();
+            o = w.remountOutcome();
+            if (!(o instanceof io.salus.core.protocol.client.ReplicaMount.Outcome.Waiting)) {
+                break;
+            }
+            w.tick(now += 1000);
+            for (int t = 0; t < RegionReplica.MAX_RETRANSMIT_TICKS; t++) {
+                replicas.values().forEach(RegionReplica::tick);
+            }
+        }
+        var m = assertInstanceOf(io.salus.core.protocol.client.ReplicaMount.Outcome.Mounted.class, o,
+                "the next mount after the catch-up (replica " + lost + " committed " + replicas.get(lost).committedIndex()
+                        + ", its peers " + replicas.get(peer).committedIndex() + "): " + o);
+        assertEquals(CHECKPOINT_EVERY + 1, m.seq(), "the mounted volume holds the acknowledged write Y");
+    }
+
+    /**
      * The other side of the rule above: a whole decision certificate is taken only as three valid signatures of the
      * leader region's current replicas. One with a signature by a replica of another region, or with a bad signature,
      * is not taken by the next batch's leaders (they still wait for Y's decision), the genuine one is.
