@@ -1612,6 +1612,7 @@ class PipelinedCommitTest {
         replicas.put(lost, new RegionReplica(cfg, c0, lost, clientId, signers.get(lost), dir, membership,
                 (to, m) -> send(new Envelope(lost, to, m)), disks.get(lost), coord, ReplicaHooks.NONE,
                 RegionReplica.verifiedBase(cfg, c0, dir, membership, disks.get(lost), coord)));
+        replicas.get(lost).catchUpFromPeersAtOpen(); // as ReplicaHost does after a catch-up (it asks both peers now)
         // the decisions arrive, the peers resolve Y; the writer has stopped (closed or crashed: it sends nothing more)
         hold = e -> false;
         held.forEach(net::add);

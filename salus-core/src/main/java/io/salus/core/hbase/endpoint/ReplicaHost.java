@@ -441,6 +441,7 @@ public final class ReplicaHost {
             ReplicaCatchUp.Installed in = ReplicaCatchUp.install(cfg, rrs, client, keys.verifier(),
                     keys.replicaVerifier(), addressing.membership(), coordination, disk, store, x);
             build(RegionReplica.verifiedBase(cfg, rrs, keys.verifier(), addressing.membership(), disk, coordination));
+            askPeersAfterCatchUp();
             recoveryFromPeer = 1;
             recoveryPeerBlocks = in.blocks();
             recoveryPeerEntries = in.entries();
@@ -467,6 +468,7 @@ public final class ReplicaHost {
             RegionSnapshot base = new RegionSnapshot(rrs.generation(), in.throughIndex(), in.lastSeq(),
                     java.util.Map.of(), in.rootRecord());
             build(base, st, in.leaves());
+            askPeersAfterCatchUp();
             recoveryFromPeer = 1;
             recoveryMetadataFirst = 1;
             recoveryPeerBlocks = in.leaves().size();
@@ -478,6 +480,23 @@ public final class ReplicaHost {
         } catch (RecoveryException | RuntimeException e) {
             recoveryRefused.incrementAndGet();
             LOG.warn("{} refused the metadata transfer from {}: {}", me, from, e.getMessage());
+        }
+    }
+
+    /**
+     * After a catch-up at open the replica took the peer's log only up to its first undecided entry (review rvw22); an
+     * entry undecided at the peer when it answered is resolved there a moment later and never sent again, so the
+     * replica asks its peers for their log until their answers hold nothing after its own (review rvw23-4,
+     * {@link RegionReplica#catchUpFromPeersAtOpen}). On the loop, like the install.
+     */
+    private void askPeersAfterCatchUp() {
+        RegionReplica r = replica;
+        if (r != null) {
+            try {
+                r.catchUpFromPeersAtOpen();
+            } catch (RuntimeException e) {
+                LOG.warn("{}: asking the peers for their log after the catch-up failed: {}", me, e.toString());
+            }
         }
     }
 
