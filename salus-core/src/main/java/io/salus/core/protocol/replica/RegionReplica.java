@@ -136,6 +136,8 @@ public final class RegionReplica {
      * was undecided stayed behind and, once the writer had stopped, the next mount waited for ever.
      */
     private final Map<NodeId, Long> aheadAtOpen = new java.util.HashMap<>();
+    /** Peers asked by a request of {@link #catchUpFromPeersAtOpen} whose answer has not come yet. */
+    private final Set<NodeId> askedAtOpen = new HashSet<>();
     /** Rounds since the last request to a peer of {@link #aheadAtOpen}, and the rounds between them. */
     private int aheadRounds;
     private int aheadAskRounds = 2 * STALLED_ROUNDS;
@@ -1289,6 +1291,7 @@ public final class RegionReplica {
         askingAtOpen = true;
         answeredAtOpen.clear();
         aheadAtOpen.clear();
+        askedAtOpen.clear();
         aheadRounds = 0;
         aheadAskRounds = 2 * STALLED_ROUNDS;
         askPeersForLog();
@@ -1338,6 +1341,9 @@ public final class RegionReplica {
     private void askPeersForLog() {
         for (NodeId p : rrs.replicas()) {
             if (!p.equals(me) && !(askingAtOpen && answeredAtOpen.contains(p))) {
+                if (askingAtOpen) {
+                    askedAtOpen.add(p);
+                }
                 logAsked.add(p);
                 peerLogRequests++;
                 // through this replica's latest certified checkpoint: the peers keep their log after it (a newer
@@ -1376,7 +1382,8 @@ public final class RegionReplica {
             log.learnDecision(e.sb().batchId(), e.decision()); // the decision's batch (checked in continuation)
         }
         long end = x.throughIndex() + x.entries().size();
-        if (end >= log.nextIndex && (askingAtOpen || aheadAtOpen.containsKey(from))) {
+        boolean openAnswer = askedAtOpen.remove(from) || aheadAtOpen.containsKey(from);
+        if (end >= log.nextIndex && openAnswer) {
             aheadAtOpen.put(from, end); // it holds entries this replica could not take yet: asked again (rvw23-4)
         } else {
             aheadAtOpen.remove(from);
