@@ -1589,6 +1589,85 @@ class PipelinedCommitTest {
     }
 
     /**
+     * Review rvw23-4: since review rvw22 a catch-up at open takes the log only up to the first entry without its
+     * COMMIT/ABORT at the peer, on the grounds that an undecided entry "is retransmitted by the chain predecessor (the
+     * client, to the primary) while it is unresolved". An entry that is undecided at the peer when it answers (its
+     * COMMIT still in flight, or its commit mark not yet on the peer's disk) but resolved there a moment later is
+     * never sent again: a resolved entry is not retransmitted, the caught-up replica does not ask its peers again
+     * unless a later sub-batch waits for it, and after the writer stopped no later sub-batch comes. The new writer's
+     * mount then sees the region's replicas at different committed indexes with nothing undecided anywhere and waits
+     * for ever ("region 0 is not settled"): one lost disk and a writer that stopped (or crashed) after an
+     * acknowledged write make the volume unmountable for good. No faulty node.
+     */
+    @Test
+    void aReplicaCaughtUpWhileItsPeersLastEntryWasUndecidedDoesNotKeepTheNextMountWaitingForEver() throws Exception {
+        RrsConfig c0 = configs.get(0);
+        NodeId lost = c0.replicas().get(1);
+        NodeId peer = c0.replicas().get(0);
+        NodeId third = c0.replicas().get(2);
+        for (int b = 1; b <= CHECKPOINT_EVERY; b++) {
+            assertTrue(client.submit(List.of(new BlockWrite(b % 8, data(b)))) > 0);
+            drain();
+        }
+        assertEquals(CHECKPOINT_EVERY, acked.size());
+        long certified = ReplicaCatchUp.certified(c0, dir, membership, coord).throughIndex();
+        assertEquals(CHECKPOINT_EVERY - 1, certified);
+        // batch Y (region 0 only): its decision reaches only the replica that will lose its disk (for now)
+        hold = e -> e.m() instanceof Message.DecisionMsg && (e.to().equals(peer) || e.to().equals(third));
+        long y = client.submit(List.of(new BlockWrite(5, data(55))));
+        drain();
+        long now = 0;
+        for (int i = 0; i < 3 && acked.size() == CHECKPOINT_EVERY; i++) {
+            client.tick(now += 1000); // the client asks the leader replicas: their COMMIT acknowledges Y
+            drain();
+        }
+        assertEquals(CHECKPOINT_EVERY + 1, acked.size(), "Y is acknowledged");
+        assertEquals(y, acked.get(CHECKPOINT_EVERY)[0]);
+        // the replica that resolved Y loses its disk and catches up from a peer whose entry of Y is still undecided
+        disks.get(lost).deleteAll();
+        sent.clear();
+        replicas.get(peer).receive(lost, new Message.StateRequest(0, 0, certified));
+        Message.StateTransfer x = sent.stream().filter(e -> e.to().equals(lost)).map(Envelope::m)
+                .filter(Message.StateTransfer.class::isInstance).map(Message.StateTransfer.class::cast)
+                .findFirst().orElseThrow();
+        assertEquals(1, x.entries().size(), "the peer sends Y's entry, undecided there");
+        ReplicaCatchUp.install(cfg, c0, clientId, dir, dir, membership, coord, disks.get(lost), null, certified(c0), x);
+        replicas.put(lost, new RegionReplica(cfg, c0, lost, clientId, signers.get(lost), dir, membership,
+                (to, m) -> send(new Envelope(lost, to, m)), disks.get(lost), coord, ReplicaHooks.NONE,
+                RegionReplica.verifiedBase(cfg, c0, dir, membership, disks.get(lost), coord)));
+        replicas.get(lost).logEntryReader(holdersOf(c0));
+        replicas.get(lost).catchUpFromPeersAtOpen(); // as ReplicaHost does after a catch-up (it asks both peers now)
+        // the decisions arrive, the peers resolve Y; the writer has stopped (closed or crashed: it sends nothing more)
+        hold = e -> false;
+        held.forEach(net::add);
+        held.clear();
+        drain();
+        assertEquals(replicas.get(peer).committedIndex(), replicas.get(third).committedIndex());
+        for (int t = 0; t < 50 * RegionReplica.MAX_RETRANSMIT_TICKS; t++) {
+            replicas.values().forEach(RegionReplica::tick);
+            drain();
+        }
+        VolumeClient w = newWriter();
+        w.beginRemount(61);
+        io.salus.core.protocol.client.ReplicaMount.Outcome o = null;
+        for (int round = 0; round < 30; round++) {
+            drain();
+            o = w.remountOutcome();
+            if (!(o instanceof io.salus.core.protocol.client.ReplicaMount.Outcome.Waiting)) {
+                break;
+            }
+            w.tick(now += 1000);
+            for (int t = 0; t < RegionReplica.MAX_RETRANSMIT_TICKS; t++) {
+                replicas.values().forEach(RegionReplica::tick);
+            }
+        }
+        var m = assertInstanceOf(io.salus.core.protocol.client.ReplicaMount.Outcome.Mounted.class, o,
+                "the next mount after the catch-up (replica " + lost + " committed " + replicas.get(lost).committedIndex()
+                        + ", its peers " + replicas.get(peer).committedIndex() + "): " + o);
+        assertEquals(CHECKPOINT_EVERY + 1, m.seq(), "the mounted volume holds the acknowledged write Y");
+    }
+
+    /**
      * The other side of the rule above: a whole decision certificate is taken only as three valid signatures of the
      * leader region's current replicas. One with a signature by a replica of another region, or with a bad signature,
      * is not taken by the next batch's leaders (they still wait for Y's decision), the genuine one is.
@@ -1748,6 +1827,78 @@ class PipelinedCommitTest {
         RegionSnapshot base = RegionReplica.verifiedBase(cfg, c0, dir, membership, disks.get(lost), coord);
         assertEquals(later, base.throughIndex());
         assertEquals(replicas.get(peer).regionRoot(), rebuilt.regionRoot());
+    }
+
+    /**
+     * Review rvw23-1: a Byzantine peer's metadata transfer may name an <em>unwritten</em> block with the empty leaf
+     * hash (the hash of an all-zero block). The region tree built from the leaves is the same (an unwritten block's
+     * leaf is that hash), so {@code installMetadata} takes it, and the rebuild then counts the block as missing. No
+     * honest peer's state holds that block (it was never written), so no answer ever brings it: the replica never
+     * finishes its rebuild, never signs a checkpoint again, so no CHECKPOINT certificate of the region forms again
+     * (every log, holder and decision record of the region grows without bound), and it drops every GET of the block.
+     * Two faults in the RRS: the lost disk and the lying peer (the honest peer answers every later block request).
+     */
+    @Test
+    void aForgedEmptyLeafInARebuildsMetadataDoesNotKeepTheRebuildFromEverFinishing() throws Exception {
+        RrsConfig c0 = configs.get(0);
+        NodeId lost = c0.replicas().get(1);
+        NodeId faulty = c0.replicas().get(0);
+        int n = 2 * CHECKPOINT_EVERY + 2;
+        for (int b = 1; b <= n; b++) {
+            assertTrue(client.submit(List.of(new BlockWrite(1 + b % 6, data(b)))) > 0); // blocks 1..6; 0 and 7 never
+            drain();
+        }
+        assertEquals(n, acked.size());
+        long certified = ReplicaCatchUp.certified(c0, dir, membership, coord).throughIndex();
+        disks.get(lost).deleteAll();
+        sent.clear();
+        replicas.get(faulty).receive(lost, new Message.RebuildRequest(0, 0, certified, List.of()));
+        Message.StateTransfer x = sent.stream().filter(e -> e.to().equals(lost)).map(Envelope::m)
+                .filter(Message.StateTransfer.class::isInstance).map(Message.StateTransfer.class::cast)
+                .findFirst().orElseThrow();
+        assertFalse(x.leaves().containsKey(0L), "block 0 was never written");
+        // the faulty peer adds block 0 with the empty leaf: the same region root
+        java.util.TreeMap<Long, io.salus.core.merkle.Hash> lying = new java.util.TreeMap<>(x.leaves());
+        lying.put(0L, cfg.hash().leafHash(new byte[cfg.blockSize()]));
+        Message.StateTransfer forged = new Message.StateTransfer(0, 0, certified, x.lastSeq(), x.recordRoot(),
+                x.recordSeq(), List.of(), x.entries(), x.decisions(), lying);
+        var store = new io.salus.core.protocol.replica.InMemoryRegionStore(cfg, Map.of());
+        ReplicaCatchUp.MetadataInstalled in;
+        try {
+            in = ReplicaCatchUp.installMetadata(cfg, c0, clientId, dir, dir, membership, coord, disks.get(lost), store,
+                    certified(c0), forged);
+        } catch (io.salus.core.protocol.recovery.RecoveryException refused) {
+            return; // refusing the lie is fine too: the replica asks again and installs the honest peer's answer
+        }
+        RegionReplica rebuilt = new RegionReplica(cfg, c0, lost, clientId, signers.get(lost), dir, membership,
+                (to, m) -> send(new Envelope(lost, to, m)), disks.get(lost), coord, ReplicaHooks.NONE,
+                new RegionSnapshot(0, in.throughIndex(), in.lastSeq(), Map.of(), in.rootRecord()), store, in.leaves());
+        rebuilt.rebuildRate(1_000_000);
+        rebuilt.logEntryReader(holdersOf(c0));
+        replicas.put(lost, rebuilt);
+        // from here the faulty peer answers no block request; the honest peer answers every one
+        hold = e -> e.to().equals(faulty) && e.m() instanceof Message.RebuildRequest;
+        long end = System.currentTimeMillis() + 10_000;
+        while (rebuilt.rebuilding() && System.currentTimeMillis() < end) {
+            Thread.sleep(3);
+            for (NodeId rep : c0.replicas()) {
+                replicas.get(rep).tick();
+            }
+            drain();
+        }
+        assertFalse(rebuilt.rebuilding(), "the rebuild never finishes, still missing block 0 that no honest peer"
+                + " holds: " + rebuilt.rebuildCounters());
+        sent.clear();
+        rebuilt.receive(clientId, new Message.GetRequest(6001, 0, 0));
+        assertTrue(sent.stream().anyMatch(e -> e.m() instanceof Message.GetReply), "a GET of the unwritten block is"
+                + " answered (zeros): " + rebuilt.rebuildCounters());
+        // and the region certifies checkpoints again
+        for (int b = n + 1; b <= n + 2 * CHECKPOINT_EVERY; b++) {
+            assertTrue(client.submit(List.of(new BlockWrite(1 + b % 6, data(b)))) > 0);
+            drain();
+        }
+        assertTrue(ReplicaCatchUp.certified(c0, dir, membership, coord).throughIndex() > certified,
+                "a CHECKPOINT certificate forms again");
     }
 
     /**
@@ -2138,6 +2289,52 @@ class PipelinedCommitTest {
         w.get(3);
         drain();
         assertArrayEquals(data(99), got.get(3L));
+    }
+
+    /**
+     * Review rvw23-2: the leaf hashes of a {@code MountState} are not covered by its signature and are not
+     * range-checked; the mount rebuilds a region tree from each replica's leaves in answer order until one gives the
+     * signed root. One Byzantine replica that answers first with a leaf index beyond its region (it signs its honest
+     * state; only the unsigned leaves are extra) made {@code MerkleTree.setLeaf} throw out of
+     * {@code VolumeClient.remountOutcome}: every mount of the volume failed with an exception that names no replica
+     * (SalusVolume: "mounting Salus volume ... failed"), so the volume could not be opened while that server ran.
+     */
+    @Test
+    void aReplicaSendingALeafOutsideItsRegionAtMountDoesNotStopTheMount() {
+        for (int i = 0; i < 3; i++) {
+            assertTrue(client.submit(List.of(new BlockWrite(i, data(10 + i)), new BlockWrite(8 + i, data(20 + i)))) > 0);
+            drain();
+        }
+        assertEquals(3, acked.size());
+        RrsConfig c0 = configs.get(0);
+        NodeId liar = c0.replicas().get(0); // the first of its region to answer each mount query
+        replicas.put(liar, new RegionReplica(cfg, c0, liar, clientId, signers.get(liar), dir, membership,
+                (to, m) -> send(new Envelope(liar, to, m)), disks.get(liar), coord, new ReplicaHooks() {
+                    @Override
+                    public Message.MountState mountReport(Message.MountState h) {
+                        java.util.TreeMap<Long, io.salus.core.merkle.Hash> leaves = new java.util.TreeMap<>(h.leafHashes());
+                        leaves.put(1L << 20, cfg.hash().leafHash(data(7))); // far outside the region's 8 blocks
+                        return new Message.MountState(h.nonce(), h.volume(), h.region(), h.generation(),
+                                h.fenceBelow(), h.lastBatchId(), h.lastAcceptedSeq(), h.loggedIndex(),
+                                h.committedIndex(), h.appliedSeq(), h.regionRoot(), h.recordRoot(), h.recordSeq(),
+                                leaves, null);
+                    }
+                }, RegionSnapshot.empty(0, RegionLogRecovery.emptyVolumeRoot(cfg))));
+        assertEquals(replicas.get(c0.replicas().get(1)).regionRoot(), replicas.get(liar).regionRoot());
+        VolumeClient w = newWriter();
+        w.beginRemount(41);
+        io.salus.core.protocol.client.ReplicaMount.Outcome o;
+        try {
+            o = settle(w, h -> { });
+        } catch (RuntimeException e) {
+            fail("one replica's out-of-range leaf made the mount throw: " + e, e);
+            return;
+        }
+        var m = assertInstanceOf(io.salus.core.protocol.client.ReplicaMount.Outcome.Mounted.class, o, String.valueOf(o));
+        assertEquals(6, m.seq());
+        w.get(2);
+        drain();
+        assertArrayEquals(data(12), got.get(2L), "mounted from an honest replica's leaves");
     }
 
     @Test

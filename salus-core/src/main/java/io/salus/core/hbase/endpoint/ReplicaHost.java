@@ -475,29 +475,16 @@ public final class ReplicaHost {
             ReplicaCatchUp.Installed in = ReplicaCatchUp.install(cfg, rrs, client, keys.verifier(),
                     keys.replicaVerifier(), addressing.membership(), coordination, disk, store, heardAtOpen(from, x), x);
             build(RegionReplica.verifiedBase(cfg, rrs, keys.verifier(), addressing.membership(), disk, coordination));
+            askPeersAfterCatchUp();
             recoveryFromPeer = 1;
             recoveryPeerBlocks = in.blocks();
             recoveryPeerEntries = in.entries();
             LOG.warn("{} caught up from peer {}: state through certified index {} ({} blocks), {} of {} log entries"
                     + " (the rest not corroborated yet), {} decisions; serving again after {} ms", me, from,
                     in.throughIndex(), in.blocks(), in.entries(), x.entries().size(), in.decisions(), recoveryMillis);
-            askForUncorroborated(in.entries(), x);
         } catch (RecoveryException | RuntimeException e) {
             recoveryRefused.incrementAndGet();
             LOG.warn("{} refused the state transfer from {}: {}", me, from, e.getMessage());
-        }
-    }
-
-    /**
-     * The install took {@code taken} of {@code x}'s log entries (the others not corroborated yet: no holder's
-     * LOG_ENTRY certificate read, the other peer's transfer not here): the replica, serving now, asks both peers for
-     * their log at once and takes what their two transfers agree on ({@link RegionReplica#catchUpFromPeersAtOpen}),
-     * instead of waiting until a write stalls on the missing entries. On the loop.
-     */
-    private void askForUncorroborated(int taken, Message.StateTransfer x) {
-        RegionReplica r = replica;
-        if (r != null && taken < x.entries().size()) {
-            r.catchUpFromPeersAtOpen();
         }
     }
 
@@ -515,6 +502,7 @@ public final class ReplicaHost {
             RegionSnapshot base = new RegionSnapshot(rrs.generation(), in.throughIndex(), in.lastSeq(),
                     java.util.Map.of(), in.rootRecord());
             build(base, st, in.leaves());
+            askPeersAfterCatchUp();
             recoveryFromPeer = 1;
             recoveryMetadataFirst = 1;
             recoveryPeerBlocks = in.leaves().size();
@@ -524,10 +512,27 @@ public final class ReplicaHost {
                     + " fetching the blocks in the background at {} blocks/s", me, from, in.leaves().size(),
                     in.throughIndex(), in.entries(), x.entries().size(), in.decisions(), recoveryMillis,
                     rebuildSettings.blocksPerSecond());
-            askForUncorroborated(in.entries(), x);
         } catch (RecoveryException | RuntimeException e) {
             recoveryRefused.incrementAndGet();
             LOG.warn("{} refused the metadata transfer from {}: {}", me, from, e.getMessage());
+        }
+    }
+
+    /**
+     * After a catch-up at open the replica took the peer's log only up to its first entry that is undecided (review
+     * rvw22) or not corroborated yet (no holder's LOG_ENTRY read, the other peer's transfer not here: task cu23); an
+     * entry undecided at the peer when it answered is resolved there a moment later and never sent again, so the
+     * replica asks its peers for their log until their answers hold nothing after its own (review rvw23-4,
+     * {@link RegionReplica#catchUpFromPeersAtOpen}). On the loop, like the install.
+     */
+    private void askPeersAfterCatchUp() {
+        RegionReplica r = replica;
+        if (r != null) {
+            try {
+                r.catchUpFromPeersAtOpen();
+            } catch (RuntimeException e) {
+                LOG.warn("{}: asking the peers for their log after the catch-up failed: {}", me, e.toString());
+            }
         }
     }
 

@@ -282,6 +282,12 @@ public final class ReplicaMount {
             // next PUT to the region continues its log after them (prevNum = accepted seq), GETs wait for the applied
             Map<Long, Hash> leaves = null;
             for (Message.MountState c : a.values()) {
+                if (!c.leafHashes().isEmpty() && (c.leafHashes().firstKey() < 0
+                        || c.leafHashes().lastKey() >= cfg.layout().blocksPerRegion())) {
+                    // the leaves are not signed: one faulty replica's leaf outside the region threw out of the mount,
+                    // and every mount failed while it answered first (review rvw23-2); its leaves are not used
+                    continue;
+                }
                 MerkleTree rt = cfg.layout().newRegionTree(cfg.hash(), cfg.blockSize(), new InMemoryNodeStore());
                 c.leafHashes().forEach(rt::setLeaf);
                 if (rt.root().equals(s.regionRoot())) {

@@ -133,6 +133,19 @@ public final class RegionReplica {
      * other peer's transfer or its LOG_ENTRY certificate ({@link #logEntryReader}).
      */
     private PeerTransfers peerTransfers = new PeerTransfers(ReplicaCatchUp.Corroboration.NONE);
+    /**
+     * Peers whose answer to a request of {@link #catchUpFromPeersAtOpen} held entries this replica could not take (not
+     * decided at the peer yet), with the last index they held: asked again, backing off, while this replica's log
+     * still ends at or before it (review rvw23-4). Such an entry is resolved at the peer a moment later and is never
+     * sent again (a resolved entry is not retransmitted), so a replica caught up at open while its peer's last entry
+     * was undecided stayed behind and, once the writer had stopped, the next mount waited for ever.
+     */
+    private final Map<NodeId, Long> aheadAtOpen = new java.util.HashMap<>();
+    /** Peers asked by a request of {@link #catchUpFromPeersAtOpen} whose answer has not come yet. */
+    private final Set<NodeId> askedAtOpen = new HashSet<>();
+    /** Rounds since the last request to a peer of {@link #aheadAtOpen}, and the rounds between them. */
+    private int aheadRounds;
+    private int aheadAskRounds = 2 * STALLED_ROUNDS;
     /** Retransmission rounds a sub-batch has waited for a predecessor with the log not growing (at seq {@link #gapSeq}). */
     private int gapRounds;
     private long gapSeq = -1;
@@ -1292,6 +1305,10 @@ public final class RegionReplica {
     public void catchUpFromPeersAtOpen() {
         askingAtOpen = true;
         answeredAtOpen.clear();
+        aheadAtOpen.clear();
+        askedAtOpen.clear();
+        aheadRounds = 0;
+        aheadAskRounds = 2 * STALLED_ROUNDS;
         askPeersForLog();
     }
 
@@ -1306,9 +1323,21 @@ public final class RegionReplica {
         if (askingAtOpen) {
             askPeersForLog();
         }
+        if (!aheadAtOpen.isEmpty() && ++aheadRounds >= aheadAskRounds) {
+            // a peer held entries after this replica's log that it could not take yet (rvw23-4): asked again while
+            // this replica has not got them meanwhile (from its chain predecessor), backing off
+            aheadRounds = 0;
+            aheadAskRounds = Math.min(2 * aheadAskRounds, 16 * STALLED_ROUNDS);
+            aheadAtOpen.values().removeIf(end -> end < log.nextIndex);
+            for (NodeId p : aheadAtOpen.keySet()) {
+                logAsked.add(p);
+                peerLogRequests++;
+                net.send(p, new Message.StateRequest(regionId.index(), rrs.generation(), checkpoints.checkpointedIndex));
+            }
+        }
         if (!log.waitsForMissing()) {
             gapRounds = 0;
-            if (!askingAtOpen) {
+            if (!askingAtOpen && aheadAtOpen.isEmpty()) {
                 peerTransfers.clear(); // not behind: the entries kept to corroborate are not needed
             }
             return;
@@ -1330,6 +1359,9 @@ public final class RegionReplica {
     private void askPeersForLog() {
         for (NodeId p : rrs.replicas()) {
             if (!p.equals(me) && !(askingAtOpen && answeredAtOpen.contains(p))) {
+                if (askingAtOpen) {
+                    askedAtOpen.add(p);
+                }
                 logAsked.add(p);
                 peerLogRequests++;
                 // through this replica's latest certified checkpoint: the peers keep their log after it (a newer
@@ -1367,6 +1399,16 @@ public final class RegionReplica {
             log.add(e.index(), e.sb(), cfg.hash().hash(e.bytes()));
             lastBatchId = Math.max(lastBatchId, e.sb().batchId());
             log.learnDecision(e.sb().batchId(), e.decision()); // the decision's batch (checked in continuation)
+        }
+        long end = x.throughIndex() + x.entries().size();
+        boolean openAnswer = askedAtOpen.remove(from) || aheadAtOpen.containsKey(from);
+        if (end >= log.nextIndex && openAnswer) {
+            aheadAtOpen.put(from, end); // it holds entries this replica could not take yet: asked again (rvw23-4)
+        } else {
+            aheadAtOpen.remove(from);
+        }
+        if (!c.entries().isEmpty()) {
+            aheadAskRounds = 2 * STALLED_ROUNDS;
         }
         answeredAtOpen.add(from);
         if (askingAtOpen && (!c.entries().isEmpty() || answeredAtOpen.size() >= rrs.replicas().size() - 1)) {

@@ -444,12 +444,21 @@ public final class ReplicaCatchUp {
         }
         io.salus.core.merkle.MerkleTree t = cfg.layout().newRegionTree(cfg.hash(), cfg.blockSize(),
                 new io.salus.core.merkle.InMemoryNodeStore());
+        // a leaf equal to the empty leaf (an all-zero block) is what an unwritten block has already: it is left out,
+        // not fetched. Kept, a faulty peer could name a never-written block with it (the root is the same) and the
+        // rebuild would wait for ever for a block no honest peer holds: no checkpoint signed, GETs of it dropped
+        // (review rvw23-1). A block written with zeros reads as zeros without it too.
+        io.salus.core.merkle.Hash emptyLeaf = cfg.hash().leafHash(new byte[cfg.blockSize()]);
+        java.util.SortedMap<Long, io.salus.core.merkle.Hash> leaves = new TreeMap<>();
         for (Map.Entry<Long, io.salus.core.merkle.Hash> l : x.leaves().entrySet()) {
             if (l.getKey() < 0 || l.getKey() >= cfg.layout().blocksPerRegion()) {
                 throw new RecoveryException(rrs.region() + ": transferred leaf " + l.getKey()
                         + " is not a block of the region");
             }
-            t.setLeaf(l.getKey(), l.getValue());
+            if (!l.getValue().equals(emptyLeaf)) {
+                leaves.put(l.getKey(), l.getValue());
+                t.setLeaf(l.getKey(), l.getValue());
+            }
         }
         if (!t.root().equals(cp.regionRoot())) {
             throw new RecoveryException(rrs.region() + ": the transferred leaf hashes give the region root " + t.root()
@@ -458,8 +467,8 @@ public final class ReplicaCatchUp {
         List<Certificate> decisions = checkedLog(cfg, rrs, clientId, replicaVerifier, membership, cp, x);
         int taken = decidedPrefix(x, decisions, corroboration);
         writeLog(disk, gen, x, taken, decisions);
-        store.setLeaves(x.leaves());
-        return new MetadataInstalled(x.throughIndex(), x.lastSeq(), record, x.leaves(), taken,
+        store.setLeaves(leaves);
+        return new MetadataInstalled(x.throughIndex(), x.lastSeq(), record, leaves, taken,
                 decisions.size());
     }
 
