@@ -365,7 +365,9 @@ public final class CuratorCoordination implements Coordination {
     }
 
     static byte[] encodeLcp(Lcp l) {
-        return new Wire.Out().u8(VALUE_VERSION).i64(l.epoch()).i64(l.seq()).hash(l.root()).toByteArray();
+        // the client's signature follows (review rvw23-3); an unsigned LCP (and one written before) ends at the root
+        Wire.Out o = new Wire.Out().u8(VALUE_VERSION).i64(l.epoch()).i64(l.seq()).hash(l.root());
+        return (l.clientSig() == null ? o : o.blob(l.clientSig())).toByteArray();
     }
 
     static Lcp decodeLcp(String path, byte[] b, long epoch) {
@@ -376,7 +378,14 @@ public final class CuratorCoordination implements Coordination {
             if (e != epoch) {
                 throw new CertificateFormatException("holds the LCP of epoch " + e + ", not " + epoch, 1);
             }
-            Lcp l = new Lcp(e, in.i64("seq"), in.hash("root"));
+            long seq = in.i64("seq");
+            io.salus.core.merkle.Hash root = in.hash("root");
+            byte[] sig = in.remaining() == 0 ? null : in.blob("client signature");
+            if (sig != null && sig.length == 0) {
+                throw new CertificateFormatException("an empty client signature (an unsigned LCP ends at its root)",
+                        in.pos());
+            }
+            Lcp l = new Lcp(e, seq, root, sig);
             in.expectEnd("LCP");
             return l;
         } catch (CertificateFormatException e) {

@@ -346,7 +346,7 @@ class MountRecoveryTest {
         fence(rl, 5, fence);
         // an LCP of this recovery epoch that excludes the batch: recovery aborts it, nobody may take its BatchInfo now
         h.coord.putLcp(new Coordination.Lcp(fence, 0, io.salus.core.protocol.recovery.RegionLogRecovery
-                .emptyVolumeRoot(h.cfg)));
+                .emptyVolumeRoot(h.cfg)).signed("v", h.signers.get(h.clientId)));
         rl.receive(h.clientId, resend(fence, info));
         assertResendRefused(rl, 1, "excludes it");
         long fence2 = fence + ReplicaMount.BATCH_ID_EPOCH;
@@ -748,7 +748,8 @@ class MountRecoveryTest {
         for (NodeId n : h.configs.get(1).replicas()) {
             h.replicas.get(n).receive(h.clientId, new Message.MountQuery(5, fence, qs));
         }
-        h.coord.putLcp(new Coordination.Lcp(fence, 1, leader(0).rootRecord().root()));
+        h.coord.putLcp(new Coordination.Lcp(fence, 1, leader(0).rootRecord().root()).signed("v",
+                h.signers.get(h.clientId)));
         byte[] sig = h.signers.get(h.clientId).sign(Message.RecoveryAbort.signedBytes("v", fence, 2, 1, 2, 3));
         for (NodeId n : h.configs.get(1).replicas()) {
             h.replicas.get(n).receive(h.clientId, new Message.RecoveryAbort("v", fence, 2, 1, 2, 3, List.of(), sig));
@@ -785,7 +786,8 @@ class MountRecoveryTest {
         h.held.clear();
         long fence = ReplicaMount.BATCH_ID_EPOCH;
         byte[] qs = h.signers.get(h.clientId).sign(Message.MountQuery.signedBytes("v", 5, fence));
-        h.coord.putLcp(new Coordination.Lcp(fence, 1, leader(0).rootRecord().root()));
+        h.coord.putLcp(new Coordination.Lcp(fence, 1, leader(0).rootRecord().root()).signed("v",
+                h.signers.get(h.clientId)));
         byte[] sig = h.signers.get(h.clientId).sign(Message.RecoveryAbort.signedBytes("v", fence, 2, 1, 2, 3));
         h.sent.clear();
         for (NodeId n : h.configs.get(1).replicas()) {
@@ -878,13 +880,18 @@ class MountRecoveryTest {
         assertEquals(2, m.seq(), "batch 1 (seqs 1..2), committed at its leaders, is in the mounted volume");
     }
 
-    /** An LCP recorded in coordination that is not the volume's committed prefix stops the mount; nothing is aborted. */
+    /**
+     * An LCP recorded in coordination that is not the volume's committed prefix stops the mount; nothing is aborted.
+     * Since review rvw23-3 only an LCP the client signed counts (one from another run of the same client, e.g. a
+     * recovery of another copy of the volume); an unsigned one is passed over ({@link
+     * #anLcpSquattedUnderThePredictableNextFenceDoesNotMakeACleanVolumeUnmountable}).
+     */
     @Test
     void aForgedLcpInCoordinationStopsTheMountAndAbortsNothing() {
         firstWriterDiesWithAPartialBatch();
         long fence = ReplicaMount.BATCH_ID_EPOCH; // what the mount will choose: batch ids so far are below 2^32
         h.coord.putLcp(new Coordination.Lcp(fence, 0, io.salus.core.protocol.recovery.RegionLogRecovery
-                .emptyVolumeRoot(h.cfg)));
+                .emptyVolumeRoot(h.cfg)).signed("v", h.signers.get(h.clientId)));
         VolumeClient w = newWriterWithRecovery();
         var r = assertInstanceOf(ReplicaMount.Outcome.Refused.class, mount(w, 9));
         assertTrue(r.why().contains("coordination holds the LCP seq 0"), r.why());
@@ -905,9 +912,6 @@ class MountRecoveryTest {
      * replicas ignore an LCP not signed by the client, and a mount whose fence's path is taken by one moves its fence
      * to the next epoch (the leader replicas hold whatever fence the client's signed query gave them).
      */
-    @org.junit.jupiter.api.Disabled("rvw23-3, open (design: the LCP is unsigned): fails with the mount Refused,"
-            + " 'coordination records the LCP of recovery epoch 4294967296 as seq 0 ... the regions' certified states"
-            + " end at seq 3'")
     @Test
     void anLcpSquattedUnderThePredictableNextFenceDoesNotMakeACleanVolumeUnmountable() {
         for (int b = 1; b <= 3; b++) {
@@ -916,9 +920,12 @@ class MountRecoveryTest {
         }
         assertEquals(3, h.acked.size(), "every write committed: nothing to recover");
         long fence = ReplicaMount.BATCH_ID_EPOCH; // the next open's fence: every batch id is below 2^32
-        // a faulty region server files its own value there (any value but the volume's state: here the empty volume)
+        // a faulty region server files its own value there (any value but the volume's state: here the empty volume),
+        // unsigned, and one signed with its own key at the epoch after it
         h.coord.putLcp(new Coordination.Lcp(fence, 0, io.salus.core.protocol.recovery.RegionLogRecovery
                 .emptyVolumeRoot(h.cfg)));
+        h.coord.putLcp(new Coordination.Lcp(fence + ReplicaMount.BATCH_ID_EPOCH, 0, io.salus.core.protocol.recovery
+                .RegionLogRecovery.emptyVolumeRoot(h.cfg)).signed("v", h.signers.get(leader(0).id())));
         for (int attempt = 1; attempt <= 2; attempt++) {
             VolumeClient w = newWriterWithRecovery();
             var o = mount(w, 40 + attempt);
@@ -1001,7 +1008,7 @@ class MountRecoveryTest {
         l0.receive(h.clientId, abort(fence, 2, 2, 3, List.of()));
         assertRefused(l0, 1, "no LCP of recovery epoch");
         h.coord.putLcp(new Coordination.Lcp(fence, 3, io.salus.core.protocol.recovery.RegionLogRecovery
-                .emptyVolumeRoot(h.cfg)));
+                .emptyVolumeRoot(h.cfg)).signed("v", h.signers.get(h.clientId)));
         l0.receive(h.clientId, abort(fence, 2, 2, 3, List.of()));
         assertRefused(l0, 2, "covers its first seq");
         assertEquals(0, l0.recoveryAbortsSigned());

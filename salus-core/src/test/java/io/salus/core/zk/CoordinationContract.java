@@ -237,6 +237,31 @@ abstract class CoordinationContract {
         assertEquals(Optional.of(lcp(3, 10)), c.lcp(3));
     }
 
+    /**
+     * Review rvw23-3: an LCP keeps the client's signature through the store, which verifies only for that client,
+     * volume and value; an unsigned one stays unsigned.
+     */
+    @Test
+    void anLcpKeepsItsClientSignature() throws Exception {
+        Coordination c = newStore();
+        NodeKeys client = NodeKeys.deterministic(SignatureScheme.ED25519, NodeId.of("client"), 7);
+        NodeKeys other = NodeKeys.deterministic(SignatureScheme.ED25519, NodeId.of("rs0"), 8);
+        io.salus.core.crypto.KeyDirectory keys = new io.salus.core.crypto.KeyDirectory(SignatureScheme.ED25519)
+                .register(client).register(other);
+        Lcp signed = lcp(5, 10).signed("v", client.signer());
+        assertEquals(signed, c.putLcp(signed));
+        Lcp read = c.lcp(5).orElseThrow();
+        assertEquals(signed, read);
+        assertTrue(read.signedBy(keys, client.id(), "v"));
+        assertTrue(!read.signedBy(keys, client.id(), "w"), "another volume's");
+        assertTrue(!read.signedBy(keys, other.id(), "v"), "another signer's");
+        assertTrue(!new Lcp(5, 11, read.root(), read.clientSig()).signedBy(keys, client.id(), "v"), "another seq");
+        c.putLcp(lcp(6, 10));
+        assertTrue(!c.lcp(6).orElseThrow().signedBy(keys, client.id(), "v"), "unsigned");
+        c.putLcp(lcp(7, 10).signed("v", other.signer()));
+        assertTrue(!c.lcp(7).orElseThrow().signedBy(keys, client.id(), "v"), "signed by a region server");
+    }
+
     @Test
     void aSecondHandleSeesTheFirstOnesWrites() throws Exception {
         Coordination a = newStore();

@@ -70,6 +70,12 @@ public final class ReplicaMount {
      */
     public static final long BATCH_ID_EPOCH = 1L << 32;
 
+    /** Epochs a mount's fence moves past LCPs its client did not sign at most (review rvw23-3), then it refuses. */
+    static final int MAX_FENCE_MOVES = 16;
+
+    /** The highest batch id a replica may report: the fence, moved, and a mount's batch ids stay below Long.MAX_VALUE. */
+    static final long MAX_REPORTED_BATCH_ID = Long.MAX_VALUE - (2L + MAX_FENCE_MOVES) * BATCH_ID_EPOCH;
+
     private final ProtocolConfig cfg;
     private final Membership membership;
     private final Verifier verifier;
@@ -317,6 +323,11 @@ public final class ReplicaMount {
             } catch (RuntimeException e) {
                 return new Outcome.Waiting("cannot read the LCP of recovery epoch " + fence + ": " + e.getMessage());
             }
+            if (recorded.isPresent() && !recorded.get().signedBy(verifier, client, cfg.volume())) {
+                return new Outcome.Refused("the znode lcp/" + fence + " of the volume's coordination holds an LCP its"
+                        + " client did not sign, filed after this mount chose its fence: mount again (the next mount's"
+                        + " fence moves past it)");
+            }
             if (recorded.isPresent() && (recorded.get().seq() != newest.seq()
                     || !recorded.get().root().equals(newest.root()))) {
                 return new Outcome.Refused("coordination records the LCP of recovery epoch " + fence + " as seq "
@@ -501,13 +512,19 @@ public final class ReplicaMount {
         try {
             if (lcp == null) {
                 reports.forEach((r, rep) -> coordination.report(fence, r, rep));
-                lcp = coordination.putLcp(mine);
+                lcp = coordination.putLcp(mine.signed(cfg.volume(), signer));
             }
             agreed = lcp;
         } catch (RuntimeException e) {
             lcp = null;
             return new Outcome.Waiting("recovery: cannot record the LCP of recovery epoch " + fence
                     + " in coordination: " + e.getMessage());
+        }
+        if (!agreed.signedBy(verifier, client, cfg.volume())) {
+            lcp = null;
+            return new Outcome.Refused("recovery epoch " + fence + ": the znode lcp/" + fence + " of the volume's"
+                    + " coordination holds an LCP its client did not sign, filed after this mount chose its fence:"
+                    + " nothing is aborted; mount again (the next mount's fence moves past it)");
         }
         if (agreed.seq() != mine.seq() || !agreed.root().equals(mine.root())) {
             return new Outcome.Refused("recovery epoch " + fence + ": coordination holds the LCP seq " + agreed.seq()
@@ -665,15 +682,39 @@ public final class ReplicaMount {
                         + " query (missing: " + missing(r, a) + ")");
             }
             for (Map.Entry<NodeId, Message.MountState> e : a.entrySet()) {
-                if (e.getValue().lastBatchId() < 0 || e.getValue().lastBatchId() > Long.MAX_VALUE - 2 * BATCH_ID_EPOCH) {
+                if (e.getValue().lastBatchId() < 0 || e.getValue().lastBatchId() > MAX_REPORTED_BATCH_ID) {
                     return new Outcome.Refused("region " + r + ": replica " + e.getKey() + " reports batch id "
-                            + e.getValue().lastBatchId() + ", outside 0.." + (Long.MAX_VALUE - 2 * BATCH_ID_EPOCH)
+                            + e.getValue().lastBatchId() + ", outside 0.." + MAX_REPORTED_BATCH_ID
                             + ": it is faulty; replace it (recovery) and mount again");
                 }
                 maxBatch = Math.max(maxBatch, e.getValue().lastBatchId());
             }
         }
-        fence = (Math.floorDiv(maxBatch, BATCH_ID_EPOCH) + 1) * BATCH_ID_EPOCH;
+        long f = (Math.floorDiv(maxBatch, BATCH_ID_EPOCH) + 1) * BATCH_ID_EPOCH;
+        if (coordination != null && client != null) {
+            // an LCP the client did not sign under the fence (filed by whoever holds the store's credentials: the
+            // path is predictable) would refuse this mount and every later one, which picks the same fence (review
+            // rvw23-3): the fence moves to the next epoch past it; one the client signed (a recovery of this epoch
+            // that died before it completed) is kept, as before
+            for (int moved = 0; ; moved++) {
+                Optional<Coordination.Lcp> there;
+                try {
+                    there = coordination.lcp(f);
+                } catch (RuntimeException e) {
+                    return new Outcome.Waiting("cannot read the LCP of recovery epoch " + f + ": " + e.getMessage());
+                }
+                if (there.isEmpty() || there.get().signedBy(verifier, client, cfg.volume())) {
+                    break;
+                }
+                if (moved == MAX_FENCE_MOVES) {
+                    return new Outcome.Refused("the znodes lcp/" + (f - moved * BATCH_ID_EPOCH) + " .. lcp/" + f
+                            + " of the volume's coordination all hold an LCP its client did not sign (not written by a"
+                            + " mount of this volume): delete them and mount again");
+                }
+                f += BATCH_ID_EPOCH;
+            }
+        }
+        fence = f;
         answers.clear();
         askAllNow = true;
         return new Outcome.Waiting("fencing the previous writer below batch id " + fence);

@@ -22,8 +22,49 @@ public interface Coordination {
     record RegionReport(long committedSeq, java.util.SortedSet<Long> preparedSeqs) {
     }
 
-    /** The agreed longest committable prefix: last seq and the volume root after it. */
-    record Lcp(long epoch, long seq, Hash root) {
+    /**
+     * The agreed longest committable prefix: last seq and the volume root after it, and the signature of the mounting
+     * client that recorded it ({@code clientSig}, null: unsigned, e.g. the simulator's master-side recovery). The
+     * store checks nothing, and the LCP's path is predictable (a mount's fence is the next multiple of the batch-id
+     * epoch): whoever holds the store's credentials, a faulty region server included, could file one there before the
+     * next open and make a clean volume unmountable for good (review rvw23-3). So a mount and the leader replicas
+     * count only an LCP the volume's client signed ({@link #signedBy}); a mount whose fence holds another one moves
+     * to the next epoch.
+     */
+    record Lcp(long epoch, long seq, Hash root, byte[] clientSig) {
+        private static final byte[] DOMAIN = "salus-lcp-v1\0".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+
+        public Lcp(long epoch, long seq, Hash root) {
+            this(epoch, seq, root, null);
+        }
+
+        /** The bytes the client signs: the LCP of {@code volume}, domain-separated from every other signature. */
+        public static byte[] signedBytes(String volume, long epoch, long seq, Hash root) {
+            return new io.salus.core.cert.Wire.Out().bytes(DOMAIN).str8(volume).i64(epoch).i64(seq).hash(root)
+                    .toByteArray();
+        }
+
+        /** This LCP signed by the client of {@code volume}. */
+        public Lcp signed(String volume, io.salus.core.crypto.Signer client) {
+            return new Lcp(epoch, seq, root, client.sign(signedBytes(volume, epoch, seq, root)));
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Lcp l && l.epoch == epoch && l.seq == seq && l.root.equals(root)
+                    && java.util.Arrays.equals(l.clientSig, clientSig);
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(epoch, seq, root, java.util.Arrays.hashCode(clientSig));
+        }
+
+        /** True if {@code client}, the client of {@code volume}, signed exactly this LCP. */
+        public boolean signedBy(io.salus.core.crypto.Verifier verifier, io.salus.core.crypto.NodeId client,
+                                String volume) {
+            return clientSig != null && verifier.verify(client, signedBytes(volume, epoch, seq, root), clientSig);
+        }
     }
 
     /**

@@ -1020,13 +1020,14 @@ public final class RegionReplica {
         }
         Optional<Coordination.Lcp> lcp;
         try {
-            lcp = coordination.lcp(a.fence());
+            // only an LCP the client signed counts: the store checks nothing (review rvw23-3)
+            lcp = coordination.lcp(a.fence()).filter(l -> l.signedBy(verifier, clientId, cfg.volume()));
         } catch (RuntimeException e) {
             refuseRecoveryAbort(a, "cannot read the LCP of recovery epoch " + a.fence() + ": " + e.getMessage());
             return;
         }
         if (lcp.isEmpty()) {
-            refuseRecoveryAbort(a, "no LCP of recovery epoch " + a.fence() + " in coordination");
+            refuseRecoveryAbort(a, "no LCP of recovery epoch " + a.fence() + " signed by the client in coordination");
             return;
         }
         if (lcp.get().seq() >= a.firstSeq()) {
@@ -1134,7 +1135,7 @@ public final class RegionReplica {
         }
         Optional<Coordination.Lcp> lcp;
         try {
-            lcp = coordination.lcp(r.fence());
+            lcp = coordination.lcp(r.fence()).filter(l -> l.signedBy(verifier, clientId, cfg.volume()));
         } catch (RuntimeException x) {
             refuseRecoveryBatchInfo(r, "cannot read the LCP of recovery epoch " + r.fence() + ": " + x.getMessage());
             return;
