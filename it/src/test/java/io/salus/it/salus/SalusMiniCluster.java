@@ -38,6 +38,34 @@ final class SalusMiniCluster implements AutoCloseable {
     this(c -> { });
   }
 
+  /** JUnit tag of the test classes that run on {@link #shared()} (it/pom.xml runs them in one JVM, one after another). */
+  static final String SHARED_TAG = "salus-shared-cluster";
+  private static SalusMiniCluster shared;
+
+  /**
+   * The one default-configured cluster of this JVM, started at the first call and shut down when the JVM exits: the
+   * classes tagged {@link #SHARED_TAG} (they configure nothing of their own) run on it one after another instead of
+   * each starting and stopping a mini DFS, ZooKeeper and HBase of its own. Their volume names differ, so each class
+   * sees only its own volumes. Such a class never closes it. Only for JVMs that start no other mini cluster before
+   * this one ends: HBaseTestingUtility's shutdown deletes the JVM-wide java.io.tmpdir it set (see it/pom.xml).
+   */
+  static synchronized SalusMiniCluster shared() throws Exception {
+    if (shared == null) {
+      SalusMiniCluster c = new SalusMiniCluster();
+      // before Hadoop's FileSystem cache closes its clients at exit (priority 10): the region servers flush and close
+      // their files first; bounded below surefire's forkedProcessExitTimeoutInSeconds (60 s)
+      org.apache.hadoop.util.ShutdownHookManager.get().addShutdownHook(() -> {
+        try {
+          c.util.shutdownMiniCluster();
+        } catch (Exception e) {
+          System.err.println("shared Salus mini cluster: shutdown failed: " + e);
+        }
+      }, org.apache.hadoop.fs.FileSystem.SHUTDOWN_HOOK_PRIORITY + 10, 45, java.util.concurrent.TimeUnit.SECONDS);
+      shared = c;
+    }
+    return shared;
+  }
+
   /** As above, with {@code extra} applied to the configuration before anything starts (e.g. a storage factory). */
   SalusMiniCluster(java.util.function.Consumer<Configuration> extra) throws Exception {
     LogManager.getRootLogger().setLevel(Level.WARN);
@@ -309,6 +337,9 @@ final class SalusMiniCluster implements AutoCloseable {
 
   @Override
   public void close() throws Exception {
+    if (this == shared) {
+      throw new IllegalStateException("the shared cluster is shut down when the JVM exits, not by a test class");
+    }
     util.shutdownMiniCluster();
   }
 }
