@@ -28,7 +28,7 @@ import org.junit.jupiter.api.Test;
  * files aside ({@link SalusStoreQuarantine}) and the replica restores its cells from its certified state; writes go
  * on and a new mount reads every acknowledged write.
  */
-@org.junit.jupiter.api.Tag(SalusMiniCluster.SHARED_TAG)
+@OnSharedSalusCluster
 class SalusDamagedStoreFileTest {
   static SalusMiniCluster cluster;
 

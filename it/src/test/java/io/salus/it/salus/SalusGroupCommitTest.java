@@ -27,7 +27,7 @@ import org.junit.jupiter.api.Test;
  * and each is acknowledged only when that batch committed. On the {@link SalusMiniCluster} (three region servers, the
  * Salus log on HDFS). No timing is asserted; the counts of batches are the client's own (LatencyTrace's submits).
  */
-@org.junit.jupiter.api.Tag(SalusMiniCluster.SHARED_TAG)
+@OnSharedSalusCluster
 class SalusGroupCommitTest {
   static final int BLOCK = 4096;
   static final long PER_REGION = 64;

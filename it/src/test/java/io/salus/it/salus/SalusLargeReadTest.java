@@ -19,7 +19,7 @@ import org.junit.jupiter.api.Test;
  * each dropped GET was retried only after the retransmission period (5 s) at another replica. No assertion on time:
  * the test counts the dropped envelopes and the GET retries.
  */
-@org.junit.jupiter.api.Tag(SalusMiniCluster.SHARED_TAG)
+@OnSharedSalusCluster
 class SalusLargeReadTest {
   static final int BLOCK = 4096;
   static final long PER_REGION = 8192;

@@ -41,29 +41,53 @@ final class SalusMiniCluster implements AutoCloseable {
   /** JUnit tag of the test classes that run on {@link #shared()} (it/pom.xml runs them in one JVM, one after another). */
   static final String SHARED_TAG = "salus-shared-cluster";
   private static SalusMiniCluster shared;
+  private static boolean sharedShutDown;
 
   /**
-   * The one default-configured cluster of this JVM, started at the first call and shut down when the JVM exits: the
-   * classes tagged {@link #SHARED_TAG} (they configure nothing of their own) run on it one after another instead of
-   * each starting and stopping a mini DFS, ZooKeeper and HBase of its own. Their volume names differ, so each class
-   * sees only its own volumes. Such a class never closes it. Only for JVMs that start no other mini cluster before
-   * this one ends: HBaseTestingUtility's shutdown deletes the JVM-wide java.io.tmpdir it set (see it/pom.xml).
+   * The one default-configured cluster of this JVM for the classes annotated {@link OnSharedSalusCluster} (they
+   * configure nothing of their own): started by the first of them, shut down after the last test class of the JVM
+   * ({@link SharedShutdown}). They run on it one after another instead of each starting and stopping a mini DFS,
+   * ZooKeeper and HBase of its own; their volume names differ, so each class sees only its own volumes. Such a class
+   * never closes it. Only for JVMs that start no other mini cluster: HBaseTestingUtility's shutdown deletes the
+   * JVM-wide java.io.tmpdir it set (see it/pom.xml), so there is no second start after the shutdown.
    */
   static synchronized SalusMiniCluster shared() throws Exception {
+    if (sharedShutDown) {
+      throw new IllegalStateException("the shared cluster of this JVM was shut down; it is not started twice");
+    }
     if (shared == null) {
-      SalusMiniCluster c = new SalusMiniCluster();
-      // before Hadoop's FileSystem cache closes its clients at exit (priority 10): the region servers flush and close
-      // their files first; bounded below surefire's forkedProcessExitTimeoutInSeconds (60 s)
-      org.apache.hadoop.util.ShutdownHookManager.get().addShutdownHook(() -> {
-        try {
-          c.util.shutdownMiniCluster();
-        } catch (Exception e) {
-          System.err.println("shared Salus mini cluster: shutdown failed: " + e);
-        }
-      }, org.apache.hadoop.fs.FileSystem.SHUTDOWN_HOOK_PRIORITY + 10, 45, java.util.concurrent.TimeUnit.SECONDS);
-      shared = c;
+      shared = new SalusMiniCluster();
     }
     return shared;
+  }
+
+  /**
+   * Shuts the shared cluster down when JUnit closes its root context (after the last test class of the run). Not a
+   * JVM shutdown hook: HBase's and Hadoop's shutdown code removes shutdown hooks, which fails once the JVM is
+   * exiting ("Shutdown in progress"), and the cluster's data directory stayed behind.
+   */
+  static final class SharedShutdown implements org.junit.jupiter.api.extension.BeforeAllCallback {
+    @Override
+    public void beforeAll(org.junit.jupiter.api.extension.ExtensionContext context) {
+      context.getRoot().getStore(org.junit.jupiter.api.extension.ExtensionContext.Namespace.create(SharedShutdown.class))
+          .getOrComputeIfAbsent(SharedShutdown.class, k -> new Closer(), Closer.class);
+    }
+  }
+
+  @SuppressWarnings("deprecation") // CloseableResource: closed with the root context, also where AutoCloseable is not
+  private static final class Closer implements org.junit.jupiter.api.extension.ExtensionContext.Store.CloseableResource {
+    @Override
+    public void close() throws Throwable {
+      SalusMiniCluster c;
+      synchronized (SalusMiniCluster.class) {
+        c = shared;
+        shared = null;
+        sharedShutDown = true;
+      }
+      if (c != null) {
+        c.util.shutdownMiniCluster();
+      }
+    }
   }
 
   /** As above, with {@code extra} applied to the configuration before anything starts (e.g. a storage factory). */

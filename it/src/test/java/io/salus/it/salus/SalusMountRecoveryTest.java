@@ -31,7 +31,7 @@ import org.junit.jupiter.api.Test;
  * the issued ones, nothing of the partial batch; new writes commit. The second case kills the mounting writer in the
  * middle of that recovery (after its abort reached one leader replica of three) and the next mount completes it.
  */
-@org.junit.jupiter.api.Tag(SalusMiniCluster.SHARED_TAG)
+@OnSharedSalusCluster
 class SalusMountRecoveryTest {
   static final int BLOCK = 4096;
   static final long PER_REGION = 16;

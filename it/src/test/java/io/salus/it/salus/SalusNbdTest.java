@@ -26,7 +26,7 @@ import picocli.CommandLine;
  * {@link SalusVolume}, and libnbd clients (nbdcopy, two multi-conn connections) read and write it. One HBase mini
  * cluster with three region servers running the replica endpoint (its default storage: the Salus log on HDFS).
  */
-@org.junit.jupiter.api.Tag(SalusMiniCluster.SHARED_TAG)
+@OnSharedSalusCluster
 class SalusNbdTest {
   static SalusMiniCluster cluster;
   static File conf;

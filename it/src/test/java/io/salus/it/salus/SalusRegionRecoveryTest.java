@@ -34,7 +34,7 @@ import org.junit.jupiter.api.TestMethodOrder;
  * remount. Real HBase mini cluster with three region servers, the endpoint's default HDFS-backed storage.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
-@org.junit.jupiter.api.Tag(SalusMiniCluster.SHARED_TAG)
+@OnSharedSalusCluster
 class SalusRegionRecoveryTest {
   static final int BLOCK = 4096;
   static final long PER_REGION = 16;

@@ -26,7 +26,7 @@ import org.junit.jupiter.api.Test;
  * retransmission of the old batch 1 and dropped) and its GETs expected the empty tree: nothing read back or
  * committed.
  */
-@org.junit.jupiter.api.Tag(SalusMiniCluster.SHARED_TAG)
+@OnSharedSalusCluster
 class SalusRemountTest {
   static final int BLOCK = 4096;
   static final long PER_REGION = 16;

@@ -36,7 +36,7 @@ import org.junit.jupiter.api.Test;
  * {@link SalusVolume}, and the thief is the project's own {@link ReplicaLink} with {@code replyTo} set to the
  * client's name over its own HBase connection.
  */
-@org.junit.jupiter.api.Tag(SalusMiniCluster.SHARED_TAG)
+@OnSharedSalusCluster
 class SalusReplyTheftTest {
   static final int BLOCK = 4096;
   static final long PER_REGION = 16;

@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Test;
  * Review rv15 (adversarial review of the Salus volume on HBase): findings that need the real endpoint, on one
  * mini cluster with three region servers (docs/review-rv15.md).
  */
-@org.junit.jupiter.api.Tag(SalusMiniCluster.SHARED_TAG)
+@OnSharedSalusCluster
 class SalusReviewRv15Test {
   static final int BLOCK = 4096;
   static final long PER_REGION = 16;

@@ -22,7 +22,7 @@ import org.junit.jupiter.api.Test;
  * endpoint: block writes become signed sub-batches committed on the three replicas of every region they touch,
  * reads are verified GETs, the writer lease keeps a second writer out.
  */
-@org.junit.jupiter.api.Tag(SalusMiniCluster.SHARED_TAG)
+@OnSharedSalusCluster
 class SalusVolumeTest {
   static final int BLOCK = 4096;
   static final long PER_REGION = 16;
