@@ -28,20 +28,20 @@ import org.junit.jupiter.api.Test;
  * files aside ({@link SalusStoreQuarantine}) and the replica restores its cells from its certified state; writes go
  * on and a new mount reads every acknowledged write.
  */
+@OnSharedSalusCluster
 class SalusDamagedStoreFileTest {
   static SalusMiniCluster cluster;
 
   @BeforeAll
   static void start() throws Exception {
-    cluster = new SalusMiniCluster();
+    cluster = SalusMiniCluster.shared(); // started by the first class of this JVM tagged with it
     org.apache.log4j.LogManager.getLogger("io.salus.core.hbase.endpoint.ReplicaHost").setLevel(org.apache.log4j.Level.INFO);
   }
 
   @AfterAll
-  static void stop() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
+  static void stop() {
+    // the next class on the shared cluster logs at its own levels
+    org.apache.log4j.LogManager.getLogger("io.salus.core.hbase.endpoint.ReplicaHost").setLevel(null);
   }
 
   @Test

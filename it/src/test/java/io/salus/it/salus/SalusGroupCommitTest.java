@@ -27,6 +27,7 @@ import org.junit.jupiter.api.Test;
  * and each is acknowledged only when that batch committed. On the {@link SalusMiniCluster} (three region servers, the
  * Salus log on HDFS). No timing is asserted; the counts of batches are the client's own (LatencyTrace's submits).
  */
+@OnSharedSalusCluster
 class SalusGroupCommitTest {
   static final int BLOCK = 4096;
   static final long PER_REGION = 64;
@@ -35,15 +36,12 @@ class SalusGroupCommitTest {
 
   @BeforeAll
   static void start() throws Exception {
-    cluster = new SalusMiniCluster();
+    cluster = SalusMiniCluster.shared(); // started by the first class of this JVM tagged with it
   }
 
   @AfterAll
   static void stop() throws Exception {
     LatencyTrace.enable(false);
-    if (cluster != null) {
-      cluster.close();
-    }
   }
 
   static <T> T await(CompletableFuture<T> f) throws Exception {

@@ -9,7 +9,6 @@ import io.salus.core.hbase.VolumeGeometry;
 import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -20,6 +19,7 @@ import org.junit.jupiter.api.Test;
  * each dropped GET was retried only after the retransmission period (5 s) at another replica. No assertion on time:
  * the test counts the dropped envelopes and the GET retries.
  */
+@OnSharedSalusCluster
 class SalusLargeReadTest {
   static final int BLOCK = 4096;
   static final long PER_REGION = 8192;
@@ -27,24 +27,17 @@ class SalusLargeReadTest {
 
   @BeforeAll
   static void start() throws Exception {
-    cluster = new SalusMiniCluster();
-  }
-
-  @AfterAll
-  static void stop() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
+    cluster = SalusMiniCluster.shared(); // started by the first class of this JVM tagged with it
   }
 
   @Test
   void aThirtyTwoMebibyteReadSendsNoGetThatIsDroppedAndRetried() throws Exception {
-    VolumeGeometry g = new VolumeGeometry("big", 2 * PER_REGION * BLOCK, BLOCK, PER_REGION);
+    VolumeGeometry g = new VolumeGeometry("bigread", 2 * PER_REGION * BLOCK, BLOCK, PER_REGION);
     cluster.createVolume(g);
     Random rnd = new Random(3);
     byte[] d = new byte[64 * BLOCK];
     rnd.nextBytes(d);
-    try (SalusVolume v = SalusVolume.open(cluster.connection(), "big")) {
+    try (SalusVolume v = SalusVolume.open(cluster.connection(), "bigread")) {
       v.write(100, d, false).get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS);
       Map<String, Long> before = v.counters();
       byte[] all = v.read(0, (int) PER_REGION).get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS);

@@ -38,6 +38,58 @@ final class SalusMiniCluster implements AutoCloseable {
     this(c -> { });
   }
 
+  /** JUnit tag of the test classes that run on {@link #shared()} (it/pom.xml runs them in one JVM, one after another). */
+  static final String SHARED_TAG = "salus-shared-cluster";
+  private static SalusMiniCluster shared;
+  private static boolean sharedShutDown;
+
+  /**
+   * The one default-configured cluster of this JVM for the classes annotated {@link OnSharedSalusCluster} (they
+   * configure nothing of their own): started by the first of them, shut down after the last test class of the JVM
+   * ({@link SharedShutdown}). They run on it one after another instead of each starting and stopping a mini DFS,
+   * ZooKeeper and HBase of its own; their volume names differ, so each class sees only its own volumes. Such a class
+   * never closes it. Only for JVMs that start no other mini cluster: HBaseTestingUtility's shutdown deletes the
+   * JVM-wide java.io.tmpdir it set (see it/pom.xml), so there is no second start after the shutdown.
+   */
+  static synchronized SalusMiniCluster shared() throws Exception {
+    if (sharedShutDown) {
+      throw new IllegalStateException("the shared cluster of this JVM was shut down; it is not started twice");
+    }
+    if (shared == null) {
+      shared = new SalusMiniCluster();
+    }
+    return shared;
+  }
+
+  /**
+   * Shuts the shared cluster down when JUnit closes its root context (after the last test class of the run). Not a
+   * JVM shutdown hook: HBase's and Hadoop's shutdown code removes shutdown hooks, which fails once the JVM is
+   * exiting ("Shutdown in progress"), and the cluster's data directory stayed behind.
+   */
+  static final class SharedShutdown implements org.junit.jupiter.api.extension.BeforeAllCallback {
+    @Override
+    public void beforeAll(org.junit.jupiter.api.extension.ExtensionContext context) {
+      context.getRoot().getStore(org.junit.jupiter.api.extension.ExtensionContext.Namespace.create(SharedShutdown.class))
+          .getOrComputeIfAbsent(SharedShutdown.class, k -> new Closer(), Closer.class);
+    }
+  }
+
+  @SuppressWarnings("deprecation") // CloseableResource: closed with the root context, also where AutoCloseable is not
+  private static final class Closer implements org.junit.jupiter.api.extension.ExtensionContext.Store.CloseableResource {
+    @Override
+    public void close() throws Throwable {
+      SalusMiniCluster c;
+      synchronized (SalusMiniCluster.class) {
+        c = shared;
+        shared = null;
+        sharedShutDown = true;
+      }
+      if (c != null) {
+        c.util.shutdownMiniCluster();
+      }
+    }
+  }
+
   /** As above, with {@code extra} applied to the configuration before anything starts (e.g. a storage factory). */
   SalusMiniCluster(java.util.function.Consumer<Configuration> extra) throws Exception {
     LogManager.getRootLogger().setLevel(Level.WARN);
@@ -309,6 +361,9 @@ final class SalusMiniCluster implements AutoCloseable {
 
   @Override
   public void close() throws Exception {
+    if (this == shared) {
+      throw new IllegalStateException("the shared cluster is shut down when the JVM exits, not by a test class");
+    }
     util.shutdownMiniCluster();
   }
 }

@@ -16,7 +16,6 @@ import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -32,6 +31,7 @@ import org.junit.jupiter.api.Test;
  * the issued ones, nothing of the partial batch; new writes commit. The second case kills the mounting writer in the
  * middle of that recovery (after its abort reached one leader replica of three) and the next mount completes it.
  */
+@OnSharedSalusCluster
 class SalusMountRecoveryTest {
   static final int BLOCK = 4096;
   static final long PER_REGION = 16;
@@ -40,14 +40,7 @@ class SalusMountRecoveryTest {
 
   @BeforeAll
   static void start() throws Exception {
-    cluster = new SalusMiniCluster();
-  }
-
-  @AfterAll
-  static void stop() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
+    cluster = SalusMiniCluster.shared(); // started by the first class of this JVM tagged with it
   }
 
   @AfterEach

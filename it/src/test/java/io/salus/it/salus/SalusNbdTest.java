@@ -15,7 +15,6 @@ import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.util.HexFormat;
 import java.util.Random;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -27,22 +26,16 @@ import picocli.CommandLine;
  * {@link SalusVolume}, and libnbd clients (nbdcopy, two multi-conn connections) read and write it. One HBase mini
  * cluster with three region servers running the replica endpoint (its default storage: the Salus log on HDFS).
  */
+@OnSharedSalusCluster
 class SalusNbdTest {
   static SalusMiniCluster cluster;
   static File conf;
 
   @BeforeAll
   static void start(@TempDir Path tmp) throws Exception {
-    cluster = new SalusMiniCluster();
+    cluster = SalusMiniCluster.shared(); // started by the first class of this JVM tagged with it
     conf = tmp.resolve("conf").toFile();
     cluster.writeSiteXml(conf);
-  }
-
-  @AfterAll
-  static void stop() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
   }
 
   record Run(int code, String out, String err) {

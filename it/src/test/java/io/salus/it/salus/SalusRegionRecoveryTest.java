@@ -34,6 +34,7 @@ import org.junit.jupiter.api.TestMethodOrder;
  * remount. Real HBase mini cluster with three region servers, the endpoint's default HDFS-backed storage.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+@OnSharedSalusCluster
 class SalusRegionRecoveryTest {
   static final int BLOCK = 4096;
   static final long PER_REGION = 16;
@@ -42,7 +43,7 @@ class SalusRegionRecoveryTest {
 
   @BeforeAll
   static void start() throws Exception {
-    cluster = new SalusMiniCluster();
+    cluster = SalusMiniCluster.shared(); // started by the first class of this JVM tagged with it
     // the endpoint's open, replay and catch-up lines
     org.apache.log4j.LogManager.getLogger("io.salus.core.hbase.endpoint.ReplicaHost").setLevel(org.apache.log4j.Level.INFO);
     org.apache.log4j.LogManager.getLogger("io.salus.core.hbase.endpoint.SalusReplicaEndpoint")
@@ -50,10 +51,10 @@ class SalusRegionRecoveryTest {
   }
 
   @AfterAll
-  static void stop() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
+  static void stop() {
+    // the next class on the shared cluster logs at its own levels
+    org.apache.log4j.LogManager.getLogger("io.salus.core.hbase.endpoint.ReplicaHost").setLevel(null);
+    org.apache.log4j.LogManager.getLogger("io.salus.core.hbase.endpoint.SalusReplicaEndpoint").setLevel(null);
   }
 
   static <T> T await(CompletableFuture<T> f) throws Exception {

@@ -14,7 +14,6 @@ import java.util.List;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -27,6 +26,7 @@ import org.junit.jupiter.api.Test;
  * retransmission of the old batch 1 and dropped) and its GETs expected the empty tree: nothing read back or
  * committed.
  */
+@OnSharedSalusCluster
 class SalusRemountTest {
   static final int BLOCK = 4096;
   static final long PER_REGION = 16;
@@ -35,14 +35,7 @@ class SalusRemountTest {
 
   @BeforeAll
   static void start() throws Exception {
-    cluster = new SalusMiniCluster();
-  }
-
-  @AfterAll
-  static void stop() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
+    cluster = SalusMiniCluster.shared(); // started by the first class of this JVM tagged with it
   }
 
   static <T> T await(CompletableFuture<T> f) throws Exception {

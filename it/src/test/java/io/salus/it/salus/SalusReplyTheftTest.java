@@ -20,7 +20,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.hadoop.hbase.client.AsyncConnection;
 import org.apache.hadoop.hbase.client.ConnectionFactory;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -37,6 +36,7 @@ import org.junit.jupiter.api.Test;
  * {@link SalusVolume}, and the thief is the project's own {@link ReplicaLink} with {@code replyTo} set to the
  * client's name over its own HBase connection.
  */
+@OnSharedSalusCluster
 class SalusReplyTheftTest {
   static final int BLOCK = 4096;
   static final long PER_REGION = 16;
@@ -44,14 +44,7 @@ class SalusReplyTheftTest {
 
   @BeforeAll
   static void start() throws Exception {
-    cluster = new SalusMiniCluster();
-  }
-
-  @AfterAll
-  static void stop() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
+    cluster = SalusMiniCluster.shared(); // started by the first class of this JVM tagged with it
   }
 
   @Test

@@ -11,7 +11,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -19,6 +18,7 @@ import org.junit.jupiter.api.Test;
  * Review rv15 (adversarial review of the Salus volume on HBase): findings that need the real endpoint, on one
  * mini cluster with three region servers (docs/review-rv15.md).
  */
+@OnSharedSalusCluster
 class SalusReviewRv15Test {
   static final int BLOCK = 4096;
   static final long PER_REGION = 16;
@@ -26,14 +26,7 @@ class SalusReviewRv15Test {
 
   @BeforeAll
   static void start() throws Exception {
-    cluster = new SalusMiniCluster();
-  }
-
-  @AfterAll
-  static void stop() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
+    cluster = SalusMiniCluster.shared(); // started by the first class of this JVM tagged with it
   }
 
   static <T> T await(CompletableFuture<T> f) throws Exception {

@@ -14,7 +14,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.lang.management.ManagementFactory;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -23,6 +22,7 @@ import org.junit.jupiter.api.Test;
  * endpoint: block writes become signed sub-batches committed on the three replicas of every region they touch,
  * reads are verified GETs, the writer lease keeps a second writer out.
  */
+@OnSharedSalusCluster
 class SalusVolumeTest {
   static final int BLOCK = 4096;
   static final long PER_REGION = 16;
@@ -32,15 +32,8 @@ class SalusVolumeTest {
 
   @BeforeAll
   static void start() throws Exception {
-    cluster = new SalusMiniCluster();
+    cluster = SalusMiniCluster.shared(); // started by the first class of this JVM tagged with it
     cluster.createVolume(G);
-  }
-
-  @AfterAll
-  static void stop() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
   }
 
   static <T> T await(CompletableFuture<T> f) throws Exception {
