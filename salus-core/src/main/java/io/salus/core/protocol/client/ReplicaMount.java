@@ -324,9 +324,7 @@ public final class ReplicaMount {
                 return new Outcome.Waiting("cannot read the LCP of recovery epoch " + fence + ": " + e.getMessage());
             }
             if (recorded.isPresent() && !recorded.get().signedBy(verifier, client, cfg.volume())) {
-                return new Outcome.Refused("the znode lcp/" + fence + " of the volume's coordination holds an LCP its"
-                        + " client did not sign, filed after this mount chose its fence: mount again (the next mount's"
-                        + " fence moves past it)");
+                return unsignedLcpAtFence("");
             }
             if (recorded.isPresent() && (recorded.get().seq() != newest.seq()
                     || !recorded.get().root().equals(newest.root()))) {
@@ -522,9 +520,7 @@ public final class ReplicaMount {
         }
         if (!agreed.signedBy(verifier, client, cfg.volume())) {
             lcp = null;
-            return new Outcome.Refused("recovery epoch " + fence + ": the znode lcp/" + fence + " of the volume's"
-                    + " coordination holds an LCP its client did not sign, filed after this mount chose its fence:"
-                    + " nothing is aborted; mount again (the next mount's fence moves past it)");
+            return unsignedLcpAtFence("nothing is aborted; ");
         }
         if (agreed.seq() != mine.seq() || !agreed.root().equals(mine.root())) {
             return new Outcome.Refused("recovery epoch " + fence + ": coordination holds the LCP seq " + agreed.seq()
@@ -718,6 +714,16 @@ public final class ReplicaMount {
         answers.clear();
         askAllNow = true;
         return new Outcome.Waiting("fencing the previous writer below batch id " + fence);
+    }
+
+    /**
+     * The mount's refusal when the znode of its fence holds an LCP its client did not sign, filed after the fence was
+     * chosen (review rvw23-3: the next mount's fence moves past it).
+     */
+    private Outcome unsignedLcpAtFence(String consequence) {
+        return new Outcome.Refused("recovery epoch " + fence + ": the znode lcp/" + fence + " of the volume's"
+                + " coordination holds an LCP its client did not sign, filed after this mount chose its fence: "
+                + consequence + "mount again (the next mount's fence moves past it)");
     }
 
     /**

@@ -393,7 +393,7 @@ public final class RegionLogRecovery {
      * A LOG_ENTRY certificate bound to exactly (region, generation, index) of {@code old}, signed by
      * the three replicas of that generation.
      */
-    static boolean logEntryAt(Verifier verifier, RrsConfig old, Certificate c, long index) {
+    public static boolean logEntryAt(Verifier verifier, RrsConfig old, Certificate c, long index) {
         if (c.type() != CertType.LOG_ENTRY) {
             return false;
         }

@@ -86,18 +86,11 @@ public final class ReplicaCatchUp {
      */
     public static boolean logEntryProves(ProtocolConfig cfg, RrsConfig rrs, Verifier verifier, Certificate c,
                                          long index, byte[] bytes) {
-        if (c == null || c.type() != CertType.LOG_ENTRY) {
-            return false;
+        if (c == null || !io.salus.core.protocol.recovery.RegionLogRecovery.logEntryAt(verifier, rrs, c, index)) {
+            return false; // not the slot's certificate (recovery's check: type, region, generation, index, signers)
         }
-        Statement.LogEntry st;
-        try {
-            st = c.statement(Statement.LogEntry.class);
-        } catch (RuntimeException e) {
-            return false;
-        }
-        return st.region().equals(rrs.region()) && st.generation() == rrs.generation() && st.index() == index
-                && st.length() == bytes.length && st.digest().equals(cfg.hash().hash(bytes))
-                && c.verify(verifier, rrs.replicaSet());
+        Statement.LogEntry st = c.statement(Statement.LogEntry.class);
+        return st.length() == bytes.length && st.digest().equals(cfg.hash().hash(bytes));
     }
 
     /** The corroboration of a LOG_ENTRY certificate read through {@code reader} ({@link #logEntryProves}). */
