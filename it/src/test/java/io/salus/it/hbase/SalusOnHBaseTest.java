@@ -101,7 +101,8 @@ class SalusOnHBaseTest {
         TableName t = TableName.valueOf("salus:layout_r" + r);
         assertTrue(admin.tableExists(t), t + " exists");
         TableDescriptor d = admin.getDescriptor(t);
-        assertFalse(d.isCompactionEnabled(), "COMPACTION_ENABLED=false on " + t);
+        // issue 27: HBase compacts the flush files; every version a stored checkpoint names stays (endpoint hook)
+        assertTrue(d.isCompactionEnabled(), "COMPACTION_ENABLED=true on " + t);
         assertEquals(DisabledRegionSplitPolicy.class.getName(), d.getRegionSplitPolicyClassName());
         assertFalse(d.isSplitEnabled());
         assertFalse(d.isMergeEnabled());
@@ -110,6 +111,7 @@ class SalusOnHBaseTest {
         assertEquals(1, cfs.length);
         assertEquals("b", cfs[0].getNameAsString());
         assertEquals(1, cfs[0].getDFSReplication(), "column-family DFS replication 1 on " + t);
+        assertEquals(Integer.MAX_VALUE, cfs[0].getMaxVersions(), "every version kept until a compaction on " + t);
         assertEquals(g, VolumeGeometry.parse(d.getValue(SalusTableLayout.LAYOUT_ATTRIBUTE), 1));
         assertEquals(Integer.toString(r), d.getValue(SalusTableLayout.REPLICA_ATTRIBUTE));
         List<RegionInfo> regions = new ArrayList<>(admin.getRegions(t));

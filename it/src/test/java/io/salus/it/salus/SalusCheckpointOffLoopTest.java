@@ -80,26 +80,45 @@ class SalusCheckpointOffLoopTest {
         @Override
         public void writeCheckpoint(long generation, long throughIndex, long lastSeq, Map<Long, byte[]> changed,
                                     VolumeRootRecord rootRecord) {
-          CountDownLatch g = gate;
-          if (g != null) {
-            held.incrementAndGet();
-            try {
-              g.await();
-            } catch (InterruptedException e) {
-              Thread.currentThread().interrupt();
-              throw new IllegalStateException("interrupted at the checkpoint gate", e);
-            }
-            if (epoch < stopEpoch) {
-              throw new IllegalStateException("the replica was stopped while this checkpoint write was held");
-            }
-          }
+          CountDownLatch g = passGate(epoch);
           d.writeCheckpoint(generation, throughIndex, lastSeq, changed, rootRecord);
-          written.incrementAndGet();
-          if (g != null) {
-            heldWritten.incrementAndGet();
-          }
+          written(g);
+        }
+
+        /** Issue 27: a replica over a versioned region store writes metadata-only checkpoints: gated the same way. */
+        @Override
+        public void writeStoredCheckpoint(long generation, long throughIndex, long lastSeq, Map<Long, byte[]> changed,
+                                          VolumeRootRecord rootRecord, io.salus.core.merkle.Hash regionRoot,
+                                          long storeVersion) {
+          CountDownLatch g = passGate(epoch);
+          d.writeStoredCheckpoint(generation, throughIndex, lastSeq, changed, rootRecord, regionRoot, storeVersion);
+          written(g);
         }
       };
+    }
+
+    private static CountDownLatch passGate(int epoch) {
+      CountDownLatch g = gate;
+      if (g != null) {
+        held.incrementAndGet();
+        try {
+          g.await();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new IllegalStateException("interrupted at the checkpoint gate", e);
+        }
+        if (epoch < stopEpoch) {
+          throw new IllegalStateException("the replica was stopped while this checkpoint write was held");
+        }
+      }
+      return g;
+    }
+
+    private static void written(CountDownLatch g) {
+      written.incrementAndGet();
+      if (g != null) {
+        heldWritten.incrementAndGet();
+      }
     }
 
     @Override
@@ -390,7 +409,11 @@ class SalusCheckpointOffLoopTest {
       assertArrayEquals(a, back, "block 5 reads back A after the restart");
       for (int k = 0; k < 3; k++) {
         RegionSnapshot s = disks.get(names.get(k)).readSnapshot(0, 15);
-        assertArrayEquals(a, s.blocks().get(5L), "replica " + k + "'s checkpoint files through 15 hold block 5 as"
+        // issue 27: a stored checkpoint names the region's version; its block 5 is read as of it
+        byte[] at15 = s.isStored()
+            ? cluster.endpoint(g, 0, k).host().store().readAt(s.stored().storeVersion(), 5)
+            : s.blocks().get(5L);
+        assertArrayEquals(a, at15, "replica " + k + "'s checkpoint through 15 holds block 5 as"
             + " written by entry 12 (A), not by entry 8 (B)");
         assertEquals(null, s.mismatch(cp, cfg.hash(), cfg.blockSize(), cfg.layout()),
             "replica " + k + "'s checkpoint files compose the certified state through 15");

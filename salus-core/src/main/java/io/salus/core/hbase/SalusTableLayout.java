@@ -20,8 +20,10 @@ import org.apache.hadoop.hbase.util.Bytes;
 /**
  * The table layout of a Salus volume on stock HBase: three tables {@code salus:<vol>_r0/_r1/_r2}, pre-split
  * identically at big-endian block-number boundaries (region {@code i} of the three tables = RRS {@code i}), with
- * automatic compaction, splits, merges and normalization off, durability {@code SKIP_WAL} (the Salus log is the
- * write-ahead log), column family {@code b} with DFS replication 1 (each replica keeps one local copy), and the
+ * splits, merges and normalization off, durability {@code SKIP_WAL} (the Salus log is the write-ahead log), column
+ * family {@code b} with DFS replication 1 (each replica keeps one local copy) keeping every version of its cells
+ * until a compaction drops those no certified checkpoint needs (issue 27; tables created before it keep one
+ * version, compaction off, and checkpoints that carry blocks), and the
  * {@link #LAYOUT_ATTRIBUTE} table attribute recording the layout version and the {@link VolumeGeometry}.
  */
 public final class SalusTableLayout {
@@ -63,9 +65,13 @@ public final class SalusTableLayout {
         return b
                 .setColumnFamily(ColumnFamilyDescriptorBuilder.newBuilder(FAMILY)
                         .setDFSReplication((short) 1)
-                        .setMaxVersions(1)
+                        // issue 27: earlier versions stay readable, so a checkpoint names a version instead of
+                        // copying blocks; the endpoint's compaction hook drops those no certified checkpoint needs
+                        .setMaxVersions(Integer.MAX_VALUE)
                         .build())
-                .setCompactionEnabled(false)
+                // HBase compacts the region's flush files as it does any table's (its own threads and policy); a
+                // compaction keeps every version a stored checkpoint may still be read at (SalusReplicaEndpoint)
+                .setCompactionEnabled(true)
                 .setRegionSplitPolicyClassName(DisabledRegionSplitPolicy.class.getName())
                 .setSplitEnabled(false)
                 .setMergeEnabled(false)

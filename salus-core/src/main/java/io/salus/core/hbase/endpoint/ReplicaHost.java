@@ -118,6 +118,8 @@ public final class ReplicaHost {
     private volatile long replayedLogEnd;
     private volatile long replayedSeqs;
     private volatile long replayResetBlocks;
+    /** Why the region's cells were refused at open (issue 27: they do not hold the certified checkpoint), or null. */
+    private volatile String storeRefused;
     private final WitnessHolders remoteHolders;
     /** The peers' transfers while catching up at open (null once the replica is built; on the loop). */
     private io.salus.core.protocol.replica.PeerTransfers openTransfers;
@@ -277,6 +279,16 @@ public final class ReplicaHost {
             if (base != null) {
                 try {
                     build(base); // reads the log and decisions after the base: a damaged disk fails here too
+                } catch (io.salus.core.protocol.replica.RegionStore.StoreStateException e) {
+                    // issue 27: the disk's stored checkpoint is fine but the region's cells do not hold its state
+                    // (HFiles lost or damaged): rebuilt from the peers (metadata first), the disk kept
+                    if (ReplicaCatchUp.certified(rrs, keys.verifier(), addressing.membership(), coordination) == null) {
+                        throw e;
+                    }
+                    storeRefused = e.getMessage();
+                    LOG.warn("{}: its region's cells do not hold its certified checkpoint ({}): rebuilding from the"
+                            + " peer replicas, serving nothing until the metadata is here", me, e.getMessage());
+                    base = null;
                 } catch (RuntimeException e) {
                     quarantineOrThrow(e, quarantineDisk);
                     base = null;
@@ -420,7 +432,9 @@ public final class ReplicaHost {
                 for (NodeId peer : rrs.replicas()) {
                     if (!peer.equals(me)) {
                         // rebuilt while serving: the metadata first (a RebuildRequest without blocks); else the whole
-                        link.send(me, peer, rebuildSettings.background()
+                        // a versioned store (issue 27): always metadata first, the blocks then come in chunks;
+                        // a stored checkpoint is never sent whole
+                        link.send(me, peer, rebuildSettings.background() || store != null && store.versioned()
                                 ? new Message.RebuildRequest(region, rrs.generation(), cp.throughIndex(), List.of())
                                 : new Message.StateRequest(region, rrs.generation(), cp.throughIndex()));
                     }
@@ -983,6 +997,11 @@ public final class ReplicaHost {
         }
         // 1: its own disk could not be read at this open and was moved aside (diskQuarantined() says where)
         m.put("recoveryDiskQuarantined", diskQuarantined == null ? 0L : 1L);
+        // 1: the region's cells did not hold the certified stored checkpoint at this open (storeRefused() says why):
+        // rebuilt from the peers (issue 27)
+        m.put("recoveryStoreRefused", storeRefused == null ? 0L : 1L);
+        // 1: checkpoints are metadata only, the blocks live once in the region's cells (tables since issue 27)
+        m.put("storedCheckpoints", store != null && store.versioned() ? 1L : 0L);
         // GETs not answered because the region's cells could not be read (a damaged store file block)
         RegionReplica rr = replica;
         m.put("unreadableGets", rr == null ? 0L : rr.unreadableGets());
@@ -1014,6 +1033,16 @@ public final class ReplicaHost {
      */
     public io.salus.core.protocol.message.TrafficCounters traffic() {
         return traffic;
+    }
+
+    /** The region's cells as the replica's store. */
+    public RegionStore store() {
+        return store;
+    }
+
+    /** Why this open refused the region's cells (they did not hold the certified stored checkpoint), or null. */
+    public String storeRefused() {
+        return storeRefused;
     }
 
     /** Where this open moved the replica's unreadable Salus disk, or null. */

@@ -57,6 +57,8 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
     private static int sharedUsers;
 
     private volatile ReplicaHost host;
+    /** The region's cells as the replica's store (set at open): its retention cutoff guides compactions. */
+    private volatile io.salus.core.protocol.replica.RegionStore regionStore;
     private volatile String startError = "the Salus replica endpoint is not running on this region (closing?)";
     private ReplicaLink link;
     private VolumeAddressing addressing;
@@ -174,6 +176,7 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
             var disk = storage.disk(renv, me);
             var coordination = storage.coordination(renv, addressing.protocolConfig().volume());
             var store = storage.regionStore(renv, addressing.protocolConfig(), region);
+            regionStore = store;
             CompletableFuture<AsyncConnection> conn = acquireConnection(renv.getConfiguration());
             java.util.function.Function<Integer, CompletableFuture<String>> regionServer = k -> conn.thenCompose(c -> {
                 VolumeAddressing.Address a = addressing.address(region, k);
@@ -200,11 +203,33 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
             ReplicaStorageFactory st = storage;
             host.onDiskFailure(e -> st.diskFailed(renv, e)); // a lost disk: the region is reopened (= recovery)
             LOG.info("Salus replica {} started on region {} ({})", host.replicaId(), name, host.counters());
-        } catch (RuntimeException e) {
-            startError = "the Salus replica endpoint of " + name + " is not running: " + e.getMessage();
+        } catch (RuntimeException | OutOfMemoryError e) {
+            // never fails the region server (issue 27): the region stays open, every call says why Salus does not
+            // serve it, the endpoint's metrics and `salus status` show it, and the peers keep serving the region
+            startError = "the Salus replica endpoint of " + name + " is not running: " + e;
             LOG.error(startError, e);
             storage.close();
         }
+    }
+
+    /**
+     * A compaction of the replica region keeps every version of a cell that a read as of a stored checkpoint still
+     * needs (issue 27): all newer than the retention cutoff, and the newest at or below it
+     * ({@link io.salus.core.hbase.storage.VersionRetentionScanner}). Before the replica has a certified stored
+     * checkpoint (cutoff -1), and on a table that keeps one version, the compaction is HBase's own.
+     */
+    @Override
+    public org.apache.hadoop.hbase.regionserver.InternalScanner preCompact(
+            ObserverContext<RegionCoprocessorEnvironment> c, org.apache.hadoop.hbase.regionserver.Store store,
+            org.apache.hadoop.hbase.regionserver.InternalScanner scanner,
+            org.apache.hadoop.hbase.regionserver.ScanType scanType,
+            org.apache.hadoop.hbase.regionserver.compactions.CompactionLifeCycleTracker tracker,
+            org.apache.hadoop.hbase.regionserver.compactions.CompactionRequest request) {
+        if (regionStore instanceof io.salus.core.hbase.storage.HRegionStore h && h.versioned()
+                && h.retainedFrom() >= 0) {
+            return new io.salus.core.hbase.storage.VersionRetentionScanner(scanner, h.retainedFrom());
+        }
+        return scanner;
     }
 
     @Override

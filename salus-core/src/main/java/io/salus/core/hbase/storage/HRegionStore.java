@@ -7,6 +7,7 @@ import io.salus.core.merkle.MerkleTree;
 import io.salus.core.merkle.NodeStore;
 import io.salus.core.protocol.ProtocolConfig;
 import io.salus.core.protocol.replica.RegionStore;
+import io.salus.core.protocol.replica.RegionStore.StoreStateException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
@@ -57,6 +58,8 @@ import org.apache.hadoop.hbase.util.Bytes;
  */
 public final class HRegionStore implements RegionStore {
     public static final byte[] DATA = Bytes.toBytes("d");
+    /** Tree nodes kept in memory per region store at most (~150 bytes each: a few MB whatever the region holds). */
+    public static final int NODE_CACHE_ENTRIES = 1 << 15;
     /** markDurable retries a flush that HBase refused (another flush running) this many times, then fails. */
     private static final int MAX_FLUSH_ATTEMPTS = 50;
     /** How long markDurable waits, in all, for flushes of the region that HBase is already running. */
@@ -68,6 +71,13 @@ public final class HRegionStore implements RegionStore {
     private final long blocks;
     private final MerkleTree tree;
     private final RegionNodes nodes = new RegionNodes();
+    /**
+     * Whether the region's family keeps earlier versions of its cells (tables created since issue 27): then a
+     * checkpoint is metadata only and names {@link #version()}; reads as of a version use the cells' timestamps.
+     */
+    private final boolean versioned;
+    /** Versions older than the newest one at or below this timestamp are not needed (compactions drop them). */
+    private volatile long retainFrom = -1;
     private final LinkedHashMap<Long, byte[]> dirty = new LinkedHashMap<>();
     private final AtomicLong blockReads = new AtomicLong();
     private final AtomicLong nodeReads = new AtomicLong();
@@ -98,6 +108,9 @@ public final class HRegionStore implements RegionStore {
                     + " blocks per region): open the store with the region's own index");
         }
         this.tree = cfg.layout().newRegionTree(cfg.hash(), cfg.blockSize(), nodes);
+        org.apache.hadoop.hbase.client.ColumnFamilyDescriptor cf =
+                region.getTableDescriptor().getColumnFamily(SalusTableLayout.FAMILY);
+        this.versioned = cf != null && cf.getMaxVersions() > 1;
         // every apply rewrites the root node, in local row 0: the row's newest cell is the newest apply
         try {
             Result r0 = region.get(new Get(row(0)).addFamily(SalusTableLayout.FAMILY));
@@ -144,7 +157,10 @@ public final class HRegionStore implements RegionStore {
         nodes.pending(localBlock).addColumn(SalusTableLayout.FAMILY, DATA, copy);
         tree.putBlock(localBlock, copy);
         nodes.writePending();
-        dirty.put(localBlock, copy);
+        if (!versioned) {
+            // a carried checkpoint writes the changed blocks; a stored one names a version (the region keeps them)
+            dirty.put(localBlock, copy);
+        }
     }
 
     @Override
@@ -165,12 +181,30 @@ public final class HRegionStore implements RegionStore {
         for (long k : all) {
             checkLocal(k);
             Hash leaf = leaves.get(k);
+            if (leaf != null && tree.leaf(k).equals(leaf)) {
+                continue; // its leaf is the certified one already: its content (if held) stays (holds tells)
+            }
             nodes.timestamp = nextTimestamp();
             nodes.pending(k).addColumn(SalusTableLayout.FAMILY, DATA, new byte[0]);
             tree.setLeaf(k, leaf == null ? tree.emptyHash(0) : leaf);
             nodes.writePending();
             dirty.remove(k);
         }
+    }
+
+    /** Its leaf is {@code leaf} and its data cell holds content hashing to it (one GET of the row's two cells). */
+    @Override
+    public synchronized boolean holds(long localBlock, Hash leaf) {
+        checkLocal(localBlock);
+        if (!tree.leaf(localBlock).equals(leaf)) {
+            return false;
+        }
+        byte[] d = dirty.get(localBlock);
+        if (d == null) {
+            blockReads.incrementAndGet();
+            d = get(row(localBlock), DATA);
+        }
+        return d != null && d.length == cfg.blockSize() && cfg.hash().leafHash(d).equals(leaf);
     }
 
     @Override
@@ -298,6 +332,135 @@ public final class HRegionStore implements RegionStore {
         }
     }
 
+    // ------------------------------------------------------------------ versions (issue 27)
+
+    @Override
+    public boolean versioned() {
+        return versioned;
+    }
+
+    /** The timestamp of the last apply's cells: the state of every cell at or below it is the current one. */
+    @Override
+    public synchronized long version() {
+        requireVersions();
+        return lastTimestamp;
+    }
+
+    @Override
+    public byte[] readAt(long version, long localBlock) {
+        requireVersions();
+        checkLocal(localBlock);
+        blockReads.incrementAndGet();
+        byte[] v = getAt(row(localBlock), DATA, version);
+        return v == null || v.length == 0 ? new byte[cfg.blockSize()] : v;
+    }
+
+    /** The non-empty leaf hashes as of {@code version} (one scan of the {@code h0} cells, no block read). */
+    @Override
+    public Map<Long, Hash> leafHashesAt(long version) {
+        requireVersions();
+        Map<Long, Hash> out = new TreeMap<>();
+        scan(new Scan().addColumn(SalusTableLayout.FAMILY, nodeQualifier(0)), 0, version + 1, (local, c) -> {
+            if (c.getValueLength() == Hash.LENGTH) {
+                out.put(local, Hash.of(CellUtil.cloneValue(c)));
+            }
+        });
+        return out;
+    }
+
+    /**
+     * Finds the blocks whose data or leaf cell is newer than {@code version} (a scan HBase answers from the store files
+     * whose time range reaches past it), sets each back to its content as of {@code version}, and checks the root.
+     * Each set-back block's content must hash to its leaf as of {@code version}, else the cells are damaged.
+     */
+    @Override
+    public synchronized int resetTo(long version, Hash expectedRoot) {
+        requireVersions();
+        java.util.TreeSet<Long> changed = new java.util.TreeSet<>();
+        scan(new Scan().addColumn(SalusTableLayout.FAMILY, DATA).addColumn(SalusTableLayout.FAMILY, nodeQualifier(0)),
+                version + 1, Long.MAX_VALUE, (local, c) -> changed.add(local));
+        int reset = 0;
+        for (long k : changed) {
+            byte[] old = readAt(version, k);
+            byte[] leafCell = getAt(row(k), nodeQualifier(0), version);
+            Hash oldLeaf = leafCell == null || leafCell.length != Hash.LENGTH ? tree.emptyHash(0) : Hash.of(leafCell);
+            if (!cfg.hash().leafHash(old).equals(oldLeaf)) {
+                throw new StoreStateException(region.getRegionInfo().getEncodedName() + ": block " + k
+                        + " as of version " + version + " does not hash to its leaf then (cells lost or damaged)");
+            }
+            if (!tree.leaf(k).equals(oldLeaf) || !Arrays.equals(read(k), old)) {
+                apply(k, old);
+                reset++;
+            }
+        }
+        Hash root = tree.root();
+        if (!root.equals(expectedRoot)) {
+            throw new StoreStateException(region.getRegionInfo().getEncodedName() + ": the region tree root as of version "
+                    + version + " is " + root + ", the checkpoint's " + expectedRoot + " (" + changed.size()
+                    + " blocks changed since; cells lost or damaged)");
+        }
+        return reset;
+    }
+
+    @Override
+    public void retainFrom(long version) {
+        if (versioned && version > retainFrom) {
+            retainFrom = version;
+        }
+    }
+
+    /**
+     * Versions older than the newest one at or below this timestamp may be dropped by a compaction (-1: none may:
+     * no certified stored checkpoint is known yet). Read by the endpoint's compaction hook.
+     */
+    public long retainedFrom() {
+        return retainFrom;
+    }
+
+    private void requireVersions() {
+        if (!versioned) {
+            throw new UnsupportedOperationException(region.getRegionInfo().getTable() + " keeps one version of its"
+                    + " cells (created before issue 27): its checkpoints carry blocks");
+        }
+    }
+
+    private byte[] getAt(byte[] row, byte[] qualifier, long version) {
+        try {
+            Result r = region.get(new Get(row).addColumn(SalusTableLayout.FAMILY, qualifier).setTimeRange(0, version + 1));
+            return r.getValue(SalusTableLayout.FAMILY, qualifier);
+        } catch (IOException e) {
+            readFailed.accept(e);
+            throw new UncheckedIOException("cannot read " + Bytes.toStringBinary(row) + " as of " + version + " from "
+                    + region.getRegionInfo().getEncodedName(), e);
+        }
+    }
+
+    /** Scans the region's block rows (not other rows) with cells in [minTs, maxTs), giving each cell's local block. */
+    private void scan(Scan scan, long minTs, long maxTs, java.util.function.BiConsumer<Long, Cell> each) {
+        try {
+            scan.withStartRow(row(0)).withStopRow(Bytes.toBytes(firstBlock + blocks)).setTimeRange(minTs, maxTs)
+                    .setCacheBlocks(false);
+        } catch (IOException e) {
+            throw new IllegalArgumentException(e);
+        }
+        try (RegionScanner s = region.getScanner(scan)) {
+            List<Cell> cells = new ArrayList<>();
+            boolean more;
+            do {
+                cells.clear();
+                more = s.next(cells);
+                for (Cell c : cells) {
+                    if (c.getRowLength() == Long.BYTES) {
+                        each.accept(Bytes.toLong(c.getRowArray(), c.getRowOffset()) - firstBlock, c);
+                    }
+                }
+            } while (more);
+        } catch (IOException e) {
+            readFailed.accept(e);
+            throw new UncheckedIOException("cannot scan " + region.getRegionInfo().getEncodedName(), e);
+        }
+    }
+
     /**
      * Calls {@code hook} with the error of every read of the region's cells that fails, a GET ({@link #read}, tree
      * nodes) or the scan of {@link #leafHashes} (a mount query, a catch-up), before it is rethrown as an
@@ -331,7 +494,18 @@ public final class HRegionStore implements RegionStore {
     /** The region tree's nodes: cached, read on demand from the region, written with the block's put. */
     private final class RegionNodes implements NodeStore {
         private static final Hash ABSENT = Hash.of(new byte[Hash.LENGTH]);
-        private final Map<Integer, Map<Long, Hash>> cache = new HashMap<>();
+        /**
+         * Nodes read or written lately, at most {@link #NODE_CACHE_ENTRIES} (least recently used out): the tree of a
+         * region of any size costs a bounded heap (issue 27). A node written by an apply is in its row's pending put
+         * until the apply's {@code writePending}, and an apply touches ~2 × depth nodes, so it is never evicted
+         * before its write.
+         */
+        private final LinkedHashMap<Long, Hash> cache = new LinkedHashMap<>(1024, 0.75f, true) {
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<Long, Hash> eldest) {
+                return size() > NODE_CACHE_ENTRIES;
+            }
+        };
         private final LinkedHashMap<Long, Put> pending = new LinkedHashMap<>();
         long timestamp;
 
@@ -343,28 +517,32 @@ public final class HRegionStore implements RegionStore {
             return index << level;
         }
 
+        private static long key(int level, long index) {
+            return (long) level << 56 | index;
+        }
+
         @Override
         public Hash get(int level, long index) {
-            Map<Long, Hash> m = cache.computeIfAbsent(level, l -> new HashMap<>());
-            Hash h = m.get(index);
+            long key = key(level, index);
+            Hash h = cache.get(key);
             if (h == null) {
                 nodeReads.incrementAndGet();
                 byte[] v = HRegionStore.this.get(row(rowOf(level, index)), nodeQualifier(level));
                 h = v == null || v.length != Hash.LENGTH ? ABSENT : Hash.of(v);
-                m.put(index, h);
+                cache.put(key, h);
             }
             return h == ABSENT ? null : h;
         }
 
         @Override
         public void put(int level, long index, Hash hash) {
-            cache.computeIfAbsent(level, l -> new HashMap<>()).put(index, hash);
+            cache.put(key(level, index), hash);
             pending(rowOf(level, index)).addColumn(SalusTableLayout.FAMILY, nodeQualifier(level), hash.bytes());
         }
 
         @Override
         public void remove(int level, long index) {
-            cache.computeIfAbsent(level, l -> new HashMap<>()).put(index, ABSENT);
+            cache.put(key(level, index), ABSENT);
             pending(rowOf(level, index)).addColumn(SalusTableLayout.FAMILY, nodeQualifier(level), new byte[0]);
         }
 

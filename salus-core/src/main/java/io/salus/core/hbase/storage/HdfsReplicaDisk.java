@@ -57,8 +57,12 @@ import org.apache.hadoop.hdfs.client.HdfsDataOutputStream;
  * <li>{@code decisions/g<gen>/seg-<n>.log}: decision certificates, one frame each; after a TENTATIVE_COMMIT this
  * replica signed as a batch-leader replica, the client-signed BatchInfo it was signed on, a frame of its own
  * ({@link BatchInfoRecord}, review rv20-1; a build before it skips that frame as one that does not decode).</li>
+ * <li>{@code state/g<gen>/stored.<through>}: a checkpoint whose blocks are in the replica's versioned region store
+ * (issue 27): one frame of metadata (generation, index, last seq, volume-root record, region tree root, store
+ * version), ~100 bytes whatever the region holds. Written to a temporary name, hsynced and renamed.</li>
  * <li>{@code state/g<gen>/whole.<through>} and {@code delta.<through>}: snapshots and incremental
- * checkpoints, one frame per file, written to a temporary name, hsynced and renamed.</li>
+ * checkpoints that carry block contents, one frame per file, written to a temporary name, hsynced and renamed
+ * (a region store without versions, a generation's starting state, a volume created before issue 27).</li>
  * </ul>
  *
  * <p>Durability: {@link #append}, {@link #recordDecision} and {@link #recordDecisions} return after hsync. Concurrent
@@ -77,7 +81,9 @@ import org.apache.hadoop.hdfs.client.HdfsDataOutputStream;
  */
 public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
     private static final Pattern SEGMENT = Pattern.compile("seg-(\\d{20})\\.log");
-    private static final Pattern STATE = Pattern.compile("(whole|delta)\\.(-?\\d+)");
+    private static final Pattern STATE = Pattern.compile("(whole|delta|stored)\\.(-?\\d+)");
+    /** First long of a stored checkpoint's payload, so that it is never read as a carried one (or the reverse). */
+    private static final long STORED_MAGIC = 0x53414c5553435031L; // "SALUSCP1"
     private static final Pattern SAFE = Pattern.compile("[A-Za-z0-9_.:=-]+");
     /** A segment is rolled once it holds this many bytes (so GC can free space in whole files). */
     public static final long DEFAULT_SEGMENT_BYTES = 64L << 20;
@@ -328,6 +334,14 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
     }
 
     @Override
+    public void writeStoredCheckpoint(long generation, long throughIndex, long lastSeq, Map<Long, byte[]> changed,
+                                      VolumeRootRecord rootRecord, io.salus.core.merkle.Hash regionRoot,
+                                      long storeVersion) {
+        writeState(generation, "stored." + throughIndex, RegionSnapshot.stored(generation, throughIndex, lastSeq,
+                rootRecord, regionRoot, storeVersion));
+    }
+
+    @Override
     public RegionSnapshot readSnapshot(long generation, long throughIndex) {
         synchronized (stateLock) {
             return composeSnapshot(generation, throughIndex);
@@ -352,6 +366,21 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
                 if (m.matches()) {
                     (m.group(1).equals("whole") ? wholes : deltas).put(Long.parseLong(m.group(2)), st.getPath());
                 }
+            }
+            if (exists(new Path(sd, "stored." + throughIndex))) {
+                // a stored checkpoint through the index is the whole state by itself: every file below it goes
+                try {
+                    for (FileStatus st : list(sd)) {
+                        Matcher m = STATE.matcher(st.getPath().getName());
+                        if (m.matches() && Long.parseLong(m.group(2)) < throughIndex) {
+                            fs.delete(st.getPath(), false);
+                        }
+                    }
+                } catch (IOException e) {
+                    throw new UncheckedIOException("cannot garbage-collect the checkpoints of " + sd + " below "
+                            + throughIndex, e);
+                }
+                return;
             }
             if (!wholes.containsKey(throughIndex) && !deltas.containsKey(throughIndex)) {
                 return; // not this disk's own checkpoint through the index: nothing is collected
@@ -386,6 +415,10 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
 
     private RegionSnapshot composeSnapshot(long generation, long throughIndex) {
         Path sd = stateDir(generation);
+        RegionSnapshot stored = readState(new Path(sd, "stored." + throughIndex));
+        if (stored != null) {
+            return stored;
+        }
         RegionSnapshot whole = readState(new Path(sd, "whole." + throughIndex));
         if (whole != null) {
             return whole;
@@ -396,7 +429,7 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
             Matcher m = STATE.matcher(st.getPath().getName());
             if (m.matches() && m.group(1).equals("delta")) {
                 deltas.put(Long.parseLong(m.group(2)), st.getPath());
-            } else if (m.matches() && Long.parseLong(m.group(2)) < throughIndex) {
+            } else if (m.matches() && m.group(1).equals("whole") && Long.parseLong(m.group(2)) < throughIndex) {
                 from = Math.max(from, Long.parseLong(m.group(2)));
             }
         }
@@ -418,7 +451,7 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
         long best = -1;
         for (FileStatus st : list(stateDir(generation))) {
             Matcher m = STATE.matcher(st.getPath().getName());
-            if (m.matches() && m.group(1).equals("delta")) {
+            if (m.matches() && !m.group(1).equals("whole")) {
                 best = Math.max(best, Long.parseLong(m.group(2)));
             }
         }
@@ -477,6 +510,16 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
     static byte[] encodeSnapshot(RegionSnapshot s) {
         ByteArrayOutputStream bo = new ByteArrayOutputStream();
         try (DataOutputStream o = new DataOutputStream(bo)) {
+            if (s.isStored()) {
+                o.writeLong(STORED_MAGIC);
+                o.writeLong(s.generation());
+                o.writeLong(s.throughIndex());
+                o.writeLong(s.lastSeq());
+                o.write(s.rootRecord().encode());
+                o.write(s.stored().regionRoot().bytes());
+                o.writeLong(s.stored().storeVersion());
+                return bo.toByteArray();
+            }
             o.writeLong(s.generation());
             o.writeLong(s.throughIndex());
             o.writeLong(s.lastSeq());
@@ -496,6 +539,24 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
     static RegionSnapshot decodeSnapshot(byte[] b, Path p) {
         try {
             ByteBuffer in = ByteBuffer.wrap(b);
+            if (p.getName().startsWith("stored.")) {
+                if (in.getLong() != STORED_MAGIC) {
+                    throw new IllegalArgumentException("not a stored checkpoint");
+                }
+                long gen = in.getLong();
+                long through = in.getLong();
+                long lastSeq = in.getLong();
+                byte[] rr = new byte[VolumeRootRecord.ENCODED_LENGTH];
+                in.get(rr);
+                byte[] root = new byte[io.salus.core.merkle.Hash.LENGTH];
+                in.get(root);
+                long version = in.getLong();
+                if (in.hasRemaining()) {
+                    throw new IllegalArgumentException(in.remaining() + " bytes after the record");
+                }
+                return RegionSnapshot.stored(gen, through, lastSeq, VolumeRootRecord.decode(rr),
+                        io.salus.core.merkle.Hash.of(root), version);
+            }
             long gen = in.getLong();
             long through = in.getLong();
             long lastSeq = in.getLong();
@@ -524,6 +585,14 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
 
     private synchronized FramedLog decisions(long generation, boolean create) {
         return decisionLogs.computeIfAbsent(generation, g -> new FramedLog(new Path(dir, "decisions/g" + g), false));
+    }
+
+    private boolean exists(Path p) {
+        try {
+            return fs.exists(p);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot stat " + p, e);
+        }
     }
 
     private FileStatus[] list(Path d) {

@@ -41,6 +41,20 @@ public record SubBatch(String volume, int region, long batchId, int leaderRegion
         return puts.get(puts.size() - 1).seq();
     }
 
+    /**
+     * This sub-batch without its blocks' data (each put's data empty, its data hash, seqs, block and volume root
+     * kept): what a replica keeps in memory of an entry it resolved and applied (issue 27). Not valid to send.
+     */
+    public SubBatch withoutData() {
+        List<Put> light = new java.util.ArrayList<>(puts.size());
+        for (Put p : puts) {
+            light.add(new Put(p.seq(), p.prevNum(), p.block(), NO_DATA, p.dataHash(), p.volumeRoot()));
+        }
+        return new SubBatch(volume, region, batchId, leaderRegion, epoch, light, clientSig);
+    }
+
+    private static final byte[] NO_DATA = new byte[0];
+
     public SubBatch withSignature(byte[] sig) {
         return new SubBatch(volume, region, batchId, leaderRegion, epoch, puts, sig);
     }

@@ -51,6 +51,13 @@ public abstract class ForwardingReplicaDisk implements ReplicaDisk {
     }
 
     @Override
+    public void writeStoredCheckpoint(long generation, long throughIndex, long lastSeq, Map<Long, byte[]> changed,
+                                      VolumeRootRecord rootRecord, io.salus.core.merkle.Hash regionRoot,
+                                      long storeVersion) {
+        d.writeStoredCheckpoint(generation, throughIndex, lastSeq, changed, rootRecord, regionRoot, storeVersion);
+    }
+
+    @Override
     public RegionSnapshot readSnapshot(long generation, long throughIndex) {
         return d.readSnapshot(generation, throughIndex);
     }

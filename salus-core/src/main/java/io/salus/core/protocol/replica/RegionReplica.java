@@ -293,8 +293,13 @@ public final class RegionReplica {
             }
             this.rebuild = new Rebuild(base, rebuildLeaves);
             this.rebuilding = true;
-            this.rebuildMissing = rebuildLeaves.size();
+            this.rebuildMissing = rebuild.missing.size();
             this.resetAtOpen = 0; // the store holds exactly the certified tree (installMetadata set it)
+        } else if (base.isStored()) {
+            // issue 27: the checkpoint is metadata only; the store holds the blocks as of the recorded version and
+            // sets back what was applied after it (checked against the certified root: StoreStateException if not)
+            this.resetAtOpen = store.resetTo(base.stored().storeVersion(), base.stored().regionRoot());
+            store.retainFrom(base.stored().storeVersion()); // the certified base: nothing older is read again
         } else {
             this.resetAtOpen = resetStoreTo(cfg, base, store);
         }
@@ -656,7 +661,11 @@ public final class RegionReplica {
         final long lastSeq;
         final VolumeRootRecord record;
         final Map<Long, Hash> leaves;
-        final TreeMap<Long, byte[]> fetched = new TreeMap<>();
+        /**
+         * The fetched blocks, for the checkpoint file written once all are here; null over a versioned store, which
+         * holds them itself (issue 27: no copy of the region in memory).
+         */
+        final TreeMap<Long, byte[]> fetched = store.versioned() ? null : new TreeMap<>();
         final java.util.TreeSet<Long> missing;
         final long startedAt = System.currentTimeMillis();
         double tokens;
@@ -671,7 +680,13 @@ public final class RegionReplica {
             this.lastSeq = base.lastSeq();
             this.record = base.rootRecord();
             this.leaves = new TreeMap<>(leaves);
-            this.missing = new java.util.TreeSet<>(leaves.keySet());
+            this.missing = new java.util.TreeSet<>();
+            // only the blocks whose leaf differs, or whose content the store lost, are fetched (Merkle diff)
+            leaves.forEach((k, h) -> {
+                if (!store.holds(k, h)) {
+                    missing.add(k);
+                }
+            });
         }
     }
 
@@ -720,8 +735,8 @@ public final class RegionReplica {
             return; // one answer per peer per tick: a peer cannot make this replica read its disk in a loop
         }
         rebuildAnswered.put(from, ticks);
-        Message m = r.blocks().isEmpty() ? ReplicaCatchUp.answerMetadata(cfg, rrs, disk, r.throughIndex())
-                : ReplicaCatchUp.answerBlocks(rrs, disk, r.throughIndex(), r.blocks());
+        Message m = r.blocks().isEmpty() ? ReplicaCatchUp.answerMetadata(cfg, rrs, disk, store, r.throughIndex())
+                : ReplicaCatchUp.answerBlocks(rrs, disk, store, r.throughIndex(), r.blocks());
         if (m != null) {
             net.send(from, m);
         }
@@ -741,7 +756,9 @@ public final class RegionReplica {
                     || !cfg.hash().leafHash(sb.data()).equals(want)) {
                 continue; // not asked, already there, or not the certified content: a faulty peer's
             }
-            b.fetched.put(sb.localBlock(), sb.data());
+            if (b.fetched != null) {
+                b.fetched.put(sb.localBlock(), sb.data());
+            }
             b.missing.remove(sb.localBlock());
             took++;
             if (store.leaf(sb.localBlock()).equals(want)) {
@@ -809,8 +826,13 @@ public final class RegionReplica {
      */
     private void finishRebuild() {
         Rebuild b = rebuild;
-        RegionSnapshot s = new RegionSnapshot(rrs.generation(), b.through, b.lastSeq, b.fetched, b.record);
-        disk.writeSnapshot(s); // throws on a disk error: the next tick tries again
+        if (b.fetched != null) {
+            RegionSnapshot s = new RegionSnapshot(rrs.generation(), b.through, b.lastSeq, b.fetched, b.record);
+            disk.writeSnapshot(s); // throws on a disk error: the next tick tries again
+        }
+        // a versioned store: the state through the certified index never existed in it as one version (the tree was
+        // set first, blocks came in between later writes), so nothing is written; the next checkpoint index records a
+        // version holding every block, and checkpoints are signed from there on
         rebuild = null;
         rebuilding = false;
         rebuildMissing = 0;
@@ -857,7 +879,7 @@ public final class RegionReplica {
             return;
         }
         stateAnswered.put(from, ticks);
-        Message.StateTransfer x = ReplicaCatchUp.answer(cfg, rrs, disk, r.throughIndex());
+        Message.StateTransfer x = ReplicaCatchUp.answer(cfg, rrs, disk, store, r.throughIndex());
         if (x != null) {
             net.send(from, x);
         }
@@ -1474,6 +1496,11 @@ public final class RegionReplica {
     }
 
     /** Checkpoint writes of this replica that failed (each one's checkpoint is not signed; the next one retries). */
+    /** The index of the latest CHECKPOINT certificate this replica formed or started from (-1: none). */
+    public long certifiedIndex() {
+        return checkpoints.checkpointedIndex;
+    }
+
     public long checkpointWriteFailures() {
         return checkpointWriteFailures;
     }
@@ -1515,7 +1542,7 @@ public final class RegionReplica {
         // was logged, not validated again (a client signature check and a hash of every block per copy: with
         // 64-block sub-batches retransmitted every few ticks, re-validation kept the event loop from progressing)
         ReplicaLog.Entry logged = log.hasBatch(sb.batchId()) ? log.entryOfBatch(sb.batchId()) : null;
-        boolean copyOfLogged = logged != null && chainSender(from) && logged.sb.equals(sb);
+        boolean copyOfLogged = logged != null && chainSender(from) && sameSubBatch(logged, sb);
         if (!copyOfLogged && !validSubBatch(from, sb)) {
             return; // corrupted or misrouted: the sender retransmits; persistent failure triggers recovery
         }
@@ -1526,7 +1553,7 @@ public final class RegionReplica {
         }
         if (log.hasBatch(sb.batchId())) {
             ReplicaLog.Entry e = log.entryOfBatch(sb.batchId());
-            if (e != null && e.sb.equals(sb)) {
+            if (e != null && sameSubBatch(e, sb)) {
                 subBatchCopies++;
                 subBatchCopyBytes += entryLength(e);
                 if (e.logged && !from.equals(clientId) && chainSender(from)) {
@@ -2174,6 +2201,14 @@ public final class RegionReplica {
         } else {
             sendPutOutcome(e, false);
         }
+        // the blocks are in the log and (a COMMIT) in the store: memory keeps the entry's metadata only (issue 27),
+        // so what a replica holds between certificates does not grow with the size of its writes
+        e.dropData();
+    }
+
+    /** Whether {@code sb} is the sub-batch logged as {@code e} (by its bytes' digest once {@code e} dropped its data). */
+    private boolean sameSubBatch(ReplicaLog.Entry e, SubBatch sb) {
+        return e.hollow ? cfg.hash().hash(sb.encode()).equals(e.digest) : e.sb.equals(sb);
     }
 
     private void apply(ReplicaLog.Entry e) {
@@ -2275,20 +2310,35 @@ public final class RegionReplica {
         VolumeRootRecord rec = rootRecord;
         WrittenCheckpoint w = new WrittenCheckpoint(index, store.root(), rec);
         long gen = rrs.generation();
+        // issue 27: over a versioned store the checkpoint is metadata only, naming the store's version (its blocks
+        // stay in the store, made durable by markDurable below before anything is signed). While a rebuild still
+        // fetches blocks the store holds no complete state at any version: nothing is written until it is done
+        boolean stored = store.versioned();
+        long version = stored ? store.version() : -1;
+        boolean write = !stored || rebuild == null;
         Executor writer = LatencyTrace.legacy() ? Runnable::run : checkpointWriter;
-        writer.execute(() -> {
-            try {
-                long t0 = LatencyTrace.now();
-                disk.writeCheckpoint(gen, index, seq, changed, rec);
-                store.markDurable(changed);
-                LatencyTrace.took("checkpointWrite", t0);
-                checkpointsWritten.add(w);
-            } catch (RuntimeException ex) {
-                checkpointWriteFailures++;
-                checkpointFailures.add(new CheckpointWriteFailed(me + ": the checkpoint through index " + index
-                        + " was not written (" + ex + "); it is not signed, the next one writes its blocks too", ex));
-            }
-        });
+        if (write) {
+            writer.execute(() -> {
+                try {
+                    long t0 = LatencyTrace.now();
+                    if (stored) {
+                        // the store first: a stored checkpoint file names only a version that is durable
+                        store.markDurable(changed);
+                        disk.writeStoredCheckpoint(gen, index, seq, changed, rec, w.root(), version);
+                    } else {
+                        disk.writeCheckpoint(gen, index, seq, changed, rec);
+                        store.markDurable(changed);
+                    }
+                    LatencyTrace.took("checkpointWrite", t0);
+                    checkpointsWritten.add(w);
+                } catch (RuntimeException ex) {
+                    checkpointWriteFailures++;
+                    checkpointFailures.add(new CheckpointWriteFailed(me + ": the checkpoint through index " + index
+                            + " was not written (" + ex + "); it is not signed, the next one writes its blocks too",
+                            ex));
+                }
+            });
+        }
         if (me.equals(rrs.primary())) {
             for (NodeId r : rrs.replicas()) {
                 net.send(r, new Message.CheckpointPropose(regionId.index(), rrs.generation(), index));
@@ -2444,6 +2494,13 @@ public final class RegionReplica {
             // through k was written: a checkpoint write that failed before k is covered by a later one (rv17)
             try {
                 disk.collectCheckpoints(gen, k);
+                if (store.versioned()) {
+                    // versions older than the certified state's are not needed any more (compactions drop them)
+                    RegionSnapshot s = disk.readSnapshot(gen, k);
+                    if (s != null && s.isStored()) {
+                        store.retainFrom(s.stored().storeVersion());
+                    }
+                }
             } catch (RuntimeException ex) {
                 gcFailures.incrementAndGet();
             }

@@ -62,4 +62,71 @@ public interface RegionStore {
     default void markDurable(Map<Long, byte[]> written) {
         markDurable();
     }
+
+    /**
+     * Whether the store holds the content of block {@code localBlock} and it is the one of {@code leaf} (a rebuild
+     * fetches only the blocks it does not hold: the Merkle diff of issue 27). False by default: fetch everything.
+     */
+    default boolean holds(long localBlock, Hash leaf) {
+        return false;
+    }
+
+    // ------------------------------------------------------------------ versions (issue 27: checkpoints without data)
+
+    /**
+     * Whether this store keeps its earlier states readable by {@link #version()} ({@link #readAt},
+     * {@link #leafHashesAt}, {@link #resetTo}). A versioned store is durable by itself (HBase: the region's HFiles);
+     * the replica's checkpoints then carry no blocks, only the version ({@link RegionSnapshot#stored}). False by
+     * default: checkpoints carry the blocks that changed.
+     */
+    default boolean versioned() {
+        return false;
+    }
+
+    /**
+     * The version naming the store's current state (every later apply gets a higher one): what a checkpoint through
+     * the last applied index records. Only for a {@link #versioned()} store.
+     */
+    default long version() {
+        throw new UnsupportedOperationException(getClass().getSimpleName() + " keeps no versions");
+    }
+
+    /** The block's content as it was at {@code version} (zeros if it was not written then). */
+    default byte[] readAt(long version, long localBlock) {
+        throw new UnsupportedOperationException(getClass().getSimpleName() + " keeps no versions");
+    }
+
+    /** The leaf hashes of the blocks written at {@code version} (what a peer rebuilt from this one fetches first). */
+    default Map<Long, Hash> leafHashesAt(long version) {
+        throw new UnsupportedOperationException(getClass().getSimpleName() + " keeps no versions");
+    }
+
+    /**
+     * Sets every block changed after {@code version} back to its content at {@code version} (a reopened store can
+     * hold later applies: HBase flushes a closing region, or one under memory pressure) and checks that the region
+     * tree root is then {@code expectedRoot} (a certified checkpoint's). Reads and rewrites only the blocks changed
+     * since, never the whole region.
+     *
+     * @return the blocks set back
+     * @throws StoreStateException if the root differs (cells lost or damaged): the replica must be rebuilt from its
+     *                             peers, and nothing it holds may be served or signed
+     */
+    default int resetTo(long version, Hash expectedRoot) {
+        throw new UnsupportedOperationException(getClass().getSimpleName() + " keeps no versions");
+    }
+
+    /**
+     * A CHECKPOINT certificate through a state at {@code version} is stored and this replica's log is collected to
+     * it: versions older than the one visible at {@code version} are not needed any more (HBase: compactions drop
+     * them). Default: nothing to do.
+     */
+    default void retainFrom(long version) {
+    }
+
+    /** A versioned store's cells do not hold the state a certified checkpoint names. */
+    final class StoreStateException extends IllegalStateException {
+        public StoreStateException(String message) {
+            super(message);
+        }
+    }
 }

@@ -129,6 +129,17 @@ public final class ReplicaCatchUp {
      * fence. Null if its disk has no checkpoint through that index.
      */
     public static Message.StateTransfer answer(ProtocolConfig cfg, RrsConfig rrs, ReplicaDisk disk, long throughIndex) {
+        return answer(cfg, rrs, disk, null, throughIndex);
+    }
+
+    /**
+     * {@link #answer}, by a replica over {@code store}. A stored checkpoint (issue 27: its blocks are in the store)
+     * is answered <b>without blocks</b>: its log and decisions only (what a serving replica's continuation takes); a
+     * replica rebuilt from it takes the certified state's leaf hashes and then its blocks in bounded chunks
+     * ({@link #answerMetadata}, {@link #answerBlocks}), never the region in one message.
+     */
+    public static Message.StateTransfer answer(ProtocolConfig cfg, RrsConfig rrs, ReplicaDisk disk, RegionStore store,
+                                               long throughIndex) {
         long gen = rrs.generation();
         RegionSnapshot s = disk.readSnapshot(gen, throughIndex);
         if (s == null && throughIndex < 0 && gen == 0) {
@@ -362,11 +373,21 @@ public final class ReplicaCatchUp {
      */
     public static Message.StateTransfer answerMetadata(ProtocolConfig cfg, RrsConfig rrs, ReplicaDisk disk,
                                                        long throughIndex) {
-        Message.StateTransfer full = answer(cfg, rrs, disk, throughIndex);
+        return answerMetadata(cfg, rrs, disk, null, throughIndex);
+    }
+
+    /** {@link #answerMetadata}, by a replica over {@code store} (a stored checkpoint's leaves come from it). */
+    public static Message.StateTransfer answerMetadata(ProtocolConfig cfg, RrsConfig rrs, ReplicaDisk disk,
+                                                       RegionStore store, long throughIndex) {
+        Message.StateTransfer full = answer(cfg, rrs, disk, store, throughIndex);
         if (full == null) {
             return null;
         }
         java.util.TreeMap<Long, io.salus.core.merkle.Hash> leaves = new java.util.TreeMap<>();
+        RegionSnapshot s = store == null ? null : disk.readSnapshot(rrs.generation(), throughIndex);
+        if (s != null && s.isStored()) {
+            leaves.putAll(store.leafHashesAt(s.stored().storeVersion()));
+        }
         for (Message.StateBlock b : full.blocks()) {
             leaves.put(b.localBlock(), cfg.hash().leafHash(b.data()));
         }
@@ -383,13 +404,19 @@ public final class ReplicaCatchUp {
      */
     public static Message.RebuildBlocks answerBlocks(RrsConfig rrs, ReplicaDisk disk, long throughIndex,
                                                      List<Long> asked) {
+        return answerBlocks(rrs, disk, null, throughIndex, asked);
+    }
+
+    /** {@link #answerBlocks}, by a replica over {@code store} (a stored checkpoint's blocks are read from it). */
+    public static Message.RebuildBlocks answerBlocks(RrsConfig rrs, ReplicaDisk disk, RegionStore store,
+                                                     long throughIndex, List<Long> asked) {
         RegionSnapshot s = disk.readSnapshot(rrs.generation(), throughIndex);
-        if (s == null) {
+        if (s == null || s.isStored() && store == null) {
             return null;
         }
         List<Message.StateBlock> blocks = new ArrayList<>();
         for (long k : new java.util.TreeSet<>(asked)) {
-            byte[] d = s.blocks().get(k);
+            byte[] d = s.isStored() ? store.readAt(s.stored().storeVersion(), k) : s.blocks().get(k);
             if (d != null) {
                 blocks.add(new Message.StateBlock(k, d));
             }

@@ -61,6 +61,19 @@ public interface ReplicaDisk {
     void writeCheckpoint(long generation, long throughIndex, long lastSeq, Map<Long, byte[]> changed,
                          VolumeRootRecord rootRecord);
 
+    /**
+     * Writes a checkpoint through {@code throughIndex} whose blocks stay in the replica's versioned region store
+     * (issue 27, {@link RegionStore#versioned()}): metadata only (last seq, volume-root record, region tree root and
+     * the store version holding the state), so it costs O(1) whatever changed; {@link #readSnapshot} then returns it as
+     * a {@link RegionSnapshot#isStored stored} snapshot. The default writes a {@link #writeCheckpoint carried} one
+     * with the changed blocks (a disk without the stored format: the simulator's).
+     */
+    default void writeStoredCheckpoint(long generation, long throughIndex, long lastSeq, Map<Long, byte[]> changed,
+                                       VolumeRootRecord rootRecord, io.salus.core.merkle.Hash regionRoot,
+                                       long storeVersion) {
+        writeCheckpoint(generation, throughIndex, lastSeq, changed, rootRecord);
+    }
+
     /** The region state of the generation through the given index (composed), or null. */
     RegionSnapshot readSnapshot(long generation, long throughIndex);
 

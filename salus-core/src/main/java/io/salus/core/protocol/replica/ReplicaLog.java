@@ -22,8 +22,15 @@ final class ReplicaLog {
     /** One accepted sub-batch at its log index. */
     static final class Entry {
         final long index;
-        final SubBatch sb;
+        /** The logged sub-batch; without block data once {@link #hollow} (see {@link #dropData}). */
+        SubBatch sb;
         final Hash digest;
+        /**
+         * Resolved and acted on: the block data was dropped from memory (issue 27: the server's heap does not hold
+         * what the log and the region's cells already hold). Only its metadata is used from then on; a copy of it
+         * that arrives is recognised by its {@link #digest}; its bytes are on the disk for a peer that asks.
+         */
+        boolean hollow;
         final Set<NodeId> acks = new HashSet<>();
         boolean voted;
         boolean resolved;
@@ -54,6 +61,17 @@ final class ReplicaLog {
             this.index = index;
             this.sb = sb;
             this.digest = digest;
+        }
+
+        /** Drops the block data (after the entry was resolved and applied); keeps its encoded length. */
+        void dropData() {
+            if (!hollow) {
+                if (length < 0) {
+                    length = sb.encode().length;
+                }
+                sb = sb.withoutData();
+                hollow = true;
+            }
         }
     }
 

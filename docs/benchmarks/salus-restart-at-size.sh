@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Issue 27, "restart at size": './salus up' exports a Salus volume; a writer writes it sequentially and FLUSHes every
+# 16 blocks (flushed_writer.py, recording what each FLUSH reply covered); the whole 'salus up' JVM is killed with
+# SIGKILL mid-write; './salus up' again on the same data directory must print its READY line, and every block covered
+# by a FLUSH reply must read back with the bytes written. Cycle 0 fills the first FILL_MIB; every later cycle writes on
+# from where the last flushed write ended and is killed after a random 15-60 s. Each restart's log is checked for
+# OutOfMemoryError and uncaught exceptions ("Exception in thread"), and the server's heap after a full GC is read
+# with jcmd before each kill.
+#
+# Usage: docs/benchmarks/salus-restart-at-size.sh [cycles=10] [volume size=4G] [fill MiB=1024] [data dir]
+#   -> docs/benchmarks/salus-restart-at-size.csv (one row per cycle)
+# Needs python3-libnbd and jcmd (JDK). Runs on 127.0.0.1 only.
+set -euo pipefail
+here="$(cd "$(dirname "$0")/../.." && pwd)"
+cycles="${1:-10}"
+size="${2:-4G}"
+fill_mib="${3:-1024}"
+data="${4:-$(mktemp -d)/salus-data}"
+port=$((20000 + RANDOM % 20000))
+csv="$here/docs/benchmarks/salus-restart-at-size.csv"
+prog="$(dirname "$data")/flushed-progress"
+writer="$here/docs/benchmarks/flushed_writer.py"
+uri="nbd://127.0.0.1:$port"
+: > "$prog"
+echo "cycle,size,written_mib_before_kill,kill_after_s,ready_after_restart_s,verified_blocks,lost_blocks,log_errors,heap_used_mib_after_gc,salus_data_mib,loadavg" > "$csv"
+
+start_salus() { # -> sets pid, log; waits for READY (fails after 300 s)
+  log="$(dirname "$data")/salus-up-$1.log"
+  local t0; t0=$(date +%s.%N)
+  SALUS_SKIP_BUILD=1 "$here/salus" up --data "$data" --size "$size" --nbd-port "$port" --zk-port 0 \
+      --namenode-port 0 >"$log" 2>&1 &
+  pid=$!
+  while ! grep -q "SALUS READY" "$log"; do
+    if ! kill -0 "$pid" 2>/dev/null || [ "$(echo "$(date +%s.%N) - $t0 > 300" | bc)" = 1 ]; then
+      tail -30 "$log" >&2; echo "salus up did not become READY ($log)" >&2; return 1
+    fi
+    sleep 0.2
+  done
+  ready_s=$(echo "$(date +%s.%N) - $t0" | bc)
+}
+
+java_pid() { # the JVM under the salus script
+  pgrep -P "$pid" java || echo "$pid"
+}
+
+heap_after_gc() {
+  local j; j=$(java_pid)
+  jcmd "$j" GC.run >/dev/null 2>&1 || true
+  jcmd "$j" GC.heap_info 2>/dev/null | grep -oE 'used [0-9]+K' | head -1 | grep -oE '[0-9]+' | awk '{printf "%d", $1/1024}'
+}
+
+log_errors() { grep -cE "OutOfMemoryError|Exception in thread" "$1" || true; }
+
+start_salus 0
+echo "cycle 0: READY after ${ready_s}s ($data)"
+written=0
+for c in $(seq 0 "$cycles"); do
+  last=$(tail -1 "$prog" 2>/dev/null || echo 0); last=${last:-0}
+  if [ "$c" = 0 ]; then
+    end=$((fill_mib * 256)); kill_after=0
+  else
+    end=$((last + 1024 * 1024)); kill_after=$((15 + RANDOM % 46))
+  fi
+  t0=$(date +%s)
+  /usr/bin/python3 "$writer" write "$uri" "$prog" "$last" "$end" &
+  wpid=$!
+  if [ "$kill_after" = 0 ]; then
+    wait "$wpid"
+  else
+    sleep "$kill_after"
+  fi
+  heap=$(heap_after_gc)
+  now=$(tail -1 "$prog" 2>/dev/null || echo 0)
+  errors=$(log_errors "$log")
+  kill -KILL "$(java_pid)" "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  kill "$wpid" 2>/dev/null || true
+  wait "$wpid" 2>/dev/null || true
+  [ "$c" = "$cycles" ] && { echo "$c,$size,$(( ${now:-0} / 256 )),$(( $(date +%s) - t0 )),,,,$errors,$heap,$(du -sm "$data" | cut -f1),$(cut -d' ' -f1 /proc/loadavg)" >> "$csv"; break; }
+  start_salus "$((c + 1))"
+  res=$(/usr/bin/python3 "$writer" verify "$uri" "$prog" || true)
+  echo "cycle $c: killed after $(( $(date +%s) - t0 ))s at $(( ${now:-0} / 256 )) MiB flushed; READY after ${ready_s}s; $res"
+  verified=$(echo "$res" | grep -oE 'verified [0-9]+' | grep -oE '[0-9]+')
+  lost=$(echo "$res" | grep -oE '[0-9]+ lost' | grep -oE '[0-9]+')
+  echo "$c,$size,$(( ${now:-0} / 256 )),$kill_after,$ready_s,$verified,$lost,$errors,$heap,$(du -sm "$data" | cut -f1),$(cut -d' ' -f1 /proc/loadavg)" >> "$csv"
+done
+echo "results: $csv"
