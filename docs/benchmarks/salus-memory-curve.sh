@@ -34,7 +34,7 @@ heap() {
 }
 row() { # phase written seconds
   heap
-  local errs; errs=$(grep -cE "OutOfMemoryError|Exception in thread" "$log" || true)
+  local errs; errs=$(cat "$log" "$data"/logs/* 2>/dev/null | grep -cE "OutOfMemoryError|Exception in thread" || true)
   local mbps=""; [ "$3" != 0 ] && mbps=$(echo "scale=2; $4 / $3" | bc)
   echo "$1,$2,$used,$max,$(du -sm "$data" | cut -f1),$errs,$3,$mbps,$(cut -d' ' -f1 /proc/loadavg)" | tee -a "$csv"
 }
@@ -56,6 +56,9 @@ if [ "$random_s" -gt 0 ]; then
   fio --name=random --ioengine=nbd --uri="nbd://127.0.0.1:$port" --rw=randwrite --bs=4k --iodepth=32 \
       --size="$size" --time_based --runtime="$random_s" --output-format=terse --output="$(dirname "$data")/rand.terse"
   kib=$(cut -d';' -f48 "$(dirname "$data")/rand.terse" 2>/dev/null || echo 0)
-  row random "$done_mib+$((kib / 1024))" "$(( $(date +%s) - t0 ))" "$((kib / 1024))"
+  row random "$((done_mib + kib / 1024))" "$(( $(date +%s) - t0 ))" "$((kib / 1024))"
 fi
+"$here/exalt-agent/exalt" plot --series "salus up heap after full GC=$csv" --x client_mib_written \
+    --y heap_used_mib_after_gc,data_dir_mib --title "Salus server heap and data directory vs MiB written ($size volume)" \
+    --out "$here/docs/benchmarks/salus-memory-curve.png" 2>/dev/null | grep -v "agent active" || true
 echo "results: $csv (server log $log)"

@@ -49,7 +49,8 @@ heap_after_gc() {
   jcmd "$j" GC.heap_info 2>/dev/null | grep -oE 'used [0-9]+K' | head -1 | grep -oE '[0-9]+' | awk '{printf "%d", $1/1024}'
 }
 
-log_errors() { grep -cE "OutOfMemoryError|Exception in thread" "$1" || true; }
+# the launcher's stdout/stderr and its log files under <data>/logs
+log_errors() { cat "$1" "$data"/logs/* 2>/dev/null | grep -cE "OutOfMemoryError|Exception in thread" || true; }
 
 start_salus 0
 echo "cycle 0: READY after ${ready_s}s ($data)"

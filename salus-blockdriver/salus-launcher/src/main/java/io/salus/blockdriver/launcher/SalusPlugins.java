@@ -31,6 +31,10 @@ final class SalusPlugins {
     conf.set("dfs.datanode.plugins", WitnessDataNodePlugin.class.getName());
     conf.setInt(WitnessDataNodePlugin.PORT_KEY, 0);
     conf.set(WitnessDataNodePlugin.BIND_HOST_KEY, "127.0.0.1");
+    // Issue 27 (review rvw27-2): a stored checkpoint's blocks are the region's HFiles, which HBase closes without an
+    // hsync; the DataNodes fsync every block file at its close, so a certified checkpoint (and the log collected to
+    // it) survives a power loss, not only a crash of the process
+    conf.setBoolean("dfs.datanode.synconclose", true);
   }
 
   /**

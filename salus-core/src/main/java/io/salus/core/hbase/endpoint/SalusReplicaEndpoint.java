@@ -56,6 +56,8 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
     private static CompletableFuture<AsyncConnection> shared;
     private static int sharedUsers;
 
+    private static final java.util.concurrent.atomic.AtomicBoolean WARNED_SYNC_ON_CLOSE =
+            new java.util.concurrent.atomic.AtomicBoolean();
     private volatile ReplicaHost host;
     /** The region's cells as the replica's store (set at open): its retention cutoff guides compactions. */
     private volatile io.salus.core.protocol.replica.RegionStore regionStore;
@@ -134,6 +136,13 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
                 LOG.warn("{} is unset: the metadata holders of {} are the interim in-region ones, signed with the"
                         + " region server's test keys (tests only; `salus up` sets the real witnesses)",
                         WitnessHolders.CONNECTOR_KEY, td.getTableName());
+            }
+            if (!conf.getBoolean("dfs.datanode.synconclose", false) && !WARNED_SYNC_ON_CLOSE.getAndSet(true)) {
+                // issue 27 (review rvw27-2): a stored checkpoint's blocks are the region's HFiles, closed by HBase
+                // without an hsync; only DataNodes that fsync at close keep them through a power loss
+                LOG.warn("dfs.datanode.synconclose is not true in this region server's configuration: unless the"
+                        + " DataNodes set it (hdfs-site.xml), a power loss can take HFiles that a certified Salus"
+                        + " checkpoint names, after the log before it was collected; set it on every DataNode");
             }
             storage = conf.getClass(ReplicaStorageFactory.CLASS_KEY, HdfsReplicaStorage.class,
                     ReplicaStorageFactory.class).getDeclaredConstructor().newInstance();

@@ -375,6 +375,17 @@ public final class HRegionStore implements RegionStore {
      */
     @Override
     public synchronized int resetTo(long version, Hash expectedRoot) {
+        try {
+            return resetToChecked(version, expectedRoot);
+        } catch (UncheckedIOException e) {
+            // review rvw27: cells that cannot be read (a damaged store file) are the region's problem, not the
+            // disk's: the replica is rebuilt from its peers with its disk kept (and the region reopens itself)
+            throw new StoreStateException(region.getRegionInfo().getEncodedName() + ": its cells cannot be read back"
+                    + " to version " + version + ": " + e.getMessage());
+        }
+    }
+
+    private int resetToChecked(long version, Hash expectedRoot) {
         requireVersions();
         java.util.TreeSet<Long> changed = new java.util.TreeSet<>();
         scan(new Scan().addColumn(SalusTableLayout.FAMILY, DATA).addColumn(SalusTableLayout.FAMILY, nodeQualifier(0)),

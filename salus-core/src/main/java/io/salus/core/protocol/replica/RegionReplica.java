@@ -169,6 +169,11 @@ public final class RegionReplica {
     private long maxLedBatch = -1;
     /** The participants of the batches this replica decided as a leader replica, while that decision is on disk. */
     private final Map<Long, List<Integer>> ledParticipants = new java.util.HashMap<>();
+    /**
+     * The highest index whose CHECKPOINT certificate this replica stored in coordination and truncated its log to
+     * (written on the checkpoint writer, or inline): checkpoint files and cell versions are collected only up to it.
+     */
+    private volatile long persistedThrough = -1;
     /** GC steps that failed (the files stay; the next certificate tries again). */
     private final java.util.concurrent.atomic.AtomicLong gcFailures = new java.util.concurrent.atomic.AtomicLong();
     /** Decision records dropped by compaction since this replica started. */
@@ -294,7 +299,15 @@ public final class RegionReplica {
             this.rebuild = new Rebuild(base, rebuildLeaves);
             this.rebuilding = true;
             this.rebuildMissing = rebuild.missing.size();
+            if (!store.versioned()) {
+                rebuild.heldChecked = null; // fetches everything (its checkpoint file carries the blocks)
+            }
             this.resetAtOpen = 0; // the store holds exactly the certified tree (installMetadata set it)
+        } else if (base.isStored() && !store.versioned()) {
+            throw new RegionStore.StoreStateException(me + ": its checkpoint through " + base.throughIndex()
+                    + " is stored in the region's cell versions, and the region keeps one version of its cells now"
+                    + " (VERSIONS set back to 1?): set the family back to VERSIONS => 2147483647, or the replica is"
+                    + " rebuilt from its peers");
         } else if (base.isStored()) {
             // issue 27: the checkpoint is metadata only; the store holds the blocks as of the recorded version and
             // sets back what was applied after it (checked against the certified root: StoreStateException if not)
@@ -680,15 +693,45 @@ public final class RegionReplica {
             this.lastSeq = base.lastSeq();
             this.record = base.rootRecord();
             this.leaves = new TreeMap<>(leaves);
-            this.missing = new java.util.TreeSet<>();
-            // only the blocks whose leaf differs, or whose content the store lost, are fetched (Merkle diff)
-            leaves.forEach((k, h) -> {
-                if (!store.holds(k, h)) {
-                    missing.add(k);
-                }
-            });
+            this.missing = new java.util.TreeSet<>(leaves.keySet());
         }
+
+        /**
+         * Over a versioned store only (issue 27's Merkle diff): takes out of {@link #missing} the next blocks (at
+         * most {@link #HOLD_CHECKS_PER_TICK} per call, so that the reads spread over ticks) that the store already
+         * holds with their certified leaf; they are not fetched. A store without versions writes the fetched blocks
+         * as its checkpoint ({@link #fetched}): it fetches every block (review rvw27-1: a held block left out of it
+         * made a checkpoint that is not the certified state).
+         */
+        void dropHeld() {
+            if (fetched != null || heldChecked == null) {
+                return;
+            }
+            int checked = 0;
+            Long k = heldChecked == Long.MIN_VALUE ? (missing.isEmpty() ? null : missing.first())
+                    : missing.higher(heldChecked);
+            while (k != null && checked++ < HOLD_CHECKS_PER_TICK) {
+                Long next = missing.higher(k);
+                if (store.holds(k, leaves.get(k))) {
+                    missing.remove(k);
+                    rebuildHeld++;
+                }
+                heldChecked = k;
+                k = next;
+            }
+            if (k == null) {
+                heldChecked = null; // every block checked once
+            }
+        }
+
+        /** The last block {@link #dropHeld} checked (MIN_VALUE: none yet; null: all checked). */
+        Long heldChecked = Long.MIN_VALUE;
     }
+
+    /** Blocks a rebuild over a versioned store checks per tick for being held already (one GET each). */
+    static final int HOLD_CHECKS_PER_TICK = 512;
+    /** Blocks a rebuild did not fetch because the store held them with the certified leaf (the Merkle diff). */
+    private volatile long rebuildHeld;
 
     private Rebuild rebuild;
     private volatile int rebuildRate = DEFAULT_REBUILD_BLOCKS_PER_SECOND;
@@ -721,7 +764,7 @@ public final class RegionReplica {
     public Map<String, Long> rebuildCounters() {
         return Map.of("rebuildBlocks", rebuildBlocks, "rebuildMissing", rebuildMissing, "rebuildRequests",
                 rebuildRequests, "rebuildDroppedGets", rebuildDroppedGets, "rebuildMillis", rebuildMillis,
-                "rebuilding", rebuilding() ? 1L : 0L);
+                "rebuilding", rebuilding() ? 1L : 0L, "rebuildHeld", rebuildHeld);
     }
 
     /** A peer rebuilt while serving asks for the metadata of the certified state, or for some of its blocks. */
@@ -782,6 +825,8 @@ public final class RegionReplica {
         if (b == null) {
             return;
         }
+        b.dropHeld();
+        rebuildMissing = b.missing.size();
         if (b.missing.isEmpty()) {
             finishRebuild(); // a write of the checkpoint that failed is tried again
             return;
@@ -2431,6 +2476,7 @@ public final class RegionReplica {
                 // the store keeps the latest valid checkpoint (and anything newer), not the region's history
                 coordination.pruneCheckpoints(regionId, Coordination.signedByItsGeneration(verifier, membership));
                 disk.truncateLogPrefix(gen, through); // GC only after the certificate is stored
+                persistedThrough = Math.max(persistedThrough, through);
                 LatencyTrace.took("checkpointCertified", t0);
             };
             if (!checkpointsOffLoop || LatencyTrace.legacy() || LatencyTrace.inlineDisk()) {
@@ -2493,6 +2539,11 @@ public final class RegionReplica {
             // the certificate through k carries this replica's signature, given only once its own checkpoint
             // through k was written: a checkpoint write that failed before k is covered by a later one (rv17)
             try {
+                if (persistedThrough < k) {
+                    // review rvw27-3: the certificate through k was not stored (a ZooKeeper outage): a restart still
+                    // starts from the previous one, whose checkpoint files and cell versions must stay
+                    return;
+                }
                 disk.collectCheckpoints(gen, k);
                 if (store.versioned()) {
                     // versions older than the certified state's are not needed any more (compactions drop them)
