@@ -4,8 +4,9 @@
   flushed_writer.py write  URI PROGRESS START_BLOCK END_BLOCK   writes [START, END) in 16-block writes, each
                                                                 followed by a FLUSH; after each FLUSH reply appends
                                                                 the covered end block to PROGRESS (fsync'd)
-  flushed_writer.py verify URI PROGRESS                          reads every block below the highest recorded end
-                                                                and checks it holds the bytes written
+  flushed_writer.py verify URI PROGRESS [FROM_BLOCK]           reads every block from FROM_BLOCK (default 0) below
+                                                                the highest recorded end and checks it holds the
+                                                                bytes written
 
 Block b's content depends only on b (SHA-256 of "salus-restart:<b>" repeated), so a block written again in a later
 cycle holds the same bytes, and a block the volume lost reads as something else (zeros). Used by
@@ -48,20 +49,20 @@ def write(uri, progress, start, end):
     h.shutdown()
 
 
-def verify(uri, progress):
+def verify(uri, progress, start=0):
     ends = [int(x) for x in open(progress).read().split()] if os.path.exists(progress) else []
     covered = max(ends) if ends else 0
     h = connect(uri)
     bad = []
     step = 256
-    for b in range(0, covered, step):
+    for b in range(start, covered, step):
         n = min(step, covered - b)
         got = h.pread(n * BLOCK, b * BLOCK)
         for i in range(n):
             if got[i * BLOCK:(i + 1) * BLOCK] != content(b + i):
                 bad.append(b + i)
     h.shutdown()
-    print("verified %d flushed blocks: %d lost or wrong%s" % (covered, len(bad),
+    print("verified %d flushed blocks: %d lost or wrong%s" % (max(0, covered - start), len(bad),
           (" (first: %s)" % bad[:8]) if bad else ""))
     return covered, len(bad)
 
@@ -69,8 +70,8 @@ def verify(uri, progress):
 if __name__ == "__main__":
     if len(sys.argv) >= 2 and sys.argv[1] == "write" and len(sys.argv) == 6:
         write(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
-    elif len(sys.argv) == 4 and sys.argv[1] == "verify":
-        covered, bad = verify(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) in (4, 5) and sys.argv[1] == "verify":
+        covered, bad = verify(sys.argv[2], sys.argv[3], int(sys.argv[4]) if len(sys.argv) == 5 else 0)
         sys.exit(1 if bad else 0)
     else:
         sys.stderr.write(__doc__)

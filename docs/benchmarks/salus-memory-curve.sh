@@ -55,7 +55,7 @@ if [ "$random_s" -gt 0 ]; then
   t0=$(date +%s)
   fio --name=random --ioengine=nbd --uri="nbd://127.0.0.1:$port" --rw=randwrite --bs=4k --iodepth=32 \
       --size="$size" --time_based --runtime="$random_s" --output-format=terse --output="$(dirname "$data")/rand.terse"
-  kib=$(cut -d';' -f48 "$(dirname "$data")/rand.terse" 2>/dev/null || echo 0)
+  kib=$(cut -d';' -f47 "$(dirname "$data")/rand.terse" 2>/dev/null || echo 0)
   row random "$((done_mib + kib / 1024))" "$(( $(date +%s) - t0 ))" "$((kib / 1024))"
 fi
 "$here/exalt-agent/exalt" plot --series "salus up heap after full GC=$csv" --x client_mib_written \

@@ -2,8 +2,10 @@
 # Issue 27, "restart at size": './salus up' exports a Salus volume; a writer writes it sequentially and FLUSHes every
 # 16 blocks (flushed_writer.py, recording what each FLUSH reply covered); the whole 'salus up' JVM is killed with
 # SIGKILL mid-write; './salus up' again on the same data directory must print its READY line, and every block covered
-# by a FLUSH reply must read back with the bytes written. Cycle 0 fills the first FILL_MIB; every later cycle writes on
-# from where the last flushed write ended and is killed after a random 15-60 s. Each restart's log is checked for
+# by a FLUSH reply must read back with the bytes written. Cycle 0 fills the first FILL_MIB with fio (1 MiB writes,
+# crc32c verify headers, one FLUSH at the end), then writes on with the flushed writer and is killed after a random
+# 15-60 s, as is every later cycle (each writes on from where the last flushed write ended). After every restart fio
+# verifies the whole fill (--verify_only) and the writer every block its FLUSHes covered. Each restart's log is checked for
 # OutOfMemoryError and uncaught exceptions ("Exception in thread"), and the server's heap after a full GC is read
 # with jcmd before each kill.
 #
@@ -16,6 +18,7 @@ cycles="${1:-10}"
 size="${2:-4G}"
 fill_mib="${3:-1024}"
 data="${4:-$(mktemp -d)/salus-data}"
+mkdir -p "$(dirname "$data")"
 port=$((20000 + RANDOM % 20000))
 csv="$here/docs/benchmarks/salus-restart-at-size.csv"
 prog="$(dirname "$data")/flushed-progress"
@@ -27,8 +30,9 @@ echo "cycle,size,written_mib_before_kill,kill_after_s,ready_after_restart_s,veri
 start_salus() { # -> sets pid, log; waits for READY (fails after 300 s)
   log="$(dirname "$data")/salus-up-$1.log"
   local t0; t0=$(date +%s.%N)
-  SALUS_SKIP_BUILD=1 "$here/salus" up --data "$data" --size "$size" --nbd-port "$port" --zk-port 0 \
-      --namenode-port 0 >"$log" 2>&1 &
+  local first=(); [ "$1" = 0 ] && first=(--zk-port 0 --namenode-port 0) # a restart reuses the recorded ports
+  SALUS_SKIP_BUILD=1 "$here/salus" up --data "$data" --size "$size" --nbd-port "$port" "${first[@]}" \
+      >"$log" 2>&1 &
   pid=$!
   while ! grep -q "SALUS READY" "$log"; do
     if ! kill -0 "$pid" 2>/dev/null || [ "$(echo "$(date +%s.%N) - $t0 > 300" | bc)" = 1 ]; then
@@ -54,22 +58,22 @@ log_errors() { cat "$1" "$data"/logs/* 2>/dev/null | grep -cE "OutOfMemoryError|
 
 start_salus 0
 echo "cycle 0: READY after ${ready_s}s ($data)"
-written=0
-for c in $(seq 0 "$cycles"); do
-  last=$(tail -1 "$prog" 2>/dev/null || echo 0); last=${last:-0}
-  if [ "$c" = 0 ]; then
-    end=$((fill_mib * 256)); kill_after=0
-  else
-    end=$((last + 1024 * 1024)); kill_after=$((15 + RANDOM % 46))
-  fi
+fill_blocks=$((fill_mib * 256))
+fio_fill=(fio --name=fill --ioengine=nbd --uri="$uri" --rw=write --bs=1M --iodepth=8 --size="${fill_mib}M"
+  --verify=crc32c --randseed=27)
+if [ "$fill_mib" -gt 0 ]; then
   t0=$(date +%s)
-  /usr/bin/python3 "$writer" write "$uri" "$prog" "$last" "$end" &
+  "${fio_fill[@]}" --do_verify=0 --end_fsync=1 --output=/dev/null
+  echo "filled ${fill_mib} MiB with fio in $(( $(date +%s) - t0 )) s"
+fi
+echo "$fill_blocks" >> "$prog"
+for c in $(seq 1 "$cycles"); do
+  last=$(tail -1 "$prog" 2>/dev/null || echo 0); last=${last:-0}
+  end=$((last + 1024 * 1024)); kill_after=$((15 + RANDOM % 46))
+  t0=$(date +%s)
+  /usr/bin/python3 "$writer" write "$uri" "$prog" "$last" "$end" 2>/dev/null &
   wpid=$!
-  if [ "$kill_after" = 0 ]; then
-    wait "$wpid"
-  else
-    sleep "$kill_after"
-  fi
+  sleep "$kill_after"
   heap=$(heap_after_gc)
   now=$(tail -1 "$prog" 2>/dev/null || echo 0)
   errors=$(log_errors "$log")
@@ -77,12 +81,19 @@ for c in $(seq 0 "$cycles"); do
   wait "$pid" 2>/dev/null || true
   kill "$wpid" 2>/dev/null || true
   wait "$wpid" 2>/dev/null || true
-  [ "$c" = "$cycles" ] && { echo "$c,$size,$(( ${now:-0} / 256 )),$(( $(date +%s) - t0 )),,,,$errors,$heap,$(du -sm "$data" | cut -f1),$(cut -d' ' -f1 /proc/loadavg)" >> "$csv"; break; }
-  start_salus "$((c + 1))"
-  res=$(/usr/bin/python3 "$writer" verify "$uri" "$prog" || true)
+  start_salus "$c"
+  fill_bad=0
+  if [ "$fill_mib" -gt 0 ]; then
+    "${fio_fill[@]}" --verify_only=1 --output="$(dirname "$data")/fio-verify-$c.txt" || fill_bad=1
+  fi
+  res=$(/usr/bin/python3 "$writer" verify "$uri" "$prog" "$fill_blocks" || true)
+  [ "$fill_bad" = 1 ] && res="$res; fio found the fill damaged (see fio-verify-$c.txt)"
   echo "cycle $c: killed after $(( $(date +%s) - t0 ))s at $(( ${now:-0} / 256 )) MiB flushed; READY after ${ready_s}s; $res"
   verified=$(echo "$res" | grep -oE 'verified [0-9]+' | grep -oE '[0-9]+')
   lost=$(echo "$res" | grep -oE '[0-9]+ lost' | grep -oE '[0-9]+')
+  [ "$fill_bad" = 1 ] && lost="$lost+fill"
   echo "$c,$size,$(( ${now:-0} / 256 )),$kill_after,$ready_s,$verified,$lost,$errors,$heap,$(du -sm "$data" | cut -f1),$(cut -d' ' -f1 /proc/loadavg)" >> "$csv"
 done
+kill -TERM "$(java_pid)" 2>/dev/null || true
+wait "$pid" 2>/dev/null || true
 echo "results: $csv"

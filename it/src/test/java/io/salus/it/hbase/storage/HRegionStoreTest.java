@@ -164,15 +164,34 @@ class HRegionStoreTest {
         }
         long unwritten = java.util.stream.LongStream.range(0, PER_REGION).filter(b -> !written.contains(b)).findFirst().orElseThrow();
         assertArrayEquals(new byte[BLOCK], store.read(unwritten), "never written reads as zeros");
-        assertEquals(written, store.dirty().keySet());
+        // issue 27: a Salus table keeps cell versions; its checkpoints name a version, so the store keeps no dirty
+        // copy of any block
+        assertTrue(store.versioned(), "a Salus replica table keeps versions of its cells");
+        assertEquals(Set.of(), store.dirty().keySet());
 
         store.markDurable();
         assertTrue(store.dirty().isEmpty());
         assertEquals(0, r.getMemStoreDataSize(), "markDurable flushed the region (its puts skip the WAL)");
+        // the state now: a version, read back as of it after later applies, and set back to it
+        long v1 = store.version();
+        io.salus.core.merkle.Hash root1 = store.root();
+        Map<Long, io.salus.core.merkle.Hash> leaves1 = ref.leafHashes();
+        byte[] before1 = ref.read(1);
         store.apply(1, block(100));
         ref.apply(1, block(100));
         written.add(1L);
-        assertEquals(Set.of(1L), store.dirty().keySet(), "only what changed since markDurable");
+        assertArrayEquals(before1, store.readAt(v1, 1), "block 1 as of the version before its apply");
+        assertArrayEquals(block(100), store.readAt(store.version(), 1), "block 1 as of the latest version");
+        Map<Long, io.salus.core.merkle.Hash> at1 = new java.util.TreeMap<>(leaves1);
+        at1.values().removeIf(h -> h.equals(io.salus.core.merkle.EmptyHashes.of(cfg.hash(), BLOCK).at(0)));
+        assertEquals(at1, store.leafHashesAt(v1), "the leaves as of the version");
+        store.markDurable(); // the later apply is in the HFiles too (HBase flushed it: a close, memory pressure)
+        assertEquals(1, store.resetTo(v1, root1), "only the block applied after the version is set back");
+        assertEquals(root1, store.root());
+        assertArrayEquals(before1, store.read(1));
+        assertThrows(io.salus.core.protocol.replica.RegionStore.StoreStateException.class,
+            () -> store.resetTo(v1, ref.root()), "a root other than the cells' as of the version is refused");
+        store.apply(1, block(100)); // back to the reference's state
         store.markDurable();
 
         // the region closes and opens again (a new HRegion object); the new store rehashes nothing

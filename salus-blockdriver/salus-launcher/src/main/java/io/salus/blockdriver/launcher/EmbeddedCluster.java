@@ -356,6 +356,12 @@ public final class EmbeddedCluster implements AutoCloseable {
     c.setInt("hbase.master.start.timeout.localHBaseCluster", 180_000);
     c.setBoolean("hbase.localcluster.assign.random.ports", false);
     c.setFloat("hfile.block.cache.size", 0.1f);
+    // Issue 27: the region servers share this one JVM, and each sizes its memstores from the whole heap (40% by
+    // default): three of them could hold 120% of it before any memory-pressure flush. Together they get HBase's 40%;
+    // and a region written to less than a checkpoint interval and then left idle (a sequential fill moves on) is
+    // flushed after two minutes instead of HBase's hour, so the heap does not grow with the number of regions written.
+    c.setFloat("hbase.regionserver.global.memstore.size", 0.4f / Math.max(1, options.regionServers()));
+    c.setInt("hbase.regionserver.optionalcacheflushinterval", 120_000);
     c.setInt("hbase.regionserver.handler.count", 10);
     c.setBoolean("hbase.unsafe.stream.capability.enforce", false);
     SalusPlugins.configureHBase(c, keyring);
