@@ -362,6 +362,9 @@ public final class EmbeddedCluster implements AutoCloseable {
     // flushed after two minutes instead of HBase's hour, so the heap does not grow with the number of regions written.
     c.setFloat("hbase.regionserver.global.memstore.size", 0.4f / Math.max(1, options.regionServers()));
     c.setInt("hbase.regionserver.optionalcacheflushinterval", 120_000);
+    // no MSLAB chunk pool: HBase keeps flushed memstores' 2 MiB chunks for reuse up to the whole global memstore size,
+    // which in this shared heap looked like memory growing with the bytes written (issue 27's memory curve)
+    c.setFloat("hbase.hregion.memstore.chunkpool.maxsize", 0f);
     c.setInt("hbase.regionserver.handler.count", 10);
     c.setBoolean("hbase.unsafe.stream.capability.enforce", false);
     SalusPlugins.configureHBase(c, keyring);
