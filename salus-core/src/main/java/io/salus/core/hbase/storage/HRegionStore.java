@@ -236,36 +236,17 @@ public final class HRegionStore implements RegionStore {
 
     @Override
     public synchronized Map<Long, Hash> leafHashes() {
+        // a failed scan is reported as a failed GET is (scan): a mount query the replica cannot answer because its
+        // cells cannot be read must get the region reopened (damaged store files moved aside, cells restored), or the
+        // mount waits for it for ever
         Map<Long, Hash> out = new TreeMap<>();
-        byte[] q = nodeQualifier(0);
-        Scan scan = new Scan().withStartRow(row(0)).withStopRow(Bytes.toBytes(firstBlock + blocks))
-                .addColumn(SalusTableLayout.FAMILY, q);
-        try (RegionScanner s = region.getScanner(scan)) {
-            List<Cell> cells = new ArrayList<>();
-            boolean more;
-            do {
-                cells.clear();
-                more = s.next(cells);
-                for (Cell c : cells) {
-                    byte[] v = CellUtil.cloneValue(c);
-                    byte[] row = CellUtil.cloneRow(c);
-                    if (row.length != Long.BYTES) {
-                        continue;
-                    }
-                    long local = Bytes.toLong(row) - firstBlock;
-                    if (v.length == Hash.LENGTH) {
-                        out.put(local, Hash.of(v));
-                    } else if (v.length == 0) {
-                        out.put(local, tree.emptyHash(0)); // written with zeros: its leaf is the empty leaf
-                    }
-                }
-            } while (more);
-        } catch (IOException e) {
-            // as a failed GET: a mount query the replica cannot answer because its cells cannot be read must get the
-            // region reopened (damaged store files moved aside, cells restored), or the mount waits for it for ever
-            readFailed.accept(e);
-            throw new UncheckedIOException("cannot scan the leaf hashes of " + region.getRegionInfo().getEncodedName(), e);
-        }
+        scan(new Scan().addColumn(SalusTableLayout.FAMILY, nodeQualifier(0)), 0, Long.MAX_VALUE, (local, c) -> {
+            if (c.getValueLength() == Hash.LENGTH) {
+                out.put(local, Hash.of(CellUtil.cloneValue(c)));
+            } else if (c.getValueLength() == 0) {
+                out.put(local, tree.emptyHash(0)); // written with zeros: its leaf is the empty leaf
+            }
+        });
         return out;
     }
 

@@ -252,9 +252,30 @@ public final class ReplicaMount {
         return a.values().stream().allMatch(first::sameState);
     }
 
+    /**
+     * The region root each answer's leaf hashes rebuild, computed once per answer (an answer is never changed; a new
+     * one replaces it): the mount polls {@link #outcome} every few ms, and rebuilding every answered region's tree at
+     * each poll (O(blocks written) hashes) kept the client's loop so busy that a mount of a 2 GiB volume with a few
+     * hundred MiB written timed out after a restart (issue 27's restart-at-size run). Pruned to the current answers.
+     */
+    private final Map<Message.MountState, Hash> leafRoots = new java.util.IdentityHashMap<>();
+
+    private Hash leafRoot(Message.MountState c) {
+        return leafRoots.computeIfAbsent(c, x -> {
+            MerkleTree rt = cfg.layout().newRegionTree(cfg.hash(), cfg.blockSize(), new InMemoryNodeStore());
+            x.leafHashes().forEach(rt::setLeaf);
+            return rt.root();
+        });
+    }
+
     Outcome outcome() {
         if (fence == 0) {
             return learnFence();
+        }
+        if (!leafRoots.isEmpty()) {
+            java.util.Set<Message.MountState> current = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+            answers.values().forEach(m -> current.addAll(m.values()));
+            leafRoots.keySet().retainAll(current);
         }
         Map<Integer, VolumeClient.RegionView> views = new HashMap<>();
         long[] accepted = new long[cfg.regionCount()];
@@ -294,9 +315,7 @@ public final class ReplicaMount {
                     // and every mount failed while it answered first (review rvw23-2); its leaves are not used
                     continue;
                 }
-                MerkleTree rt = cfg.layout().newRegionTree(cfg.hash(), cfg.blockSize(), new InMemoryNodeStore());
-                c.leafHashes().forEach(rt::setLeaf);
-                if (rt.root().equals(s.regionRoot())) {
+                if (leafRoot(c).equals(s.regionRoot())) {
                     leaves = c.leafHashes();
                     break;
                 }
