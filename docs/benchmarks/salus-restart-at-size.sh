@@ -60,7 +60,7 @@ start_salus 0
 echo "cycle 0: READY after ${ready_s}s ($data)"
 fill_blocks=$((fill_mib * 256))
 fio_fill=(fio --name=fill --ioengine=nbd --uri="$uri" --rw=write --bs=1M --iodepth=8 --size="${fill_mib}M"
-  --verify=crc32c --randseed=27)
+  --verify=crc32c --randseed=27 --verify_state_save=0)
 if [ "$fill_mib" -gt 0 ]; then
   t0=$(date +%s)
   "${fio_fill[@]}" --do_verify=0 --end_fsync=1 --output=/dev/null
