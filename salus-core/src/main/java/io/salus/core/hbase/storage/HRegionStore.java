@@ -336,7 +336,7 @@ public final class HRegionStore implements RegionStore {
         requireVersions();
         checkLocal(localBlock);
         blockReads.incrementAndGet();
-        byte[] v = getAt(row(localBlock), DATA, version);
+        byte[] v = get(row(localBlock), DATA, version);
         return v == null || v.length == 0 ? new byte[cfg.blockSize()] : v;
     }
 
@@ -378,7 +378,7 @@ public final class HRegionStore implements RegionStore {
         int reset = 0;
         for (long k : changed) {
             byte[] old = readAt(version, k);
-            byte[] leafCell = getAt(row(k), nodeQualifier(0), version);
+            byte[] leafCell = get(row(k), nodeQualifier(0), version);
             Hash oldLeaf = leafCell == null || leafCell.length != Hash.LENGTH ? tree.emptyHash(0) : Hash.of(leafCell);
             if (!cfg.hash().leafHash(old).equals(oldLeaf)) {
                 throw new StoreStateException(region.getRegionInfo().getEncodedName() + ": block " + k
@@ -417,17 +417,6 @@ public final class HRegionStore implements RegionStore {
         if (!versioned) {
             throw new UnsupportedOperationException(region.getRegionInfo().getTable() + " keeps one version of its"
                     + " cells (created before issue 27): its checkpoints carry blocks");
-        }
-    }
-
-    private byte[] getAt(byte[] row, byte[] qualifier, long version) {
-        try {
-            Result r = region.get(new Get(row).addColumn(SalusTableLayout.FAMILY, qualifier).setTimeRange(0, version + 1));
-            return r.getValue(SalusTableLayout.FAMILY, qualifier);
-        } catch (IOException e) {
-            readFailed.accept(e);
-            throw new UncheckedIOException("cannot read " + Bytes.toStringBinary(row) + " as of " + version + " from "
-                    + region.getRegionInfo().getEncodedName(), e);
         }
     }
 
@@ -477,12 +466,25 @@ public final class HRegionStore implements RegionStore {
     }
 
     private byte[] get(byte[] row, byte[] qualifier) {
+        return get(row, qualifier, CURRENT);
+    }
+
+    /** Reads of the newest cell, with no time range. */
+    private static final long CURRENT = Long.MAX_VALUE;
+
+    /** A cell's value as of {@code version} ({@link #CURRENT}: the newest), or null; a failed read is reported. */
+    private byte[] get(byte[] row, byte[] qualifier, long version) {
         try {
-            Result r = region.get(new Get(row).addColumn(SalusTableLayout.FAMILY, qualifier));
+            Get g = new Get(row).addColumn(SalusTableLayout.FAMILY, qualifier);
+            if (version != CURRENT) {
+                g.setTimeRange(0, version + 1);
+            }
+            Result r = region.get(g);
             return r.getValue(SalusTableLayout.FAMILY, qualifier);
         } catch (IOException e) {
             readFailed.accept(e);
-            throw new UncheckedIOException("cannot read " + Bytes.toStringBinary(row) + " from "
+            throw new UncheckedIOException("cannot read " + Bytes.toStringBinary(row)
+                    + (version == CURRENT ? "" : " as of " + version) + " from "
                     + region.getRegionInfo().getEncodedName(), e);
         }
     }

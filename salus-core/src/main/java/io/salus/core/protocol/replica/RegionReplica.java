@@ -924,7 +924,7 @@ public final class RegionReplica {
             return;
         }
         stateAnswered.put(from, ticks);
-        Message.StateTransfer x = ReplicaCatchUp.answer(cfg, rrs, disk, store, r.throughIndex());
+        Message.StateTransfer x = ReplicaCatchUp.answer(cfg, rrs, disk, r.throughIndex());
         if (x != null) {
             net.send(from, x);
         }

@@ -129,17 +129,11 @@ public final class ReplicaCatchUp {
      * fence. Null if its disk has no checkpoint through that index.
      */
     public static Message.StateTransfer answer(ProtocolConfig cfg, RrsConfig rrs, ReplicaDisk disk, long throughIndex) {
-        return answer(cfg, rrs, disk, null, throughIndex);
+        return answer(rrs, disk, stateThrough(cfg, rrs, disk, throughIndex), throughIndex);
     }
 
-    /**
-     * {@link #answer}, by a replica over {@code store}. A stored checkpoint (issue 27: its blocks are in the store)
-     * is answered <b>without blocks</b>: its log and decisions only (what a serving replica's continuation takes); a
-     * replica rebuilt from it takes the certified state's leaf hashes and then its blocks in bounded chunks
-     * ({@link #answerMetadata}, {@link #answerBlocks}), never the region in one message.
-     */
-    public static Message.StateTransfer answer(ProtocolConfig cfg, RrsConfig rrs, ReplicaDisk disk, RegionStore store,
-                                               long throughIndex) {
+    /** The disk's state through {@code throughIndex} (generation 0 through -1: empty), or null. */
+    private static RegionSnapshot stateThrough(ProtocolConfig cfg, RrsConfig rrs, ReplicaDisk disk, long throughIndex) {
         long gen = rrs.generation();
         RegionSnapshot s = disk.readSnapshot(gen, throughIndex);
         if (s == null && throughIndex < 0 && gen == 0) {
@@ -147,6 +141,17 @@ public final class ReplicaCatchUp {
             // CHECKPOINT certificate yet) gets the log from index 0
             s = RegionSnapshot.empty(0, io.salus.core.protocol.recovery.RegionLogRecovery.emptyVolumeRoot(cfg));
         }
+        return s;
+    }
+
+    /**
+     * {@link #answer} from state {@code s} (null: no answer). A stored checkpoint (issue 27: its blocks are in the
+     * replica's store) is answered <b>without blocks</b>: its log and decisions only (what a serving replica's
+     * continuation takes); a replica rebuilt from it takes the certified state's leaf hashes and then its blocks in
+     * bounded chunks ({@link #answerMetadata}, {@link #answerBlocks}), never the region in one message.
+     */
+    private static Message.StateTransfer answer(RrsConfig rrs, ReplicaDisk disk, RegionSnapshot s, long throughIndex) {
+        long gen = rrs.generation();
         if (s == null) {
             return null;
         }
@@ -379,13 +384,13 @@ public final class ReplicaCatchUp {
     /** {@link #answerMetadata}, by a replica over {@code store} (a stored checkpoint's leaves come from it). */
     public static Message.StateTransfer answerMetadata(ProtocolConfig cfg, RrsConfig rrs, ReplicaDisk disk,
                                                        RegionStore store, long throughIndex) {
-        Message.StateTransfer full = answer(cfg, rrs, disk, store, throughIndex);
+        RegionSnapshot s = stateThrough(cfg, rrs, disk, throughIndex);
+        Message.StateTransfer full = answer(rrs, disk, s, throughIndex);
         if (full == null) {
             return null;
         }
         java.util.TreeMap<Long, io.salus.core.merkle.Hash> leaves = new java.util.TreeMap<>();
-        RegionSnapshot s = store == null ? null : disk.readSnapshot(rrs.generation(), throughIndex);
-        if (s != null && s.isStored()) {
+        if (s.isStored() && store != null) {
             leaves.putAll(store.leafHashesAt(s.stored().storeVersion()));
         }
         for (Message.StateBlock b : full.blocks()) {
