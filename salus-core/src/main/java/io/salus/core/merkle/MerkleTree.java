@@ -114,6 +114,37 @@ public final class MerkleTree {
         return root();
     }
 
+    /**
+     * Sets the leaves {@code offset + k} to {@code leaves.get(k)} and recomputes each node above them once, level by
+     * level (a mount installs a region's leaves this way: {@link #setLeaf} per leaf hashed the whole path every time,
+     * and a client mounting a volume with hundreds of thousands of written blocks spent minutes in it).
+     * Returns the new root.
+     */
+    public Hash setLeaves(long offset, Map<Long, Hash> leaves) {
+        long[] idx = new long[leaves.size()];
+        int n = 0;
+        for (Map.Entry<Long, Hash> e : leaves.entrySet()) {
+            long b = offset + e.getKey();
+            checkBlock(b);
+            setNode(0, b, e.getValue());
+            idx[n++] = b;
+        }
+        java.util.Arrays.sort(idx);
+        for (int level = 0; level < depth && n > 0; level++) {
+            int m = 0;
+            for (int i = 0; i < n; i++) {
+                long parent = idx[i] >>> 1;
+                if (m > 0 && idx[m - 1] == parent) {
+                    continue; // its sibling was set too: the parent is computed once
+                }
+                setNode(level + 1, parent, alg.nodeHash(node(level, parent << 1), node(level, (parent << 1) | 1)));
+                idx[m++] = parent;
+            }
+            n = m;
+        }
+        return root();
+    }
+
     private void setNode(int level, long index, Hash h) {
         if (h.equals(empty.at(level))) {
             store.remove(level, index);

@@ -148,4 +148,33 @@ class MerkleTreeTest {
         assertThrows(IllegalArgumentException.class, () -> t.putBlock(1, new byte[3]));
         assertThrows(IllegalArgumentException.class, () -> RegionLayout.ofRegionSize(10, 3));
     }
+
+    /** A mount's batch install (each node hashed once) builds the tree leaf-by-leaf setting builds, nodes included. */
+    @ParameterizedTest
+    @EnumSource(HashAlgorithm.class)
+    void setLeavesAtAnOffsetBuildsWhatSettingEachLeafBuilds(HashAlgorithm alg) {
+        Random rnd = new Random(27);
+        long leaves = 1000; // not a power of two: the last region is partial
+        MerkleTree one = new MerkleTree(alg, BS, leaves);
+        MerkleTree batch = new MerkleTree(alg, BS, leaves);
+        long offset = 256;
+        Map<Long, Hash> set = new HashMap<>();
+        for (int i = 0; i < 300; i++) {
+            long k = rnd.nextInt((int) (leaves - offset));
+            byte[] d = new byte[BS];
+            rnd.nextBytes(d);
+            // some leaves set to the empty leaf (a block written with zeros): stored as unwritten in both
+            Hash h = i % 10 == 0 ? one.emptyHash(0) : alg.leafHash(d);
+            set.put(k, h);
+        }
+        set.forEach((k, h) -> one.setLeaf(offset + k, h));
+        assertEquals(one.root(), batch.setLeaves(offset, set));
+        for (int level = 0; level <= one.depth(); level++) {
+            for (long i = 0; i < (leaves >>> level) + 1; i++) {
+                assertEquals(one.node(level, i), batch.node(level, i), "node " + level + "/" + i);
+            }
+        }
+        assertEquals(((InMemoryNodeStore) one.store()).size(), ((InMemoryNodeStore) batch.store()).size());
+        assertThrows(IndexOutOfBoundsException.class, () -> batch.setLeaves(offset, Map.of(leaves - offset, one.root())));
+    }
 }

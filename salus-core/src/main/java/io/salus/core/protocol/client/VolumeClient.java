@@ -61,7 +61,7 @@ public final class VolumeClient {
     private String needsRemount;
     private boolean recoveryRequested;
 
-    private final MerkleTree tree;
+    private MerkleTree tree;
     private long nextSeq = 1;
     private long nextBatchId = 1;
     private long[] lastSeqOfRegion;
@@ -881,23 +881,28 @@ public final class VolumeClient {
      */
     private void install(long trustedSeq, Hash trustedRoot, Map<Integer, RegionView> views,
                          java.util.function.BiFunction<Integer, RegionView, String> seqCheck) {
+        // one fresh volume tree, each region's leaves set at once (each node hashed once), each region checked by
+        // its node at the region level (a region tree's root equals it: RegionLayout); the client's tree is replaced
+        // only once everything checks
         MerkleTree fresh = new MerkleTree(cfg.hash(), cfg.blockSize(), layout.volumeBlocks());
-        Map<Long, Hash> roots = new HashMap<>();
         VolumeRootRecord newest = null;
         for (int r = 0; r < cfg.regionCount(); r++) {
             RegionView v = views.get(r);
             if (v == null) {
                 throw new IllegalStateException("mount: no view of region " + r);
             }
-            MerkleTree rt = layout.newRegionTree(cfg.hash(), cfg.blockSize(),
-                    new io.salus.core.merkle.InMemoryNodeStore());
-            v.leafHashes().forEach(rt::setLeaf);
-            if (!rt.root().equals(v.regionRoot())) {
+            long first = layout.firstBlock(r);
+            long inRegion = Math.min(layout.blocksPerRegion(), layout.volumeBlocks() - first);
+            for (long k : v.leafHashes().keySet()) {
+                if (k < 0 || k >= inRegion) {
+                    throw new IllegalStateException("mount: region " + r + " names block " + k + " outside its "
+                            + inRegion + " blocks");
+                }
+            }
+            fresh.setLeaves(first, v.leafHashes());
+            if (!fresh.node(layout.regionLevel(), r).equals(v.regionRoot())) {
                 throw new IllegalStateException("mount: region " + r + " subtree does not match its root");
             }
-            long first = layout.firstBlock(r);
-            v.leafHashes().forEach((k, h) -> fresh.setLeaf(first + k, h));
-            roots.put((long) r, v.regionRoot());
             String stale = seqCheck == null ? null : seqCheck.apply(r, v);
             if (stale != null) {
                 throw new IllegalStateException("mount: region " + r + ": " + stale);
@@ -912,19 +917,13 @@ public final class VolumeClient {
             throw new IllegalStateException("mount: newest region root record " + newest + " != LCP " + trustedSeq);
         }
         // install
+        tree = fresh;
         for (int r = 0; r < cfg.regionCount(); r++) {
-            long first = layout.firstBlock(r);
-            for (long b = first; b < Math.min(first + layout.blocksPerRegion(), layout.volumeBlocks()); b++) {
-                tree.setLeaf(b, fresh.leaf(b));
-            }
             lastSeqOfRegion[r] = views.get(r).rootRecord().seq();
             nextPrevNum[r] = lastSeqOfRegion[r];
             TreeMap<Long, Hash> h = new TreeMap<>();
             h.put(lastSeqOfRegion[r], views.get(r).regionRoot());
             regionRootHistory.put(r, h);
-        }
-        if (!tree.root().equals(trustedRoot)) {
-            throw new IllegalStateException("mount: installed tree root mismatch");
         }
         nextSeq = trustedSeq + 1;
         prevBatchId = -1;
