@@ -30,6 +30,13 @@ public final class SalusTableLayout {
     public static final String NAMESPACE = "salus";
     /** Column family of the block rows (the same as HBaseVolume's). */
     public static final byte[] FAMILY = Bytes.toBytes("b");
+    /**
+     * Column family of the region tree's nodes (qualifiers {@code h<level>}, same rows), in tables created since
+     * issue 27's restart-at-size run: HBase keeps each family in its own store files, so the leaf hashes a mount or a
+     * rebuild scans are read without the blocks (32 bytes instead of a block per row). Tables without it keep their
+     * nodes in {@link #FAMILY}.
+     */
+    public static final byte[] TREE_FAMILY = Bytes.toBytes("t");
     /** Table attribute holding {@link VolumeGeometry#encode}. */
     public static final String LAYOUT_ATTRIBUTE = "salus.layout";
     /** Table attribute holding the replica index 0, 1 or 2 of this table. */
@@ -68,6 +75,10 @@ public final class SalusTableLayout {
                         // issue 27: earlier versions stay readable, so a checkpoint names a version instead of
                         // copying blocks; the endpoint's compaction hook drops those no certified checkpoint needs
                         .setMaxVersions(Integer.MAX_VALUE)
+                        .build())
+                .setColumnFamily(ColumnFamilyDescriptorBuilder.newBuilder(TREE_FAMILY)
+                        .setDFSReplication((short) 1)
+                        .setMaxVersions(Integer.MAX_VALUE) // read as of a checkpoint's version, as the blocks
                         .build())
                 // HBase compacts the region's flush files as it does any table's (its own threads and policy); a
                 // compaction keeps every version a stored checkpoint may still be read at (SalusReplicaEndpoint)

@@ -37,6 +37,13 @@ public final class HBaseVolumeClientRunner implements Closeable {
     /** Longest wait between polls of a region the client awaits replies from (after empty polls). */
     public static final long MAX_POLL_MILLIS = 20;
     public static final long TICK_MILLIS = 50;
+    /**
+     * Configuration key: the local directory whose file system holds the client's volume tree (a sparse file,
+     * memory-mapped and unlinked at once: {@link io.salus.core.merkle.MappedNodeStore}); default {@code
+     * java.io.tmpdir}; {@value #TREE_IN_HEAP} keeps it in the Java heap (~250 bytes per written block).
+     */
+    public static final String TREE_DIR_KEY = "salus.client.tree.dir";
+    public static final String TREE_IN_HEAP = "heap";
 
     private final VolumeAddressing addressing;
     private final NodeId me;
@@ -159,6 +166,12 @@ public final class HBaseVolumeClientRunner implements Closeable {
         this.client = new VolumeClient(addressing.protocolConfig(), me, signer, verifier, addressing.membership(),
                 (to, m) -> send(to, m), counting, maxOutstandingBatches, retransmitMillis,
                 retriesBeforeRecovery, epoch);
+        String treeDir = conn.getConfiguration().get(TREE_DIR_KEY, System.getProperty("java.io.tmpdir"));
+        if (!TREE_IN_HEAP.equals(treeDir)) {
+            long leaves = addressing.protocolConfig().layout().volumeBlocks();
+            java.nio.file.Path dir = java.nio.file.Path.of(treeDir);
+            client.useTreeStores(() -> new io.salus.core.merkle.MappedNodeStore(dir, leaves));
+        }
         loop.scheduleWithFixedDelay(this::tick, TICK_MILLIS, TICK_MILLIS, TimeUnit.MILLISECONDS);
         loop.scheduleWithFixedDelay(this::pollAll, POLL_MILLIS, POLL_MILLIS, TimeUnit.MILLISECONDS);
     }

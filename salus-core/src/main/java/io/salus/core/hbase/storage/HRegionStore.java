@@ -46,7 +46,9 @@ import org.apache.hadoop.hbase.util.Bytes;
  * <ul>
  * <li>{@code d}: the block's content, in the block's row;</li>
  * <li>{@code h<level>}: the region tree's node (level, index) in the row of the first block it covers
- * ({@code firstBlock + index·2^level}); level 0 is the block's leaf hash, next to the block. An empty
+ * ({@code firstBlock + index·2^level}), in family {@link SalusTableLayout#TREE_FAMILY} {@code t} where the table
+ * has it (tables created since issue 27's restart-at-size run: a scan of the leaf hashes reads no block), else next
+ * to the block in {@code b}; level 0 is the block's leaf hash. An empty
  * value stands for an empty subtree (nodes are overwritten, never deleted: a delete could hide a later
  * put carrying the same millisecond timestamp).</li>
  * </ul>
@@ -70,6 +72,12 @@ public final class HRegionStore implements RegionStore {
     private static final long FLUSH_WAIT_MS = 300_000;
 
     private final Region region;
+    /**
+     * The family of the tree-node cells: {@link SalusTableLayout#TREE_FAMILY} in tables that have it (their leaf
+     * hashes are scanned without reading a block: a mount's leaf-hash answer read every block of the region from the
+     * shared family, minutes per region at 1 GiB written), else the blocks' family.
+     */
+    private final byte[] nodeFamily;
     private final ProtocolConfig cfg;
     private final long firstBlock;
     private final long blocks;
@@ -111,13 +119,15 @@ public final class HRegionStore implements RegionStore {
                     + regionIndex + " of volume " + cfg.volume() + " with " + blocks
                     + " blocks per region): open the store with the region's own index");
         }
+        this.nodeFamily = region.getTableDescriptor().getColumnFamily(SalusTableLayout.TREE_FAMILY) != null
+                ? SalusTableLayout.TREE_FAMILY : SalusTableLayout.FAMILY;
         this.tree = cfg.layout().newRegionTree(cfg.hash(), cfg.blockSize(), nodes);
         org.apache.hadoop.hbase.client.ColumnFamilyDescriptor cf =
                 region.getTableDescriptor().getColumnFamily(SalusTableLayout.FAMILY);
         this.versioned = cf != null && cf.getMaxVersions() > 1;
         // every apply rewrites the root node, in local row 0: the row's newest cell is the newest apply
         try {
-            Result r0 = region.get(new Get(row(0)).addFamily(SalusTableLayout.FAMILY));
+            Result r0 = region.get(new Get(row(0)).addFamily(SalusTableLayout.FAMILY).addFamily(nodeFamily));
             for (Cell c : r0.rawCells()) {
                 lastTimestamp = Math.max(lastTimestamp, c.getTimestamp());
             }
@@ -240,7 +250,7 @@ public final class HRegionStore implements RegionStore {
         // cells cannot be read must get the region reopened (damaged store files moved aside, cells restored), or the
         // mount waits for it for ever
         Map<Long, Hash> out = new TreeMap<>();
-        scan(new Scan().addColumn(SalusTableLayout.FAMILY, nodeQualifier(0)), 0, Long.MAX_VALUE, (local, c) -> {
+        scan(new Scan().addColumn(nodeFamily, nodeQualifier(0)), 0, Long.MAX_VALUE, (local, c) -> {
             if (c.getValueLength() == Hash.LENGTH) {
                 out.put(local, Hash.of(CellUtil.cloneValue(c)));
             } else if (c.getValueLength() == 0) {
@@ -336,7 +346,7 @@ public final class HRegionStore implements RegionStore {
         requireVersions();
         checkLocal(localBlock);
         blockReads.incrementAndGet();
-        byte[] v = get(row(localBlock), DATA, version);
+        byte[] v = get(row(localBlock), SalusTableLayout.FAMILY, DATA, version);
         return v == null || v.length == 0 ? new byte[cfg.blockSize()] : v;
     }
 
@@ -345,7 +355,7 @@ public final class HRegionStore implements RegionStore {
     public Map<Long, Hash> leafHashesAt(long version) {
         requireVersions();
         Map<Long, Hash> out = new TreeMap<>();
-        scan(new Scan().addColumn(SalusTableLayout.FAMILY, nodeQualifier(0)), 0, version + 1, (local, c) -> {
+        scan(new Scan().addColumn(nodeFamily, nodeQualifier(0)), 0, version + 1, (local, c) -> {
             if (c.getValueLength() == Hash.LENGTH) {
                 out.put(local, Hash.of(CellUtil.cloneValue(c)));
             }
@@ -373,12 +383,12 @@ public final class HRegionStore implements RegionStore {
     private int resetToChecked(long version, Hash expectedRoot) {
         requireVersions();
         java.util.TreeSet<Long> changed = new java.util.TreeSet<>();
-        scan(new Scan().addColumn(SalusTableLayout.FAMILY, DATA).addColumn(SalusTableLayout.FAMILY, nodeQualifier(0)),
+        scan(new Scan().addColumn(SalusTableLayout.FAMILY, DATA).addColumn(nodeFamily, nodeQualifier(0)),
                 version + 1, Long.MAX_VALUE, (local, c) -> changed.add(local));
         int reset = 0;
         for (long k : changed) {
             byte[] old = readAt(version, k);
-            byte[] leafCell = get(row(k), nodeQualifier(0), version);
+            byte[] leafCell = get(row(k), nodeFamily, nodeQualifier(0), version);
             Hash oldLeaf = leafCell == null || leafCell.length != Hash.LENGTH ? tree.emptyHash(0) : Hash.of(leafCell);
             if (!cfg.hash().leafHash(old).equals(oldLeaf)) {
                 throw new StoreStateException(region.getRegionInfo().getEncodedName() + ": block " + k
@@ -466,21 +476,21 @@ public final class HRegionStore implements RegionStore {
     }
 
     private byte[] get(byte[] row, byte[] qualifier) {
-        return get(row, qualifier, CURRENT);
+        return get(row, SalusTableLayout.FAMILY, qualifier, CURRENT);
     }
 
     /** Reads of the newest cell, with no time range. */
     private static final long CURRENT = Long.MAX_VALUE;
 
     /** A cell's value as of {@code version} ({@link #CURRENT}: the newest), or null; a failed read is reported. */
-    private byte[] get(byte[] row, byte[] qualifier, long version) {
+    private byte[] get(byte[] row, byte[] family, byte[] qualifier, long version) {
         try {
-            Get g = new Get(row).addColumn(SalusTableLayout.FAMILY, qualifier);
+            Get g = new Get(row).addColumn(family, qualifier);
             if (version != CURRENT) {
                 g.setTimeRange(0, version + 1);
             }
             Result r = region.get(g);
-            return r.getValue(SalusTableLayout.FAMILY, qualifier);
+            return r.getValue(family, qualifier);
         } catch (IOException e) {
             readFailed.accept(e);
             throw new UncheckedIOException("cannot read " + Bytes.toStringBinary(row)
@@ -525,7 +535,7 @@ public final class HRegionStore implements RegionStore {
             Hash h = cache.get(key);
             if (h == null) {
                 nodeReads.incrementAndGet();
-                byte[] v = HRegionStore.this.get(row(rowOf(level, index)), nodeQualifier(level));
+                byte[] v = HRegionStore.this.get(row(rowOf(level, index)), nodeFamily, nodeQualifier(level), CURRENT);
                 h = v == null || v.length != Hash.LENGTH ? ABSENT : Hash.of(v);
                 cache.put(key, h);
             }
@@ -535,13 +545,13 @@ public final class HRegionStore implements RegionStore {
         @Override
         public void put(int level, long index, Hash hash) {
             cache.put(key(level, index), hash);
-            pending(rowOf(level, index)).addColumn(SalusTableLayout.FAMILY, nodeQualifier(level), hash.bytes());
+            pending(rowOf(level, index)).addColumn(nodeFamily, nodeQualifier(level), hash.bytes());
         }
 
         @Override
         public void remove(int level, long index) {
             cache.put(key(level, index), ABSENT);
-            pending(rowOf(level, index)).addColumn(SalusTableLayout.FAMILY, nodeQualifier(level), new byte[0]);
+            pending(rowOf(level, index)).addColumn(nodeFamily, nodeQualifier(level), new byte[0]);
         }
 
         void writePending() {

@@ -62,6 +62,9 @@ public final class VolumeClient {
     private boolean recoveryRequested;
 
     private MerkleTree tree;
+    /** Where a volume tree keeps its nodes: the heap by default, see {@link #useTreeStores}. */
+    private java.util.function.Supplier<io.salus.core.merkle.NodeStore> treeStores =
+            io.salus.core.merkle.InMemoryNodeStore::new;
     private long nextSeq = 1;
     private long nextBatchId = 1;
     private long[] lastSeqOfRegion;
@@ -199,6 +202,19 @@ public final class VolumeClient {
             regionRootHistory.computeIfAbsent(r, k -> new TreeMap<>()).put(0L, tree.node(layout.regionLevel(), r));
             unflushed.add(r);
         }
+    }
+
+    /**
+     * Keeps the volume tree's nodes in stores made by {@code stores} (e.g. a {@link io.salus.core.merkle.MappedNodeStore}
+     * outside the heap) from now on: the current, still empty tree is replaced, and every mount builds its tree in a
+     * new store. Only before the first write or mount.
+     */
+    public void useTreeStores(java.util.function.Supplier<io.salus.core.merkle.NodeStore> stores) {
+        if (!tree.root().equals(tree.emptyHash(tree.depth())) || !outstanding.isEmpty() || remount != null) {
+            throw new IllegalStateException("the volume tree's store is chosen before the first write or mount");
+        }
+        treeStores = stores;
+        tree = new MerkleTree(cfg.hash(), cfg.blockSize(), layout.volumeBlocks(), stores.get());
     }
 
     public Hash volumeRoot() {
@@ -884,7 +900,7 @@ public final class VolumeClient {
         // one fresh volume tree, each region's leaves set at once (each node hashed once), each region checked by
         // its node at the region level (a region tree's root equals it: RegionLayout); the client's tree is replaced
         // only once everything checks
-        MerkleTree fresh = new MerkleTree(cfg.hash(), cfg.blockSize(), layout.volumeBlocks());
+        MerkleTree fresh = new MerkleTree(cfg.hash(), cfg.blockSize(), layout.volumeBlocks(), treeStores.get());
         VolumeRootRecord newest = null;
         for (int r = 0; r < cfg.regionCount(); r++) {
             RegionView v = views.get(r);
