@@ -108,10 +108,13 @@ class SalusOnHBaseTest {
         assertFalse(d.isMergeEnabled());
         assertEquals(Durability.SKIP_WAL, d.getDurability());
         ColumnFamilyDescriptor[] cfs = d.getColumnFamilies();
-        // blocks in "b", the region tree's nodes in "t" (a leaf-hash scan reads no block)
-        assertEquals(2, cfs.length);
+        // blocks and the region tree's nodes in "b" ("t" for the nodes only with -Dsalus.layout.treeFamily=true)
+        boolean tree = Boolean.getBoolean(SalusTableLayout.TREE_FAMILY_PROPERTY);
+        assertEquals(tree ? 2 : 1, cfs.length);
         assertEquals("b", cfs[0].getNameAsString());
-        assertEquals("t", cfs[1].getNameAsString());
+        if (tree) {
+          assertEquals("t", cfs[1].getNameAsString());
+        }
         for (ColumnFamilyDescriptor cf : cfs) {
           assertEquals(1, cf.getDFSReplication(), "column-family DFS replication 1 on " + t);
           assertEquals(Integer.MAX_VALUE, cf.getMaxVersions(), "every version kept until a compaction on " + t);

@@ -56,6 +56,14 @@ public final class MappedNodeStore implements NodeStore {
         Path file = null;
         try {
             Files.createDirectories(dir);
+            // a page of the sparse file first written when its file system is full fails inside the tree update
+            // (SIGBUS, an InternalError the client's batch cannot undo): the whole file's size must be free at start
+            // (review of 2026-12-02; ~64 bytes per block of the volume)
+            long usable = Files.getFileStore(dir).getUsableSpace();
+            if (usable < bytes) {
+                throw new IOException("the volume tree needs up to " + bytes + " bytes under " + dir + ", " + usable
+                        + " are free");
+            }
             file = Files.createTempFile(dir, "salus-tree-", ".nodes");
             try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
                 for (int c = 0; c < chunks.length; c++) {

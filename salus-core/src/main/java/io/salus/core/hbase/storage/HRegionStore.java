@@ -125,11 +125,21 @@ public final class HRegionStore implements RegionStore {
         org.apache.hadoop.hbase.client.ColumnFamilyDescriptor cf =
                 region.getTableDescriptor().getColumnFamily(SalusTableLayout.FAMILY);
         this.versioned = cf != null && cf.getMaxVersions() > 1;
-        // every apply rewrites the root node, in local row 0: the row's newest cell is the newest apply
+        // every apply rewrites the root node, in local row 0: the row's newest cell is the newest apply. With the nodes
+        // in their own family HBase may have flushed the blocks' family and not the nodes' (a memory-pressure flush
+        // picks the large stores) before a crash: the newest timestamp of every store file counts too (review of
+        // 2026-12-02), or a reopen on a server whose clock is behind would write cells older than surviving ones
         try {
             Result r0 = region.get(new Get(row(0)).addFamily(SalusTableLayout.FAMILY).addFamily(nodeFamily));
             for (Cell c : r0.rawCells()) {
                 lastTimestamp = Math.max(lastTimestamp, c.getTimestamp());
+            }
+            if (region instanceof org.apache.hadoop.hbase.regionserver.HRegion h) {
+                for (org.apache.hadoop.hbase.regionserver.HStore st : h.getStores()) {
+                    for (org.apache.hadoop.hbase.regionserver.HStoreFile f : st.getStorefiles()) {
+                        lastTimestamp = Math.max(lastTimestamp, f.getMaximumTimestamp().orElse(Long.MIN_VALUE));
+                    }
+                }
             }
         } catch (IOException e) {
             throw new UncheckedIOException("cannot read the newest cell of " + region.getRegionInfo().getEncodedName(), e);

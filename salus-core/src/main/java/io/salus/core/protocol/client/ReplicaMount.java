@@ -220,6 +220,17 @@ public final class ReplicaMount {
     }
 
     /** The LCP recorded in coordination for this mount's recovery epoch, once identifyLCP ran (else null). */
+    /**
+     * True if every key of {@code leaves} is a block of region {@code r} that the volume has: below the region's size
+     * and, in a last region the volume fills only partly, below the volume's end. A leaf set to the empty hash past the
+     * volume's end leaves the region root unchanged, so only this bound keeps a faulty replica's answer with one out of
+     * the mount (review of 2026-12-02: the install refused it, and every mount failed while that replica answered first).
+     */
+    static boolean leavesInRegion(ProtocolConfig cfg, int r, java.util.SortedMap<Long, Hash> leaves) {
+        long inRegion = Math.min(cfg.layout().blocksPerRegion(), cfg.layout().volumeBlocks() - cfg.layout().firstBlock(r));
+        return leaves.isEmpty() || (leaves.firstKey() >= 0 && leaves.lastKey() < inRegion);
+    }
+
     public Coordination.Lcp lcp() {
         return lcp;
     }
@@ -309,8 +320,7 @@ public final class ReplicaMount {
             // next PUT to the region continues its log after them (prevNum = accepted seq), GETs wait for the applied
             Map<Long, Hash> leaves = null;
             for (Message.MountState c : a.values()) {
-                if (!c.leafHashes().isEmpty() && (c.leafHashes().firstKey() < 0
-                        || c.leafHashes().lastKey() >= cfg.layout().blocksPerRegion())) {
+                if (!leavesInRegion(cfg, r, c.leafHashes())) {
                     // the leaves are not signed: one faulty replica's leaf outside the region threw out of the mount,
                     // and every mount failed while it answered first (review rvw23-2); its leaves are not used
                     continue;
