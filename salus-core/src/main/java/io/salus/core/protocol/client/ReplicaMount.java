@@ -219,18 +219,21 @@ public final class ReplicaMount {
         return out;
     }
 
-    /** The LCP recorded in coordination for this mount's recovery epoch, once identifyLCP ran (else null). */
     /**
      * True if every key of {@code leaves} is a block of region {@code r} that the volume has: below the region's size
      * and, in a last region the volume fills only partly, below the volume's end. A leaf set to the empty hash past the
      * volume's end leaves the region root unchanged, so only this bound keeps a faulty replica's answer with one out of
      * the mount (review of 2026-12-02: the install refused it, and every mount failed while that replica answered first).
      */
-    static boolean leavesInRegion(ProtocolConfig cfg, int r, java.util.SortedMap<Long, Hash> leaves) {
+    static boolean leavesInRegion(ProtocolConfig cfg, int r, Map<Long, Hash> leaves) {
         long inRegion = Math.min(cfg.layout().blocksPerRegion(), cfg.layout().volumeBlocks() - cfg.layout().firstBlock(r));
-        return leaves.isEmpty() || (leaves.firstKey() >= 0 && leaves.lastKey() < inRegion);
+        if (leaves instanceof java.util.SortedMap<Long, Hash> sorted) {
+            return sorted.isEmpty() || (sorted.firstKey() >= 0 && sorted.lastKey() < inRegion);
+        }
+        return leaves.keySet().stream().allMatch(k -> k >= 0 && k < inRegion);
     }
 
+    /** The LCP recorded in coordination for this mount's recovery epoch, once identifyLCP ran (else null). */
     public Coordination.Lcp lcp() {
         return lcp;
     }
@@ -274,8 +277,7 @@ public final class ReplicaMount {
     private Hash leafRoot(Message.MountState c) {
         return leafRoots.computeIfAbsent(c, x -> {
             MerkleTree rt = cfg.layout().newRegionTree(cfg.hash(), cfg.blockSize(), new InMemoryNodeStore());
-            x.leafHashes().forEach(rt::setLeaf);
-            return rt.root();
+            return rt.setLeaves(0, x.leafHashes());
         });
     }
 

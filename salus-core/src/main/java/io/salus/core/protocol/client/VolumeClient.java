@@ -907,14 +907,10 @@ public final class VolumeClient {
             if (v == null) {
                 throw new IllegalStateException("mount: no view of region " + r);
             }
-            long first = layout.firstBlock(r);
-            long inRegion = Math.min(layout.blocksPerRegion(), layout.volumeBlocks() - first);
-            for (long k : v.leafHashes().keySet()) {
-                if (k < 0 || k >= inRegion) {
-                    throw new IllegalStateException("mount: region " + r + " names block " + k + " outside its "
-                            + inRegion + " blocks");
-                }
+            if (!ReplicaMount.leavesInRegion(cfg, r, v.leafHashes())) {
+                throw new IllegalStateException("mount: region " + r + " names a block outside its blocks");
             }
+            long first = layout.firstBlock(r);
             fresh.setLeaves(first, v.leafHashes());
             if (!fresh.node(layout.regionLevel(), r).equals(v.regionRoot())) {
                 throw new IllegalStateException("mount: region " + r + " subtree does not match its root");
