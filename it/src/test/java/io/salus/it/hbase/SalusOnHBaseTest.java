@@ -108,8 +108,8 @@ class SalusOnHBaseTest {
         assertFalse(d.isMergeEnabled());
         assertEquals(Durability.SKIP_WAL, d.getDurability());
         ColumnFamilyDescriptor[] cfs = d.getColumnFamilies();
-        // blocks and the region tree's nodes in "b" ("t" for the nodes only with -Dsalus.layout.treeFamily=true)
-        boolean tree = Boolean.getBoolean(SalusTableLayout.TREE_FAMILY_PROPERTY);
+        // blocks and the region tree's nodes in "b" ("t" for the nodes unless -Dsalus.layout.treeFamily=false)
+        boolean tree = SalusTableLayout.treeFamily();
         assertEquals(tree ? 2 : 1, cfs.length);
         assertEquals("b", cfs[0].getNameAsString());
         if (tree) {

@@ -38,11 +38,17 @@ public final class SalusTableLayout {
      */
     public static final byte[] TREE_FAMILY = Bytes.toBytes("t");
     /**
-     * JVM system property of the process that creates a volume: {@code true} gives its tables the {@link #TREE_FAMILY}.
-     * Off by default (2026-12-02): with it, SalusStorageBoundedTest's Salus logs grew from ~0.5 MB to ~7 MB over 600
-     * batches (log GC fell behind; cause not found yet), while without it a mount's leaf-hash scan reads the blocks.
+     * JVM system property of the process that creates a volume: {@code false} creates its tables without the
+     * {@link #TREE_FAMILY} (the layout of volumes created before it; kept to test that layout). On by default since
+     * checkpoints stopped flushing once per checkpoint ({@code RegionStore#makeDurableThrough}): with one flush per
+     * checkpoint, two store files each, the checkpoint writers fell behind and the Salus logs grew with the run.
      */
     public static final String TREE_FAMILY_PROPERTY = "salus.layout.treeFamily";
+
+    /** Whether tables created by this process get the {@link #TREE_FAMILY} ({@link #TREE_FAMILY_PROPERTY}). */
+    public static boolean treeFamily() {
+        return Boolean.parseBoolean(System.getProperty(TREE_FAMILY_PROPERTY, "true"));
+    }
     /** Table attribute holding {@link VolumeGeometry#encode}. */
     public static final String LAYOUT_ATTRIBUTE = "salus.layout";
     /** Table attribute holding the replica index 0, 1 or 2 of this table. */
@@ -82,7 +88,7 @@ public final class SalusTableLayout {
                         // copying blocks; the endpoint's compaction hook drops those no certified checkpoint needs
                         .setMaxVersions(Integer.MAX_VALUE)
                         .build())
-                .setColumnFamilies(!Boolean.getBoolean(TREE_FAMILY_PROPERTY) ? List.of()
+                .setColumnFamilies(!treeFamily() ? List.of()
                         : List.of(ColumnFamilyDescriptorBuilder.newBuilder(TREE_FAMILY)
                         .setDFSReplication((short) 1)
                         .setMaxVersions(Integer.MAX_VALUE) // read as of a checkpoint's version, as the blocks

@@ -449,6 +449,39 @@ class HRegionStoreTest {
         assertEquals(ref.proof(1), reopened.proof(1));
     }
 
+    /**
+     * A checkpoint writer behind by several checkpoints flushes once for all of them: makeDurableThrough(v) flushes
+     * only while no flush that started after v was applied has completed. One flush per checkpoint (two store files
+     * each with the tree-node family) fell behind the writes, and the Salus logs, held until the checkpoints are
+     * certified, grew with the run (SalusStorageBoundedTest with the family: 0.5 -> 7 MB).
+     */
+    @Test
+    @Order(6)
+    void aCheckpointWhoseVersionIsDurableAlreadyDoesNotFlushAgain() throws Exception {
+        int idx = 1;
+        HRegion r = region(table(2), idx);
+        HRegionStore store = HRegionStore.open(r, cfg, idx);
+        store.apply(0, block(950));
+        long v1 = store.version();
+        store.apply(1, block(951));
+        long v2 = store.version();
+        assertTrue(v2 > v1);
+        assertTrue(r.getMemStoreDataSize() > 0);
+        store.makeDurableThrough(v1); // flushes: covers v2 as well (applied before the flush started)
+        assertEquals(0, r.getMemStoreDataSize(), "the state at v1 is not durable");
+        assertEquals(0, store.flushesSkipped());
+        store.makeDurableThrough(v2); // the flush above started after v2 was applied
+        assertEquals(1, store.flushesSkipped(), "v2 was durable already, yet the region was flushed again");
+        store.apply(2, block(952));
+        long v3 = store.version();
+        store.makeDurableThrough(v2);
+        assertEquals(2, store.flushesSkipped());
+        assertTrue(r.getMemStoreDataSize() > 0, "nothing asked for v3 yet");
+        store.makeDurableThrough(v3);
+        assertEquals(0, r.getMemStoreDataSize(), "the state at v3 is not durable: block 2 is only in the memstore");
+        assertEquals(2, store.flushesSkipped());
+    }
+
     // ------------------------------------------------------------------ restart replay (item 5)
 
     private static final List<NodeKeys> LEADERS = List.of(

@@ -2368,7 +2368,7 @@ public final class RegionReplica {
                     long t0 = LatencyTrace.now();
                     if (stored) {
                         // the store first: a stored checkpoint file names only a version that is durable
-                        store.markDurable(changed);
+                        store.makeDurableThrough(version);
                         disk.writeStoredCheckpoint(gen, index, seq, changed, rec, w.root(), version);
                     } else {
                         disk.writeCheckpoint(gen, index, seq, changed, rec);

@@ -91,6 +91,16 @@ public interface RegionStore {
         throw new UnsupportedOperationException(getClass().getSimpleName() + " keeps no versions");
     }
 
+    /**
+     * Makes the state at {@code version} durable (a {@link #version()} taken earlier): a versioned store that made a
+     * later state durable since does nothing (a flush covers every version at or below the one current when it
+     * started), so a checkpoint writer that fell behind pays one flush for all the checkpoints it catches up on.
+     * Only for a {@link #versioned()} store.
+     */
+    default void makeDurableThrough(long version) {
+        throw new UnsupportedOperationException(getClass().getSimpleName() + " keeps no versions");
+    }
+
     /** The block's content as it was at {@code version} (zeros if it was not written then). */
     default byte[] readAt(long version, long localBlock) {
         throw new UnsupportedOperationException(getClass().getSimpleName() + " keeps no versions");
