@@ -402,6 +402,51 @@ class SalusRegionRecoveryTest {
   }
 
   /**
+   * What HBase's balancer did in a 1 GiB fill of `salus up` (2026-12-02): it moved a replica region next to a peer of
+   * its RRS, the placement observer moved one of the two away again, and after the second such pair of moves region 2
+   * stopped answering (no PUT_SUCCESS after 72 retransmissions, every replica idle, nothing logged). Here: four times,
+   * one replica of region 1 is moved onto the server of a peer (the next replica each time) while the writer has
+   * batches in flight, and the observer separates them; every write must still commit and read back.
+   */
+  @Test
+  @Order(4)
+  void replicasMovedOntoTheirPeersAgainAndAgainMidWriteKeepEveryWriteCommitting() throws Exception {
+    VolumeGeometry g = volume("storm");
+    int n = 400;
+    int region = 1;
+    List<String> moves = new ArrayList<>();
+    try (SalusVolume v = SalusVolume.open(cluster.connection(), "storm")) {
+      Workload w = new Workload(g, v, n, 8);
+      for (int m = 0; m < 4; m++) {
+        long target = 30L + 80L * m;
+        awaitTrue(target + " writes acknowledged before move " + m, () -> w.acked() >= target || w.failed() > 0);
+        int k = m % 3;
+        int peer = (k + 1) % 3;
+        ReplicaHost before = cluster.endpoint(g, region, k).host();
+        ServerName onto = cluster.locate(g, region, peer);
+        HRegion moving = cluster.region(g, region, k);
+        try (Admin admin = cluster.connection().getAdmin()) {
+          admin.move(moving.getRegionInfo().getEncodedNameAsBytes(), onto);
+        }
+        awaitTrue("replica " + region + "/" + k + " reopened after move " + m, () -> {
+          SalusReplicaEndpoint ep = cluster.endpoint(g, region, k);
+          return ep != null && ep.host() != null && ep.host() != before;
+        });
+        moves.add("move " + m + ": " + region + "/" + k + " onto " + onto + " (server of " + region + "/" + peer
+            + ") after " + w.acked() + " acknowledged");
+        cluster.awaitPlaced(g); // the placement observer separates the two again
+      }
+      String failures = w.finish();
+      System.out.println("moves: " + moves + "; " + w.acked() + " of " + n + " acknowledged at the end; "
+          + (failures.isEmpty() ? "none failed" : failures));
+      assertEquals(4, moves.size(), "every move acted: " + moves);
+      assertEquals("", failures, "no write fails across the moves");
+      assertEquals(n, w.acked(), "every write is acknowledged");
+      assertVolume(w.expected(), await(v.read(0, (int) g.numBlocks())), "after the moves, every write reads back");
+    }
+  }
+
+  /**
    * A region server hosting replicas (not hbase:meta's) is killed while the writer has batches in flight; a new one
    * takes its place; its replica regions are reassigned and recover; the writer keeps writing throughout.
    */

@@ -339,4 +339,61 @@ class SalusReplicaEndpointTest {
             System.out.println("64-block batches, client link counters: " + r.counters());
         }
     }
+
+    /**
+     * Issue 27 item 4 (every queue bounded): a replica whose event loop stops running (here: held on a latch, as a
+     * slow HBase flush or apply would hold it) refuses messages past its inbound bound, answering "busy", instead of
+     * queueing them in the region server's heap; its senders retransmit, and once the loop runs again every batch
+     * commits on every replica. The bound is lowered to 8 messages so that a few dozen batches pass it.
+     */
+    @Test
+    @Order(5)
+    void aReplicaWhoseLoopFallsBehindRefusesPastItsBoundAndEveryBatchStillCommits() throws Exception {
+        ReplicaHost slow = cluster.host(0, 1);
+        long refusedBefore = slow.inbound().refused();
+        slow.limitInbound(8, 1 << 20);
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CompletableFuture<Object> held = slow.inspect(rep -> {
+            try {
+                release.await(120, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            return null;
+        });
+        Random rnd = new Random(55);
+        List<Long> ids = new ArrayList<>();
+        try {
+            for (int i = 0; i < 20; i++) { // fewer than the client's pipeline holds: submit never waits
+                long a = rnd.nextInt((int) BLOCKS_PER_REGION); // region 0 leads: replica 0/1 is in every batch
+                long b = BLOCKS_PER_REGION + rnd.nextInt((int) BLOCKS_PER_REGION);
+                ids.add(cluster.submit(List.of(new BlockWrite(a, data(rnd)), new BlockWrite(b, data(rnd)))));
+            }
+            cluster.awaitTrue("the held replica refused messages past its bound of 8 (refused "
+                    + slow.inbound().refused() + ", queued " + slow.inbound().queuedMessages() + ")",
+                    () -> slow.inbound().refused() > refusedBefore);
+            assertTrue(slow.inbound().queuedMessages() <= 8, "queued " + slow.inbound().queuedMessages());
+            List<Long> early = ids.stream().filter(cluster.acked::contains).toList();
+            assertEquals(List.of(), early, "acknowledged while replica 0/1's loop was held, of " + ids + "; "
+                    + slow.counters());
+        } finally {
+            release.countDown();
+        }
+        held.get(60, TimeUnit.SECONDS);
+        cluster.awaitTrue("all 20 batches acknowledged after the loop runs again",
+                () -> cluster.acked.containsAll(ids) || !cluster.failed.isEmpty());
+        assertEquals(List.of(), cluster.failed);
+        for (int r = 0; r < 2; r++) {
+            for (int k = 0; k < 3; k++) {
+                for (Map.Entry<Long, byte[]> e : referenceOf(r).entrySet()) {
+                    long local = e.getKey() - r * BLOCKS_PER_REGION;
+                    assertArrayEquals(e.getValue(), cluster.inspect(r, k, rep -> rep.block(local)),
+                            "block " + e.getKey() + " at replica " + k + " of RRS " + r);
+                }
+            }
+        }
+        System.out.println("held replica 0/1: refused " + (slow.inbound().refused() - refusedBefore) + " messages, peak "
+                + slow.inbound().peakMessages() + " queued; " + slow.counters());
+        slow.limitInbound(ReplicaHost.MAX_QUEUED_MESSAGES, ReplicaHost.MAX_QUEUED_BYTES);
+    }
 }

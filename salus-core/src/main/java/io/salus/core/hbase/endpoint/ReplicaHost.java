@@ -106,6 +106,15 @@ public final class ReplicaHost {
     private final ConcurrentLinkedQueue<Envelope> outbox = new ConcurrentLinkedQueue<>();
     private final AtomicInteger outboxSize = new AtomicInteger();
     private final AtomicLong received = new AtomicLong();
+    /**
+     * Messages an RPC handed the event loop and it has not run yet, at most this many (issue 27 item 4): a loop that
+     * falls behind (a slow HBase flush or apply) refuses more instead of growing the region server's heap; the senders
+     * retransmit. ~30× what a full client pipeline (32 batches, each a few messages per replica) puts in flight.
+     */
+    public static final int MAX_QUEUED_MESSAGES = 4096;
+    /** ...and at most this many of their encoded bytes (64 whole 256 KiB sub-batches). */
+    public static final long MAX_QUEUED_BYTES = 16L << 20;
+    private volatile InboundBound inbound = new InboundBound(MAX_QUEUED_MESSAGES, MAX_QUEUED_BYTES);
     /** What the endpoint's RPCs carried for this region, per direction and message type ({@link #traffic()}). */
     private final io.salus.core.protocol.message.TrafficCounters traffic =
             new io.salus.core.protocol.message.TrafficCounters();
@@ -777,7 +786,7 @@ public final class ReplicaHost {
         return id.equals(me) || witnesses.containsKey(id);
     }
 
-    /** Queues a decoded message for the event loop; returns at once. */
+    /** Queues a decoded message for the event loop, whatever the loop holds already; returns at once. */
     public void enqueue(NodeId from, NodeId to, Message m) {
         received.incrementAndGet();
         long queued = io.salus.core.protocol.LatencyTrace.now();
@@ -785,6 +794,55 @@ public final class ReplicaHost {
             io.salus.core.protocol.LatencyTrace.took("loopQueueWait", queued);
             dispatch(from, to, m);
         });
+    }
+
+    /**
+     * Decodes and queues a message of {@code bytes} encoded bytes for the event loop unless the loop holds
+     * {@link #MAX_QUEUED_MESSAGES} messages or {@link #MAX_QUEUED_BYTES} bytes not yet run ({@link InboundBound}):
+     * false then, and the caller answers "busy" (the sender retransmits). Returns at once.
+     */
+    public boolean offer(NodeId from, NodeId to, java.util.function.Supplier<Message> decode, int bytes) {
+        InboundBound inbound = this.inbound; // released where admitted, if limitInbound replaces it meanwhile
+        if (!inbound.tryAdmit(bytes)) {
+            return false; // not decoded: a sender retransmitting into a full queue costs little
+        }
+        Message m;
+        try {
+            m = decode.get();
+        } catch (RuntimeException bad) {
+            inbound.release(bytes);
+            throw bad;
+        }
+        received.incrementAndGet();
+        long queued = io.salus.core.protocol.LatencyTrace.now();
+        try {
+            loop.execute(() -> {
+                try {
+                    io.salus.core.protocol.LatencyTrace.took("loopQueueWait", queued);
+                    dispatch(from, to, m);
+                } finally {
+                    inbound.release(bytes);
+                }
+            });
+        } catch (java.util.concurrent.RejectedExecutionException closed) {
+            inbound.release(bytes);
+            throw closed;
+        }
+        return true;
+    }
+
+    /**
+     * Bounds the event loop's inbound queue at {@code maxMessages} messages and {@code maxBytes} bytes from now on
+     * (the endpoint's {@code salus.replica.inbound.max-messages} / {@code -bytes}; tests lower it). Messages admitted
+     * before are counted against the bound they were admitted by.
+     */
+    public void limitInbound(int maxMessages, long maxBytes) {
+        this.inbound = new InboundBound(maxMessages, maxBytes);
+    }
+
+    /** What the event loop was handed by RPCs and has not run yet, and what it refused ({@link #offer}). */
+    public InboundBound inbound() {
+        return inbound;
     }
 
     private void dispatch(NodeId from, NodeId to, Message m) {
@@ -961,7 +1019,8 @@ public final class ReplicaHost {
      * ({@code toClient}); the caller authentication's refusals ({@code auth*}, {@link CallAuth.Checker#counters}).
      */
     public Map<String, Long> counters() {
-        Map<String, Long> m = new java.util.TreeMap<>(Map.of("received", received.get(), "outboxDropped",
+        Map<String, Long> m = new java.util.TreeMap<>(Map.of("received", received.get(), "inboundRefused",
+                inbound.refused(), "inboundPeak", inbound.peakMessages(), "outboxDropped",
                 outboxDropped.get(), "replayBaseIndex", replayedFrom, "replayLogEnd", replayedLogEnd, "replayedSeqs",
                 replayedSeqs, "toClient", toClient.get()));
         m.putAll(auth.counters());

@@ -205,6 +205,8 @@ public final class ReplicaLink implements Closeable {
                 .build();
     }
 
+    private final AtomicLong refusedResponses = new AtomicLong();
+
     private void failed(VolumeAddressing.Address a, int n, Throwable err) {
         long k = failedCalls.incrementAndGet();
         if (k <= 10 || k % 1000 == 0) {
@@ -218,7 +220,13 @@ public final class ReplicaLink implements Closeable {
             return;
         }
         if (resp.getRefusedCount() > 0) {
-            LOG.warn("{} refused {} envelope(s): {}", a, resp.getRefusedCount(), resp.getRefusedList());
+            // a busy replica (its loop's inbound bound) refuses for as long as it is behind: the first ten and every
+            // thousandth, as failed calls
+            long k = refusedResponses.incrementAndGet();
+            if (k <= 10 || k % 1000 == 0) {
+                LOG.warn("{} refused {} envelope(s) ({} responses with refusals so far; the protocol retransmits): {}",
+                        a, resp.getRefusedCount(), k, resp.getRefusedList());
+            }
         }
         if (replies != null) {
             resp.getRepliesList().forEach(replies);

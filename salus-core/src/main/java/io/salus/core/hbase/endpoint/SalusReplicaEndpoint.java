@@ -80,6 +80,13 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
      * other index, so a mismatch stops checkpoints and log GC for that region (never safety).
      */
     public static final String CHECKPOINT_EVERY_KEY = "salus.checkpoint.every-entries";
+    /**
+     * Messages a replica's event loop may hold not yet run ({@link ReplicaHost#offer}); more are answered "busy" and
+     * retransmitted by their senders. Default {@link ReplicaHost#MAX_QUEUED_MESSAGES}.
+     */
+    public static final String INBOUND_MESSAGES_KEY = "salus.replica.inbound.max-messages";
+    /** Bytes of those messages at most. Default {@link ReplicaHost#MAX_QUEUED_BYTES}. */
+    public static final String INBOUND_BYTES_KEY = "salus.replica.inbound.max-bytes";
 
     /** {@link #CHECKPOINT_EVERY_KEY}, default {@link io.salus.core.protocol.ProtocolConfig#DEFAULT_CHECKPOINT_EVERY}. */
     public static int checkpointEvery(Configuration conf) throws CoprocessorException {
@@ -211,6 +218,14 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
             }
             ReplicaStorageFactory st = storage;
             host.onDiskFailure(e -> st.diskFailed(renv, e)); // a lost disk: the region is reopened (= recovery)
+            int maxMessages = renv.getConfiguration().getInt(INBOUND_MESSAGES_KEY, ReplicaHost.MAX_QUEUED_MESSAGES);
+            long maxBytes = renv.getConfiguration().getLong(INBOUND_BYTES_KEY, ReplicaHost.MAX_QUEUED_BYTES);
+            if (maxMessages < 1 || maxBytes < 1) {
+                throw new IllegalArgumentException(INBOUND_MESSAGES_KEY + "=" + maxMessages + " and " + INBOUND_BYTES_KEY
+                        + "=" + maxBytes + " must both be at least 1 (leave them unset for the defaults "
+                        + ReplicaHost.MAX_QUEUED_MESSAGES + " and " + ReplicaHost.MAX_QUEUED_BYTES + ")");
+            }
+            host.limitInbound(maxMessages, maxBytes);
             LOG.info("Salus replica {} started on region {} ({})", host.replicaId(), name, host.counters());
         } catch (RuntimeException | OutOfMemoryError e) {
             // never fails the region server (issue 27): the region stays open, every call says why Salus does not
@@ -341,8 +356,11 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
                             + addressing.hostedBy(h.region(), h.replicaIndex()) + "); the sender's routing is stale");
                     continue;
                 }
-                Message m = MessageCodec.decode(e.getMessage().toByteArray());
-                h.enqueue(from, to, m);
+                if (!h.offer(from, to, () -> MessageCodec.decode(e.getMessage().toByteArray()), e.getMessage().size())) {
+                    resp.addRefused(e.getTo() + ": busy (" + h.inbound().queuedMessages() + " messages, "
+                            + h.inbound().queuedBytes() + " bytes queued for the replica's loop): dropped, the sender"
+                            + " retransmits");
+                }
             } catch (RuntimeException bad) {
                 resp.addRefused(e.getTo() + ": " + bad.getMessage());
             }
