@@ -94,6 +94,8 @@ public final class HRegionStore implements RegionStore {
     private final AtomicLong blockReads = new AtomicLong();
     private final AtomicLong nodeReads = new AtomicLong();
     private final AtomicLong flushesSkipped = new AtomicLong();
+    private final AtomicLong compactionsRequested = new AtomicLong();
+    private final AtomicLong compactionRequestFailures = new AtomicLong();
     /** Every cell at or below this timestamp is in HFiles: a flush that started after it was applied completed. */
     private volatile long durableVersion = -1;
     /**
@@ -352,6 +354,9 @@ public final class HRegionStore implements RegionStore {
             for (int attempt = 0; ; attempt++) {
                 HRegion.FlushResult fr = h.flush(true);
                 if (fr.isFlushSucceeded() || fr.getResult() == HRegion.FlushResult.Result.CANNOT_FLUSH_MEMSTORE_EMPTY) {
+                    if (fr.isCompactionNeeded()) {
+                        requestCompaction(h);
+                    }
                     break;
                 }
                 long left = deadline - System.currentTimeMillis();
@@ -366,6 +371,33 @@ public final class HRegionStore implements RegionStore {
             throw new UncheckedIOException("cannot flush " + name
                     + "; its state is not durable and the dirty set is kept", e);
         }
+    }
+
+    /**
+     * Asks the region server to compact the region (HBase's policy picks the files, or none), as its own MemStoreFlusher
+     * does after a flush that leaves a store with enough files. A flush called on the region directly, as a
+     * checkpoint's is, requests nothing, and HBase's periodic check runs every 10,000 s by default: in a 4 GiB fill of
+     * `salus up` no replica region had ever been compacted (16+ store files per family, every tree node's superseded
+     * versions kept: the `t` family at 27% of the blocks' bytes). A refused request leaves the files for the next one.
+     */
+    private void requestCompaction(HRegion h) {
+        try {
+            h.requestCompaction("Salus checkpoint flush", org.apache.hadoop.hbase.regionserver.Store.NO_PRIORITY, false,
+                    org.apache.hadoop.hbase.regionserver.compactions.CompactionLifeCycleTracker.DUMMY);
+            compactionsRequested.incrementAndGet();
+        } catch (IOException | RuntimeException e) {
+            compactionRequestFailures.incrementAndGet();
+        }
+    }
+
+    /** Compactions this store asked the region server for after its flushes ({@link #requestCompaction}). */
+    public long compactionsRequested() {
+        return compactionsRequested.get();
+    }
+
+    /** Requests for a compaction that the region server refused (closing region, no region server services). */
+    public long compactionRequestFailures() {
+        return compactionRequestFailures.get();
     }
 
     // ------------------------------------------------------------------ versions (issue 27)
