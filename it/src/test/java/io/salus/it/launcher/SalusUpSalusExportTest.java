@@ -75,6 +75,26 @@ class SalusUpSalusExportTest {
   }
 
   /**
+   * Issue 27 item 5: 'salus up' names the state of every Salus replica after its readiness line (a replica whose open
+   * failed leaves its region open and is named with its reason, instead of failing the region server), and
+   * 'salus status' reports it from the file 'salus up' keeps current.
+   */
+  @Test
+  void reportsEverySalusReplicaRunningAfterReadyAndInStatus() throws Exception {
+    String line = up.awaitLine("replicas:", 60, TimeUnit.SECONDS);
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("replicas: (\\d+) Salus replicas running").matcher(line);
+    assertTrue(m.find(), line);
+    int running = Integer.parseInt(m.group(1));
+    assertTrue(running >= 3 && running % 3 == 0, "three replicas per region of the volume: " + line);
+    assertFalse(line.contains("NOT running"), line);
+    try (LauncherProcess status = LauncherProcess.start("512m", "status", "--data", data.toString())) {
+      assertEquals(0, status.waitForExit(120, TimeUnit.SECONDS), status.output());
+      assertTrue(status.output().matches("(?s).*replicas\\s+HEALTHY\\s+" + running + " Salus replicas running.*"),
+          status.output());
+    }
+  }
+
+  /**
    * The readiness line says salus; the catalog holds a salus volume with its three replica tables; the trust file
    * names the Master's recovery key; after a write, every replica region's Salus log is on HDFS, each on the
    * DataNode paired with the region server hosting that region, three distinct DataNodes per RRS.

@@ -522,6 +522,11 @@ public final class EmbeddedCluster implements AutoCloseable {
   }
 
   /** Endpoints for {@code endpoints.properties}; 'salus status' probes each of them. */
+  /** The Salus replicas of the region servers: running, catching up, not running and why. */
+  public ReplicaHealth.Report replicaHealth() {
+    return ReplicaHealth.of(hbase);
+  }
+
   public Properties endpoints() {
     Properties p = new Properties();
     p.setProperty("zookeeper.quorum", zkQuorum());

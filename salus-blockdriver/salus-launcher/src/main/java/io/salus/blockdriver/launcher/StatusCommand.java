@@ -26,7 +26,10 @@ public final class StatusCommand implements Callable<Integer> {
           + "; start one with './salus up --data " + data + "'");
       return 1;
     }
-    List<HealthCheck.Result> results = HealthCheck.probe(endpoints);
+    List<HealthCheck.Result> results = new java.util.ArrayList<>(HealthCheck.probe(endpoints));
+    if ("salus".equals(endpoints.getProperty("volume.kind"))) {
+      results.add(ReplicaHealth.read(data)); // written by 'salus up' every 30 s
+    }
     boolean all = true;
     for (HealthCheck.Result r : results) {
       System.out.printf("%-10s %-9s %s%n", r.component(), r.healthy() ? "HEALTHY" : "UNHEALTHY", r.detail());

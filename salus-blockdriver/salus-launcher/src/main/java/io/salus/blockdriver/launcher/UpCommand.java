@@ -134,8 +134,24 @@ public final class UpCommand implements Callable<Integer> {
     layout.writeEndpoints(endpoints);
     writeClientConf(layout.root().resolve(ReadinessLine.CLIENT_CONF_DIR), cluster);
     out.println(ReadinessLine.format(endpoints));
+    ReplicaHealth.Report health = cluster.replicaHealth();
+    out.println((health.healthy() ? "replicas: " : "replicas: UNHEALTHY: ") + health.line());
     out.flush();
-    stopRequested.await();
+    ReplicaHealth.write(layout.root(), health);
+    while (!stopRequested.await(HEALTH_EVERY_SECONDS, java.util.concurrent.TimeUnit.SECONDS)) {
+      try {
+        ReplicaHealth.Report now = cluster.replicaHealth();
+        if (now.healthy() != health.healthy() || !now.notRunning().equals(health.notRunning())) {
+          out.println((now.healthy() ? "replicas: " : "replicas: UNHEALTHY: ") + now.line());
+          out.flush();
+        }
+        health = now;
+        ReplicaHealth.write(layout.root(), now);
+      } catch (java.io.IOException | RuntimeException e) {
+        out.println("salus up: cannot write the replica health report: " + e);
+        out.flush();
+      }
+    }
     out.println("salus: shutting down ...");
     out.flush();
     cluster.close();
@@ -145,6 +161,9 @@ public final class UpCommand implements Callable<Integer> {
     out.flush();
     return 0;
   }
+
+  /** How often {@code salus up} counts the Salus replicas and rewrites {@link ReplicaHealth#FILE}. */
+  public static final long HEALTH_EVERY_SECONDS = 30;
 
   /**
    * {@code DATA/conf/hbase-site.xml}: what a client needs to reach this cluster, so that

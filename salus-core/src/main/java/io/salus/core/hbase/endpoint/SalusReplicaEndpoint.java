@@ -302,6 +302,15 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
         return storage;
     }
 
+    /**
+     * Why this region's Salus replica is not running (its open failed and the region stays open without it: issue 27,
+     * "opening a replica region never fails the region server"), or null while it runs (serving, or catching up from a
+     * peer: {@link ReplicaHost#serving()}). For health reports ({@code salus up}, {@code salus status}).
+     */
+    public String notRunning() {
+        return host == null ? startError : null;
+    }
+
     /** The hosted nodes (tests and metrics); null before start and after stop. */
     public ReplicaHost host() {
         return host;
