@@ -48,3 +48,9 @@ rows = list(csv.DictReader(open(sys.argv[1])))
 m = {a: statistics.median(float(r["mib_per_s"]) for r in rows if r["arm"] == a) for a in ("c1", "c2")}
 print(f"median fill MiB/s: C1 only {m['c1']:.2f}, tiered C2 {m['c2']:.2f}; ratio C2/C1 {m['c2'] / m['c1']:.2f}")
 PY
+# one series per arm (the plot takes a CSV per series)
+tmp="$(mktemp -d)"
+for a in c1 c2; do { head -1 "$csv"; grep ",$a," "$csv"; } > "$tmp/$a.csv"; done
+"$here/exalt-agent/exalt" plot --series "C1 only=$tmp/c1.csv" --series "tiered (C2)=$tmp/c2.csv" --x round \
+    --y mib_per_s --title "salus up: 1 MiB sequential fill over NBD, C1-only vs tiered JIT" \
+    --out "$here/docs/benchmarks/salus-jit-ab.png" 2>&1 | grep -v "agent active\|Sharing" || true
