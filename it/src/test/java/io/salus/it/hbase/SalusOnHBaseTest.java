@@ -118,6 +118,9 @@ class SalusOnHBaseTest {
         for (ColumnFamilyDescriptor cf : cfs) {
           assertEquals(1, cf.getDFSReplication(), "column-family DFS replication 1 on " + t);
           assertEquals(Integer.MAX_VALUE, cf.getMaxVersions(), "every version kept until a compaction on " + t);
+          assertEquals(Long.toString(SalusTableLayout.COMPACTION_MIN_SIZE),
+              cf.getConfigurationValue(SalusTableLayout.COMPACTION_MIN_SIZE_KEY),
+              "checkpoint flushes are small: the ratio rule applies above 1 MiB on " + t);
         }
         assertEquals(g, VolumeGeometry.parse(d.getValue(SalusTableLayout.LAYOUT_ATTRIBUTE), 1));
         assertEquals(Integer.toString(r), d.getValue(SalusTableLayout.REPLICA_ATTRIBUTE));

@@ -2818,6 +2818,38 @@ class PipelinedCommitTest {
         assertTrue(recoveryReasons.isEmpty(), recoveryReasons.toString());
     }
 
+    /**
+     * The primary's CHECKPOINT_PROPOSE is sent once; a replica that lost it (since issue 27 a busy replica refuses
+     * messages past its inbound bound) never signed that checkpoint, so no certificate formed for it and the log was
+     * not collected. The primary's own vote, which it resends every retransmission round, now proposes the index too.
+     */
+    @Test
+    void aReplicaThatLostTheProposalSignsOnThePrimarysResentVote() {
+        RrsConfig c0 = configs.get(0);
+        NodeId deaf = c0.replicas().get(2);
+        java.util.concurrent.atomic.AtomicBoolean firstVoteLost = new java.util.concurrent.atomic.AtomicBoolean();
+        hold = e -> e.to().equals(deaf) && (e.m() instanceof Message.CheckpointPropose
+                || e.m() instanceof Message.CheckpointVote && e.from().equals(c0.primary())
+                && firstVoteLost.compareAndSet(false, true)); // the proposal and the primary's first vote are lost
+        for (int b = 1; b <= CHECKPOINT_EVERY; b++) {
+            assertTrue(client.submit(List.of(new BlockWrite(b % 8, data(b)))) > 0);
+            drain();
+        }
+        assertEquals(CHECKPOINT_EVERY, acked.size());
+        assertTrue(held.stream().anyMatch(e -> e.m() instanceof Message.CheckpointPropose), "the proposal was lost");
+        assertTrue(firstVoteLost.get(), "the primary's first vote was lost");
+        assertTrue(coord.latestCheckpoint(c0.region(), c -> true).isEmpty(), "no certificate without " + deaf);
+        held.clear(); // lost for good
+        for (int t = 0; t < 4 * RegionReplica.RETRANSMIT_TICKS; t++) {
+            for (RegionReplica r : replicas.values()) {
+                r.tick();
+            }
+            drain();
+        }
+        assertEquals(CHECKPOINT_EVERY - 1L, coord.latestCheckpoint(c0.region(), c -> true).orElseThrow()
+                .statement(Statement.Checkpoint.class).throughIndex(), "the checkpoint certified after the resent votes");
+    }
+
     // ------------------------------------------------------------------ task tput18: FLUSH hsyncs, writes hflush
 
     /**

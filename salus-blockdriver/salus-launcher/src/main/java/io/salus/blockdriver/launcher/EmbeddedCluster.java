@@ -365,6 +365,9 @@ public final class EmbeddedCluster implements AutoCloseable {
     // no MSLAB chunk pool: HBase keeps flushed memstores' 2 MiB chunks for reuse up to the whole global memstore size,
     // which in this shared heap looked like memory growing with the bytes written (issue 27's memory curve)
     c.setFloat("hbase.hregion.memstore.chunkpool.maxsize", 0f);
+    // compacted-away store files wait in /hbase/archive for HBase's cleaner (every 10 minutes by default, each file kept
+    // 5 minutes): on one machine's disk that was 21 GB during a 4 GiB fill. Every minute here (the TTL stays HBase's)
+    c.setInt("hbase.master.cleaner.interval", 60_000);
     // the NBD export's volume tree: a sparse memory-mapped file under the data directory (disk-backed; /tmp may be a
     // tmpfs), unlinked once mapped (issue 27: the client's in-heap tree was ~1M hash objects at 2 GiB written)
     c.set(io.salus.core.hbase.endpoint.HBaseVolumeClientRunner.TREE_DIR_KEY, layout.dir("client-tree").getAbsolutePath());

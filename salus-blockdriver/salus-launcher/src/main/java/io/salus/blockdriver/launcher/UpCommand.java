@@ -1,10 +1,13 @@
 package io.salus.blockdriver.launcher;
 
+import java.util.List;
+
 import io.salus.blockdriver.cli.ByteSizeConverter;
 import io.salus.blockdriver.cli.StopSignals;
 import io.salus.blockdriver.volume.VolumeCatalog;
 import java.io.PrintStream;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Properties;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
@@ -134,24 +137,24 @@ public final class UpCommand implements Callable<Integer> {
     layout.writeEndpoints(endpoints);
     writeClientConf(layout.root().resolve(ReadinessLine.CLIENT_CONF_DIR), cluster);
     out.println(ReadinessLine.format(endpoints));
-    ReplicaHealth.Report health = cluster.replicaHealth();
-    out.println((health.healthy() ? "replicas: " : "replicas: UNHEALTHY: ") + health.line());
     out.flush();
-    ReplicaHealth.write(layout.root(), health);
-    while (!stopRequested.await(HEALTH_EVERY_SECONDS, java.util.concurrent.TimeUnit.SECONDS)) {
+    // the replicas' health after the readiness line, then every HEALTH_EVERY_SECONDS into <data>/replica-health; a
+    // failure to count or to write it is reported and never ends 'salus up' (its stop must stay the clean one below)
+    List<String> lastDown = null;
+    do {
       try {
         ReplicaHealth.Report now = cluster.replicaHealth();
-        if (now.healthy() != health.healthy() || !now.notRunning().equals(health.notRunning())) {
+        if (lastDown == null || !now.notRunning().equals(lastDown)) {
           out.println((now.healthy() ? "replicas: " : "replicas: UNHEALTHY: ") + now.line());
           out.flush();
         }
-        health = now;
+        lastDown = now.notRunning();
         ReplicaHealth.write(layout.root(), now);
       } catch (java.io.IOException | RuntimeException e) {
         out.println("salus up: cannot write the replica health report: " + e);
         out.flush();
       }
-    }
+    } while (!stopRequested.await(HEALTH_EVERY_SECONDS, java.util.concurrent.TimeUnit.SECONDS));
     out.println("salus: shutting down ...");
     out.flush();
     cluster.close();

@@ -798,19 +798,21 @@ public final class ReplicaHost {
 
     /**
      * Decodes and queues a message of {@code bytes} encoded bytes for the event loop unless the loop holds
-     * {@link #MAX_QUEUED_MESSAGES} messages or {@link #MAX_QUEUED_BYTES} bytes not yet run ({@link InboundBound}):
-     * false then, and the caller answers "busy" (the sender retransmits). Returns at once.
+     * {@link #MAX_QUEUED_MESSAGES} messages or {@link #MAX_QUEUED_BYTES} bytes not yet run, or {@code caller} (the node
+     * the RPC authenticated) a quarter of either ({@link InboundBound}): false then, and the endpoint answers "busy"
+     * (the sender retransmits). Returns at once.
      */
-    public boolean offer(NodeId from, NodeId to, java.util.function.Supplier<Message> decode, int bytes) {
+    public boolean offer(NodeId caller, NodeId from, NodeId to, java.util.function.Supplier<Message> decode,
+                         int bytes) {
         InboundBound inbound = this.inbound; // released where admitted, if limitInbound replaces it meanwhile
-        if (!inbound.tryAdmit(bytes)) {
+        if (!inbound.tryAdmit(caller, bytes)) {
             return false; // not decoded: a sender retransmitting into a full queue costs little
         }
         Message m;
         try {
             m = decode.get();
         } catch (RuntimeException bad) {
-            inbound.release(bytes);
+            inbound.release(caller, bytes);
             throw bad;
         }
         received.incrementAndGet();
@@ -821,11 +823,11 @@ public final class ReplicaHost {
                     io.salus.core.protocol.LatencyTrace.took("loopQueueWait", queued);
                     dispatch(from, to, m);
                 } finally {
-                    inbound.release(bytes);
+                    inbound.release(caller, bytes);
                 }
             });
         } catch (java.util.concurrent.RejectedExecutionException closed) {
-            inbound.release(bytes);
+            inbound.release(caller, bytes);
             throw closed;
         }
         return true;

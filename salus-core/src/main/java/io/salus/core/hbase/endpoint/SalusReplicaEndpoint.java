@@ -59,6 +59,9 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
     private static final java.util.concurrent.atomic.AtomicBoolean WARNED_SYNC_ON_CLOSE =
             new java.util.concurrent.atomic.AtomicBoolean();
     private volatile ReplicaHost host;
+    /** {@link #INBOUND_MESSAGES_KEY} and {@link #INBOUND_BYTES_KEY}, read at start. */
+    private int inboundMessages = ReplicaHost.MAX_QUEUED_MESSAGES;
+    private long inboundBytes = ReplicaHost.MAX_QUEUED_BYTES;
     /** The region's cells as the replica's store (set at open): its retention cutoff guides compactions. */
     private volatile io.salus.core.protocol.replica.RegionStore regionStore;
     private volatile String startError = "the Salus replica endpoint is not running on this region (closing?)";
@@ -138,6 +141,14 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
         Configuration conf = renv.getConfiguration();
         try {
             keys = EndpointKeyring.fromConfiguration(conf, addressing);
+            // read before anything opens: a bad value leaves the region open without a replica, saying why
+            inboundMessages = conf.getInt(INBOUND_MESSAGES_KEY, ReplicaHost.MAX_QUEUED_MESSAGES);
+            inboundBytes = conf.getLongBytes(INBOUND_BYTES_KEY, ReplicaHost.MAX_QUEUED_BYTES);
+            if (inboundMessages < 1 || inboundBytes < 1) {
+                throw new IllegalArgumentException(INBOUND_MESSAGES_KEY + "=" + inboundMessages + " and "
+                        + INBOUND_BYTES_KEY + "=" + inboundBytes + " must both be at least 1 (leave them unset for the"
+                        + " defaults " + ReplicaHost.MAX_QUEUED_MESSAGES + " and " + ReplicaHost.MAX_QUEUED_BYTES + ")");
+            }
             witnesses = WitnessHolders.Settings.fromConfiguration(conf);
             if (witnesses == null) {
                 LOG.warn("{} is unset: the metadata holders of {} are the interim in-region ones, signed with the"
@@ -218,20 +229,22 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
             }
             ReplicaStorageFactory st = storage;
             host.onDiskFailure(e -> st.diskFailed(renv, e)); // a lost disk: the region is reopened (= recovery)
-            int maxMessages = renv.getConfiguration().getInt(INBOUND_MESSAGES_KEY, ReplicaHost.MAX_QUEUED_MESSAGES);
-            long maxBytes = renv.getConfiguration().getLong(INBOUND_BYTES_KEY, ReplicaHost.MAX_QUEUED_BYTES);
-            if (maxMessages < 1 || maxBytes < 1) {
-                throw new IllegalArgumentException(INBOUND_MESSAGES_KEY + "=" + maxMessages + " and " + INBOUND_BYTES_KEY
-                        + "=" + maxBytes + " must both be at least 1 (leave them unset for the defaults "
-                        + ReplicaHost.MAX_QUEUED_MESSAGES + " and " + ReplicaHost.MAX_QUEUED_BYTES + ")");
-            }
-            host.limitInbound(maxMessages, maxBytes);
+            host.limitInbound(inboundMessages, inboundBytes);
             LOG.info("Salus replica {} started on region {} ({})", host.replicaId(), name, host.counters());
         } catch (RuntimeException | OutOfMemoryError e) {
             // never fails the region server (issue 27): the region stays open, every call says why Salus does not
             // serve it, the endpoint's metrics and `salus status` show it, and the peers keep serving the region
             startError = "the Salus replica endpoint of " + name + " is not running: " + e;
             LOG.error(startError, e);
+            if (host != null) { // built, then something after it failed: nothing may keep feeding it
+                host.close();
+                host = null;
+            }
+            if (link != null) {
+                link.close();
+                releaseConnection();
+                link = null;
+            }
             storage.close();
         }
     }
@@ -304,11 +317,18 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
 
     /**
      * Why this region's Salus replica is not running (its open failed and the region stays open without it: issue 27,
-     * "opening a replica region never fails the region server"), or null while it runs (serving, or catching up from a
-     * peer: {@link ReplicaHost#serving()}). For health reports ({@code salus up}, {@code salus status}).
+     * "opening a replica region never fails the region server") or its log could not be written (a disk failure: the
+     * region is reopened), or null while it runs (serving, or catching up from a peer: {@link ReplicaHost#serving()}).
+     * For health reports ({@code salus up}, {@code salus status}).
      */
     public String notRunning() {
-        return host == null ? startError : null;
+        ReplicaHost h = host;
+        if (h == null) {
+            return startError;
+        }
+        RuntimeException disk = h.diskFailure();
+        return disk == null ? null : "the Salus replica " + h.replicaId() + " stopped writing its log (" + disk
+                + "); its region is being reopened to recover it";
     }
 
     /** The hosted nodes (tests and metrics); null before start and after stop. */
@@ -365,7 +385,8 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
                             + addressing.hostedBy(h.region(), h.replicaIndex()) + "); the sender's routing is stale");
                     continue;
                 }
-                if (!h.offer(from, to, () -> MessageCodec.decode(e.getMessage().toByteArray()), e.getMessage().size())) {
+                if (!h.offer(caller, from, to, () -> MessageCodec.decode(e.getMessage().toByteArray()),
+                        e.getMessage().size())) {
                     resp.addRefused(e.getTo() + ": busy (" + h.inbound().queuedMessages() + " messages, "
                             + h.inbound().queuedBytes() + " bytes queued for the replica's loop): dropped, the sender"
                             + " retransmits");

@@ -2466,6 +2466,15 @@ public final class RegionReplica {
             // an honest peer resends its vote (tick) until the certificate forms.
             return;
         }
+        if (t.signers().contains(rrs.primary()) && !checkpoints.proposed(st.throughIndex())) {
+            // the primary proposes an index once (CHECKPOINT_PROPOSE) and resends its own vote every retransmission
+            // round: its verified vote is the proposal, so a replica that lost the proposal (a busy replica refuses
+            // messages past its inbound bound, issue 27) still signs, and the checkpoint certifies
+            checkpoints.propose(st.throughIndex());
+            if (checkpoints.hasSnapshot(st.throughIndex())) {
+                signCheckpoint(st.throughIndex());
+            }
+        }
         Certificate cp = checkpoints.offerVote(st.throughIndex(), t);
         if (cp != null) {
             long through = st.throughIndex();
