@@ -1,7 +1,5 @@
 package io.salus.blockdriver.launcher;
 
-import java.util.List;
-
 import io.salus.blockdriver.cli.ByteSizeConverter;
 import io.salus.blockdriver.cli.StopSignals;
 import io.salus.blockdriver.volume.VolumeCatalog;

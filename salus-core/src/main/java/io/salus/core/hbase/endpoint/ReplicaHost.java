@@ -788,11 +788,20 @@ public final class ReplicaHost {
 
     /** Queues a decoded message for the event loop, whatever the loop holds already; returns at once. */
     public void enqueue(NodeId from, NodeId to, Message m) {
+        schedule(from, to, m, () -> { });
+    }
+
+    /** Hands {@code m} to the event loop, which runs {@code after} once it dispatched it (or failed to). */
+    private void schedule(NodeId from, NodeId to, Message m, Runnable after) {
         received.incrementAndGet();
         long queued = io.salus.core.protocol.LatencyTrace.now();
         loop.execute(() -> {
-            io.salus.core.protocol.LatencyTrace.took("loopQueueWait", queued);
-            dispatch(from, to, m);
+            try {
+                io.salus.core.protocol.LatencyTrace.took("loopQueueWait", queued);
+                dispatch(from, to, m);
+            } finally {
+                after.run();
+            }
         });
     }
 
@@ -815,17 +824,8 @@ public final class ReplicaHost {
             inbound.release(caller, bytes);
             throw bad;
         }
-        received.incrementAndGet();
-        long queued = io.salus.core.protocol.LatencyTrace.now();
         try {
-            loop.execute(() -> {
-                try {
-                    io.salus.core.protocol.LatencyTrace.took("loopQueueWait", queued);
-                    dispatch(from, to, m);
-                } finally {
-                    inbound.release(caller, bytes);
-                }
-            });
+            schedule(from, to, m, () -> inbound.release(caller, bytes));
         } catch (java.util.concurrent.RejectedExecutionException closed) {
             inbound.release(caller, bytes);
             throw closed;
