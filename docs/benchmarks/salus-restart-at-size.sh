@@ -14,6 +14,9 @@
 # Needs python3-libnbd and jcmd (JDK). Runs on 127.0.0.1 only.
 # FILL_VERIFY=last reads the fio fill back (fio --verify_only) after the last restart only, not after every one (at
 # 4 GiB filled each read-back takes minutes); the FLUSHed writer's blocks are checked after every restart either way.
+# REUSE=1 starts on a data directory a run of this script filled before (same size and fill; pass its directory):
+# cycle 0 does not fill again, the writer continues after the last FLUSHed block recorded next to it, and the fill is
+# still read back after the last restart (a restart-at-size loop without a fresh fill each time).
 # TREE_FAMILY=0 creates the volume without the tree-node column family 't' (-Dsalus.layout.treeFamily=false: the
 # layout of volumes created before it, whose mount scans the blocks and, at 1 GiB written, does not finish in 120 s).
 set -euo pipefail
@@ -29,13 +32,13 @@ csv="$here/docs/benchmarks/salus-restart-at-size.csv"
 prog="$(dirname "$data")/flushed-progress"
 writer="$here/docs/benchmarks/flushed_writer.py"
 uri="nbd://127.0.0.1:$port"
-: > "$prog"
+[ "${REUSE:-0}" = 1 ] || : > "$prog"
 echo "cycle,size,written_mib_before_kill,kill_after_s,ready_after_restart_s,verified_blocks,lost_blocks,fill_read_back,log_errors,heap_used_mib_after_gc,salus_data_mib,loadavg" > "$csv"
 
 start_salus() { # -> sets pid, log; waits for READY (fails after 300 s)
   log="$(dirname "$data")/salus-up-$1.log"
   local t0; t0=$(date +%s.%N)
-  local first=(); [ "$1" = 0 ] && first=(--zk-port 0 --namenode-port 0) # a restart reuses the recorded ports
+  local first=(); [ "$1" = 0 ] && [ "${REUSE:-0}" != 1 ] && first=(--zk-port 0 --namenode-port 0) # a restart reuses the recorded ports
   SALUS_SKIP_BUILD=1 "$here/salus" up --data "$data" --size "$size" --nbd-port "$port" "${first[@]}" \
       >"$log" 2>&1 &
   pid=$!
@@ -66,12 +69,12 @@ echo "cycle 0: READY after ${ready_s}s ($data)"
 fill_blocks=$((fill_mib * 256))
 fio_fill=(fio --name=fill --ioengine=nbd --uri="$uri" --rw=write --bs=1M --iodepth=8 --size="${fill_mib}M"
   --verify=crc32c --randseed=27 --verify_state_save=0)
-if [ "$fill_mib" -gt 0 ]; then
+if [ "$fill_mib" -gt 0 ] && [ "${REUSE:-0}" != 1 ]; then
   t0=$(date +%s)
   "${fio_fill[@]}" --do_verify=0 --end_fsync=1 --output=/dev/null
   echo "filled ${fill_mib} MiB with fio in $(( $(date +%s) - t0 )) s"
 fi
-echo "$fill_blocks" >> "$prog"
+[ "${REUSE:-0}" = 1 ] && [ -s "$prog" ] || echo "$fill_blocks" >> "$prog"
 for c in $(seq 1 "$cycles"); do
   last=$(tail -1 "$prog" 2>/dev/null || echo 0); last=${last:-0}
   end=$((last + 1024 * 1024)); kill_after=$((15 + RANDOM % 46))

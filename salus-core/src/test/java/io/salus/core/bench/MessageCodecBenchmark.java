@@ -111,7 +111,10 @@ public class MessageCodecBenchmark {
                     4_294_967_301L, sig);
             case MOUNT_QUERY -> new Message.MountQuery(99, 1L << 32, sig);
             case MOUNT_STATE -> new Message.MountState(99, "volume-0001", 17, 3, 1L << 32, 99, 1249, 123_456, 123_456, 1249, h, h,
-                    1249, new java.util.TreeMap<>(java.util.Map.of(5L, h)), sig);
+                    1249, sig);
+            case LEAF_QUERY -> new Message.LeafQuery(99, 17, 0, Message.LeafQuery.MAX_BLOCKS);
+            case LEAF_CHUNK -> new Message.LeafChunk(99, "volume-0001", 17, 3, h, 0, Message.LeafQuery.MAX_BLOCKS,
+                    new java.util.TreeMap<>(java.util.Map.of(5L, h)));
             case STATE_REQUEST -> new Message.StateRequest(17, 3, 123_455);
             case FLUSH_REQUEST -> new Message.FlushRequest(12);
             case FLUSH_REPLY -> new Message.FlushReply("volume-0001", 17, 3, 12, sig);

@@ -2201,7 +2201,7 @@ class PipelinedCommitTest {
     static Message.MountState withRoot(Message.MountState s, io.salus.core.merkle.Hash root) {
         return new Message.MountState(s.nonce(), s.volume(), s.region(), s.generation(), s.fenceBelow(),
                 s.lastBatchId(), s.lastAcceptedSeq(), s.loggedIndex(), s.committedIndex(), s.appliedSeq(), root,
-                s.recordRoot(), s.recordSeq(), s.leafHashes(), null);
+                s.recordRoot(), s.recordSeq(), null);
     }
 
     /**
@@ -2311,13 +2311,11 @@ class PipelinedCommitTest {
         replicas.put(liar, new RegionReplica(cfg, c0, liar, clientId, signers.get(liar), dir, membership,
                 (to, m) -> send(new Envelope(liar, to, m)), disks.get(liar), coord, new ReplicaHooks() {
                     @Override
-                    public Message.MountState mountReport(Message.MountState h) {
-                        java.util.TreeMap<Long, io.salus.core.merkle.Hash> leaves = new java.util.TreeMap<>(h.leafHashes());
+                    public Message.LeafChunk leafReport(Message.LeafChunk h) {
+                        java.util.TreeMap<Long, io.salus.core.merkle.Hash> leaves = new java.util.TreeMap<>(h.leaves());
                         leaves.put(1L << 20, cfg.hash().leafHash(data(7))); // far outside the region's 8 blocks
-                        return new Message.MountState(h.nonce(), h.volume(), h.region(), h.generation(),
-                                h.fenceBelow(), h.lastBatchId(), h.lastAcceptedSeq(), h.loggedIndex(),
-                                h.committedIndex(), h.appliedSeq(), h.regionRoot(), h.recordRoot(), h.recordSeq(),
-                                leaves, null);
+                        return new Message.LeafChunk(h.nonce(), h.volume(), h.region(), h.generation(), h.regionRoot(),
+                                h.fromBlock(), h.toBlock(), leaves);
                     }
                 }, RegionSnapshot.empty(0, RegionLogRecovery.emptyVolumeRoot(cfg))));
         assertEquals(replicas.get(c0.replicas().get(1)).regionRoot(), replicas.get(liar).regionRoot());
@@ -2335,6 +2333,74 @@ class PipelinedCommitTest {
         w.get(2);
         drain();
         assertArrayEquals(data(12), got.get(2L), "mounted from an honest replica's leaves");
+    }
+
+    /** Replica {@code rep} of {@code c} restarted (disk kept) with hooks that change the leaf ranges it sends. */
+    java.util.concurrent.atomic.AtomicInteger lyingLeaves(RrsConfig c, NodeId rep) {
+        java.util.concurrent.atomic.AtomicInteger lies = new java.util.concurrent.atomic.AtomicInteger();
+        replicas.put(rep, new RegionReplica(cfg, c, rep, clientId, signers.get(rep), dir, membership,
+                (to, m) -> send(new Envelope(rep, to, m)), disks.get(rep), coord, new ReplicaHooks() {
+                    @Override
+                    public Message.LeafChunk leafReport(Message.LeafChunk h) {
+                        if (h.leaves().isEmpty()) {
+                            return h;
+                        }
+                        java.util.TreeMap<Long, io.salus.core.merkle.Hash> leaves = new java.util.TreeMap<>(h.leaves());
+                        leaves.put(leaves.firstKey(), cfg.hash().leafHash(data(77))); // in range, wrong content
+                        lies.incrementAndGet();
+                        return new Message.LeafChunk(h.nonce(), h.volume(), h.region(), h.generation(), h.regionRoot(),
+                                h.fromBlock(), h.toBlock(), leaves);
+                    }
+                }, RegionSnapshot.empty(0, RegionLogRecovery.emptyVolumeRoot(cfg))));
+        return lies;
+    }
+
+    /**
+     * Issue 27: the leaves come apart from the signed state, a range at a time, from one replica of the region. One
+     * whose leaves (in range, unsigned) do not build the root its region's three replicas signed is passed over: its
+     * leaves leave the new tree, the next replica is asked, and the volume mounts with the honest leaves.
+     */
+    @Test
+    void aReplicaWhoseLeavesDoNotBuildTheSignedRootIsPassedOverAtMount() {
+        for (int i = 0; i < 3; i++) {
+            assertTrue(client.submit(List.of(new BlockWrite(i, data(10 + i)), new BlockWrite(8 + i, data(20 + i)))) > 0);
+            drain();
+        }
+        RrsConfig c0 = configs.get(0);
+        java.util.concurrent.atomic.AtomicInteger lies = lyingLeaves(c0, c0.replicas().get(0)); // asked first (0 % 3)
+        VolumeClient w = newWriter();
+        w.beginRemount(43);
+        var o = settle(w, h -> { });
+        var m = assertInstanceOf(io.salus.core.protocol.client.ReplicaMount.Outcome.Mounted.class, o, String.valueOf(o));
+        assertEquals(6, m.seq());
+        assertTrue(lies.get() > 0, "the faulty replica was asked for its leaves and lied");
+        for (long b = 0; b < 3; b++) {
+            w.get(b);
+        }
+        drain();
+        for (int i = 0; i < 3; i++) {
+            assertArrayEquals(data(10 + i), got.get((long) i), "block " + i + " read against the honest leaves");
+        }
+    }
+
+    /** All three replicas of a region send leaves that do not build the root they signed: the mount is refused. */
+    @Test
+    void aRegionNoneOfWhoseReplicasSendsLeavesThatBuildItsRootRefusesTheMount() {
+        assertTrue(client.submit(List.of(new BlockWrite(1, data(1)), new BlockWrite(9, data(2)))) > 0);
+        drain();
+        RrsConfig c1 = configs.get(1);
+        List<java.util.concurrent.atomic.AtomicInteger> lies = new ArrayList<>();
+        for (NodeId rep : c1.replicas()) {
+            lies.add(lyingLeaves(c1, rep));
+        }
+        VolumeClient w = newWriter();
+        w.beginRemount(44);
+        var o = settle(w, h -> { });
+        var refused = assertInstanceOf(io.salus.core.protocol.client.ReplicaMount.Outcome.Refused.class, o,
+                String.valueOf(o));
+        assertTrue(refused.why().contains("region 1: no replica sent leaf hashes"), refused.why());
+        lies.forEach(l -> assertTrue(l.get() > 0, "each replica of region 1 was asked and lied"));
+        assertFalse(w.remounting(), "nothing is mounted");
     }
 
     @Test
@@ -2375,7 +2441,7 @@ class PipelinedCommitTest {
                 .orElseThrow().m();
         Message.MountState old = new Message.MountState(2, real.volume(), real.region(), real.generation(), 0,
                 real.lastBatchId(), real.lastAcceptedSeq(), real.loggedIndex(), real.committedIndex(), real.appliedSeq(),
-                real.regionRoot(), real.recordRoot(), real.recordSeq(), real.leafHashes(), null);
+                real.regionRoot(), real.recordRoot(), real.recordSeq(), null);
         w.receive(r0, old.withSignature(signers.get(r0).sign(old.signedBytes())));
         NodeId outsider = configs.get(1).replicas().get(0);
         w.receive(outsider, real.withSignature(signers.get(outsider).sign(real.signedBytes())));

@@ -368,6 +368,13 @@ public final class EmbeddedCluster implements AutoCloseable {
     // compacted-away store files wait in /hbase/archive for HBase's cleaner (every 10 minutes by default, each file kept
     // 5 minutes): on one machine's disk that was 21 GB during a 4 GiB fill. Every minute here (the TTL stays HBase's)
     c.setInt("hbase.master.cleaner.interval", 60_000);
+    // after a crash of region servers (a kill -9 of salus up), HBase's ServerCrashProcedure assigned their regions round
+    // robin: every restart split RRSs onto one server, the placement observer then moved ~30 replica regions one by one
+    // (close, reopen, catch up) and the mount waited minutes for them (issue 27, restart at 2 GiB written). With
+    // retention, a region goes back to the server of the same host and port (salus up keeps its ports), waiting for
+    // it to register (forced, HBase retries ~30 s, then assigns elsewhere and the observer fixes the placement).
+    c.setBoolean("hbase.master.scp.retain.assignment", true);
+    c.setBoolean("hbase.master.scp.retain.assignment.force", true);
     // the NBD export's volume tree: a sparse memory-mapped file under the data directory (disk-backed; /tmp may be a
     // tmpfs), unlinked once mapped (issue 27: the client's in-heap tree was ~1M hash objects at 2 GiB written)
     c.set(io.salus.core.hbase.endpoint.HBaseVolumeClientRunner.TREE_DIR_KEY, layout.dir("client-tree").getAbsolutePath());

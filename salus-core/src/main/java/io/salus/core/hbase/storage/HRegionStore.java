@@ -261,11 +261,22 @@ public final class HRegionStore implements RegionStore {
 
     @Override
     public synchronized Map<Long, Hash> leafHashes() {
+        return leafHashes(0, blocks);
+    }
+
+    /** Leaf hashes of the written blocks in [{@code fromBlock}, {@code toBlock}) (local), read by one range scan. */
+    @Override
+    public synchronized java.util.SortedMap<Long, Hash> leafHashes(long fromBlock, long toBlock) {
         // a failed scan is reported as a failed GET is (scan): a mount query the replica cannot answer because its
         // cells cannot be read must get the region reopened (damaged store files moved aside, cells restored), or the
         // mount waits for it for ever
-        Map<Long, Hash> out = new TreeMap<>();
-        scan(new Scan().addColumn(nodeFamily, nodeQualifier(0)), 0, Long.MAX_VALUE, (local, c) -> {
+        java.util.SortedMap<Long, Hash> out = new TreeMap<>();
+        long from = Math.max(0, fromBlock);
+        long to = Math.min(blocks, toBlock);
+        if (from >= to) {
+            return out;
+        }
+        scan(new Scan().addColumn(nodeFamily, nodeQualifier(0)), 0, Long.MAX_VALUE, from, to, (local, c) -> {
             if (c.getValueLength() == Hash.LENGTH) {
                 out.put(local, Hash.of(CellUtil.cloneValue(c)));
             } else if (c.getValueLength() == 0) {
@@ -505,8 +516,14 @@ public final class HRegionStore implements RegionStore {
 
     /** Scans the region's block rows (not other rows) with cells in [minTs, maxTs), giving each cell's local block. */
     private void scan(Scan scan, long minTs, long maxTs, java.util.function.BiConsumer<Long, Cell> each) {
+        scan(scan, minTs, maxTs, 0, blocks, each);
+    }
+
+    /** Scans the rows of local blocks [{@code fromLocal}, {@code toLocal}). */
+    private void scan(Scan scan, long minTs, long maxTs, long fromLocal, long toLocal,
+                      java.util.function.BiConsumer<Long, Cell> each) {
         try {
-            scan.withStartRow(row(0)).withStopRow(Bytes.toBytes(firstBlock + blocks)).setTimeRange(minTs, maxTs)
+            scan.withStartRow(row(fromLocal)).withStopRow(Bytes.toBytes(firstBlock + toLocal)).setTimeRange(minTs, maxTs)
                     .setCacheBlocks(false);
         } catch (IOException e) {
             throw new IllegalArgumentException(e);

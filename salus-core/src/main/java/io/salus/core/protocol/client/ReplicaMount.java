@@ -3,7 +3,6 @@ package io.salus.core.protocol.client;
 import io.salus.core.crypto.NodeId;
 import io.salus.core.crypto.Verifier;
 import io.salus.core.merkle.Hash;
-import io.salus.core.merkle.InMemoryNodeStore;
 import io.salus.core.merkle.MerkleTree;
 import io.salus.core.merkle.VolumeRootRecord;
 import io.salus.core.protocol.Membership;
@@ -32,9 +31,10 @@ import java.util.Set;
  * A region's state is accepted only when its three replicas signed the same state (unanimous consent: at least one
  * of them is correct) and nothing they logged is still undecided; a region whose replicas signed different states
  * for the same log position is refused, naming the region and the replicas. The volume tree is rebuilt from one
- * replica's leaf hashes that hash to the signed region root, and checked (by {@link VolumeClient}) against the
- * newest root record: the volume root the client itself put into its last committed PUT. So the mounted volume
- * is exactly the committed prefix the replicas certify, or the mount stops.
+ * replica's leaf hashes that hash to the signed region root, fetched a range at a time once the region's replicas
+ * agree ({@link MountLeafFetch}: the client's memory does not grow with the data), and checked (by
+ * {@link VolumeClient}) against the newest root record: the volume root the client itself put into its last
+ * committed PUT. So the mounted volume is exactly the committed prefix the replicas certify, or the mount stops.
  *
  * <p>What this does not do (yet): resolve a previous writer's batches that can never be decided (a sub-batch
  * that reached only some of its regions): such a region keeps the mount {@link Outcome.Waiting}, and the caller
@@ -55,7 +55,8 @@ public final class ReplicaMount {
 
         /** Every region is certified by its three replicas (internal: {@link VolumeClient} installs it). */
         record Ready(long seq, Hash root, int newestRegion, long nextBatchId,
-                     Map<Integer, VolumeClient.RegionView> views, long[] lastAcceptedSeq) implements Outcome {
+                     Map<Integer, VolumeClient.RegionView> views, long[] lastAcceptedSeq,
+                     io.salus.core.merkle.MerkleTree tree) implements Outcome {
         }
 
         /** Installed: the volume is at {@code seq} / {@code root}; the next batch id is {@code nextBatchId}. */
@@ -105,18 +106,19 @@ public final class ReplicaMount {
     /** Test seam: recovery messages sent at most this many times in all, then none (a client that dies mid-recovery). */
     int recoverySendBudget = Integer.MAX_VALUE;
     long sentAt;
-
-    ReplicaMount(ProtocolConfig cfg, Membership membership, Verifier verifier, io.salus.core.crypto.Signer signer,
-                 long nonce) {
-        this(cfg, membership, verifier, signer, nonce, null, null);
-    }
+    /** The client's clock, set before each call (the leaf fetch's retransmissions). */
+    long now;
+    /** The regions' leaf hashes, fetched into the new volume tree once each region's replicas agree. */
+    private final MountLeafFetch leafFetch;
 
     /**
      * @param client       the client's id (the BatchInfos the replicas report must carry its signature)
      * @param coordination where identifyLCP records the LCP (null: a region that cannot settle keeps the mount waiting)
+     * @param fresh        an empty volume tree: the mount fetches the regions' leaves into it
      */
     ReplicaMount(ProtocolConfig cfg, Membership membership, Verifier verifier, io.salus.core.crypto.Signer signer,
-                 long nonce, NodeId client, Coordination coordination) {
+                 long nonce, NodeId client, Coordination coordination, io.salus.core.merkle.MerkleTree fresh) {
+        this.leafFetch = new MountLeafFetch(cfg, nonce, fresh);
         this.coordination = coordination;
         this.client = client;
         this.signer = signer;
@@ -169,6 +171,21 @@ public final class ReplicaMount {
             return;
         }
         a.put(from, s);
+    }
+
+    /** Takes a replica's leaf range if the mount's leaf fetch asked it of that replica. */
+    void offer(NodeId from, Message.LeafChunk c) {
+        leafFetch.offer(from, c, now);
+    }
+
+    /** The leaf queries to send now (new ranges, and ranges to ask again after {@code retransmitEvery}). */
+    List<Map.Entry<NodeId, Message>> takeLeafQueries(long retransmitEvery) {
+        return leafFetch.takeSends(now, retransmitEvery);
+    }
+
+    /** Leaf ranges taken into the new tree so far (tests, logs). */
+    long leafChunksTaken() {
+        return leafFetch.chunksTaken();
     }
 
     /** Takes a replica's recovery state if it is for this mount's fenced round, from a replica of its region, and signed. */
@@ -243,6 +260,11 @@ public final class ReplicaMount {
         return java.util.Collections.unmodifiableSortedSet(abortsRequested);
     }
 
+    /** The replicas the leaf fetch waits for (a transport that polls for replies polls these too). */
+    List<NodeId> leafSources() {
+        return leafFetch.asked();
+    }
+
     /** The replicas to ask again: those that have not answered, and every replica of a region not settled yet. */
     List<NodeId> toAsk() {
         List<NodeId> l = new ArrayList<>();
@@ -266,30 +288,15 @@ public final class ReplicaMount {
         return a.values().stream().allMatch(first::sameState);
     }
 
-    /**
-     * The region root each answer's leaf hashes rebuild, computed once per answer (an answer is never changed; a new
-     * one replaces it): the mount polls {@link #outcome} every few ms, and rebuilding every answered region's tree at
-     * each poll (O(blocks written) hashes) kept the client's loop so busy that a mount of a 2 GiB volume with a few
-     * hundred MiB written timed out after a restart (issue 27's restart-at-size run). Pruned to the current answers.
-     */
-    private final Map<Message.MountState, Hash> leafRoots = new java.util.IdentityHashMap<>();
-
-    private Hash leafRoot(Message.MountState c) {
-        return leafRoots.computeIfAbsent(c, x -> {
-            MerkleTree rt = cfg.layout().newRegionTree(cfg.hash(), cfg.blockSize(), new InMemoryNodeStore());
-            return rt.setLeaves(0, x.leafHashes());
-        });
-    }
-
     Outcome outcome() {
         if (fence == 0) {
             return learnFence();
         }
-        if (!leafRoots.isEmpty()) {
-            java.util.Set<Message.MountState> current = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
-            answers.values().forEach(m -> current.addAll(m.values()));
-            leafRoots.keySet().retainAll(current);
+        String badLeaves = leafFetch.refusal();
+        if (badLeaves != null) {
+            return new Outcome.Refused(badLeaves);
         }
+        int leavesMissing = 0;
         Map<Integer, VolumeClient.RegionView> views = new HashMap<>();
         long[] accepted = new long[cfg.regionCount()];
         VolumeRootRecord newest = null;
@@ -320,25 +327,12 @@ public final class ReplicaMount {
             }
             // accepted seq > applied seq: the region's last entries were aborted (after an LCP, or a NO vote); the
             // next PUT to the region continues its log after them (prevNum = accepted seq), GETs wait for the applied
-            Map<Long, Hash> leaves = null;
-            for (Message.MountState c : a.values()) {
-                if (!leavesInRegion(cfg, r, c.leafHashes())) {
-                    // the leaves are not signed: one faulty replica's leaf outside the region threw out of the mount,
-                    // and every mount failed while it answered first (review rvw23-2); its leaves are not used
-                    continue;
-                }
-                if (leafRoot(c).equals(s.regionRoot())) {
-                    leaves = c.leafHashes();
-                    break;
-                }
-            }
-            if (leaves == null) {
-                return new Outcome.Refused("region " + r + ": no replica sent leaf hashes that hash to the region root"
-                        + " its three replicas signed (" + s.regionRoot() + "); the region's stored state does not"
-                        + " check: repair it from a correct replica before mounting");
+            if (!leafFetch.verified(r, s.regionRoot())) {
+                leafFetch.want(r, s.regionRoot(), membership.current(r).replicas(), now);
+                leavesMissing++;
             }
             VolumeRootRecord rec = new VolumeRootRecord(s.recordRoot(), s.recordSeq());
-            views.put(r, new VolumeClient.RegionView(s.regionRoot(), rec, leaves, null));
+            views.put(r, new VolumeClient.RegionView(s.regionRoot(), rec, null, null));
             accepted[r] = s.lastAcceptedSeq();
             if (newest == null || newest.newer(rec) != newest) {
                 newest = rec;
@@ -367,7 +361,11 @@ public final class ReplicaMount {
             }
             lcp = recorded.orElse(null);
         }
-        return new Outcome.Ready(newest.seq(), newest.root(), newestRegion, fence, views, accepted);
+        if (leavesMissing > 0) {
+            return new Outcome.Waiting("fetching the regions' leaf hashes: " + leafFetch.verifiedRegions() + " of "
+                    + cfg.regionCount() + " regions checked against their signed roots");
+        }
+        return new Outcome.Ready(newest.seq(), newest.root(), newestRegion, fence, views, accepted, leafFetch.tree());
     }
 
     /**

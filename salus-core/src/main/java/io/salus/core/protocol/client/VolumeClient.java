@@ -347,6 +347,9 @@ public final class VolumeClient {
             onWriterEpochReply(from, r);
         } else if (m instanceof Message.MountState st && remount != null) {
             remount.offer(from, st);
+        } else if (m instanceof Message.LeafChunk c && remount != null) {
+            remount.now = now;
+            remount.offer(from, c);
         } else if (m instanceof Message.RecoveryState st && remount != null) {
             remount.offer(from, st);
         } else if (m instanceof Message.FlushReply f) {
@@ -523,6 +526,10 @@ public final class VolumeClient {
                 net.send(n, q);
             }
             remount.recoveryResends().forEach(e -> net.send(e.getKey(), e.getValue()));
+        }
+        if (remount != null) {
+            remount.now = now;
+            remount.takeLeafQueries(retransmitEvery).forEach(e -> net.send(e.getKey(), e.getValue()));
         }
         for (OutBatch ob : outstanding.values()) {
             if (now - ob.sentAt >= retransmitEvery) {
@@ -897,11 +904,8 @@ public final class VolumeClient {
      */
     private void install(long trustedSeq, Hash trustedRoot, Map<Integer, RegionView> views,
                          java.util.function.BiFunction<Integer, RegionView, String> seqCheck) {
-        // one fresh volume tree, each region's leaves set at once (each node hashed once), each region checked by
-        // its node at the region level (a region tree's root equals it: RegionLayout); the client's tree is replaced
-        // only once everything checks
+        // one fresh volume tree, each region's leaves set at once (each node hashed once)
         MerkleTree fresh = new MerkleTree(cfg.hash(), cfg.blockSize(), layout.volumeBlocks(), treeStores.get());
-        VolumeRootRecord newest = null;
         for (int r = 0; r < cfg.regionCount(); r++) {
             RegionView v = views.get(r);
             if (v == null) {
@@ -910,8 +914,24 @@ public final class VolumeClient {
             if (!ReplicaMount.leavesInRegion(cfg, r, v.leafHashes())) {
                 throw new IllegalStateException("mount: region " + r + " names a block outside its blocks");
             }
-            long first = layout.firstBlock(r);
-            fresh.setLeaves(first, v.leafHashes());
+            fresh.setLeaves(layout.firstBlock(r), v.leafHashes());
+        }
+        installTree(trustedSeq, trustedRoot, fresh, views, seqCheck);
+    }
+
+    /**
+     * Installs {@code fresh} as the volume tree after checking each region by its node at the region level (a region
+     * tree's root equals it: RegionLayout) against its view's region root, the root against {@code trustedRoot} and
+     * the newest root record; the client's tree is replaced only once everything checks.
+     */
+    private void installTree(long trustedSeq, Hash trustedRoot, MerkleTree fresh, Map<Integer, RegionView> views,
+                             java.util.function.BiFunction<Integer, RegionView, String> seqCheck) {
+        VolumeRootRecord newest = null;
+        for (int r = 0; r < cfg.regionCount(); r++) {
+            RegionView v = views.get(r);
+            if (v == null) {
+                throw new IllegalStateException("mount: no view of region " + r);
+            }
             if (!fresh.node(layout.regionLevel(), r).equals(v.regionRoot())) {
                 throw new IllegalStateException("mount: region " + r + " subtree does not match its root");
             }
@@ -1003,6 +1023,7 @@ public final class VolumeClient {
         }
         if (remount != null) {
             s.addAll(remount.toAsk()); // a mount waits for the replicas' MountState answers
+            s.addAll(remount.leafSources()); // and for the leaf ranges it asked
         }
         return s;
     }
@@ -1055,7 +1076,8 @@ public final class VolumeClient {
         }
         recentWrites.clear();
         needsRemount = "a mount against the replicas is in progress";
-        remount = new ReplicaMount(cfg, membership, verifier, signer, nonce, me, recoveryCoordination);
+        remount = new ReplicaMount(cfg, membership, verifier, signer, nonce, me, recoveryCoordination,
+                new MerkleTree(cfg.hash(), cfg.blockSize(), layout.volumeBlocks(), treeStores.get()));
         remount.recoverySendBudget = recoverySendBudget;
         lastMountLcp = null;
         lastMountAborts = java.util.Collections.emptySortedSet();
@@ -1083,7 +1105,9 @@ public final class VolumeClient {
         if (remount == null) {
             return new ReplicaMount.Outcome.Refused("no mount in progress (call beginRemount)");
         }
+        remount.now = now;
         ReplicaMount.Outcome o = remount.outcome();
+        remount.takeLeafQueries(retransmitEvery).forEach(e -> net.send(e.getKey(), e.getValue()));
         List<NodeId> all = remount.takeAskAll();
         if (!all.isEmpty()) {
             Message.MountQuery q = remount.query(); // the fenced round
@@ -1099,7 +1123,7 @@ public final class VolumeClient {
         } else if (o instanceof ReplicaMount.Outcome.Ready ready) {
             remount = null;
             try {
-                install(ready.seq(), ready.root(), ready.views(), null);
+                installTree(ready.seq(), ready.root(), ready.tree(), ready.views(), null);
             } catch (IllegalStateException e) {
                 String why = "the regions' certified states do not rebuild the newest root record (seq " + ready.seq()
                         + ", held by region " + ready.newestRegion() + "): " + e.getMessage() + "; some region is not"

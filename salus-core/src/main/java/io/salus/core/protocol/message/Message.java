@@ -153,54 +153,52 @@ public sealed interface Message {
     }
 
     /**
-     * Replica → client: its region's state at mount, signed by the replica over {@link #signedBytes()} (everything
-     * but the leaf hashes, which the signed region root covers: the client rebuilds the region tree from them and
-     * compares). {@code fenceBelow} is the highest fence a mount query set at this replica; {@code lastBatchId} is the highest batch id the replica knows for the volume (logged or decided),
-     * {@code lastAcceptedSeq} the last seq it accepted into its log (the prevNum of the next PUT to the region),
-     * {@code loggedIndex}/{@code committedIndex} its last logged and last resolved log index; {@code appliedSeq},
-     * {@code regionRoot} and the root record ({@code recordRoot}, {@code recordSeq}) its applied state.
+     * Replica → client: its region's state at mount, signed by the replica over {@link #signedBytes()}.
+     * {@code fenceBelow} is the highest fence a mount query set at this replica; {@code lastBatchId} is the highest
+     * batch id the replica knows for the volume (logged or decided), {@code lastAcceptedSeq} the last seq it accepted
+     * into its log (the prevNum of the next PUT to the region), {@code loggedIndex}/{@code committedIndex} its last
+     * logged and last resolved log index; {@code appliedSeq}, {@code regionRoot} and the root record
+     * ({@code recordRoot}, {@code recordSeq}) its applied state. A fixed size whatever the region holds: the leaf
+     * hashes the client rebuilds the region tree from come apart, in ranges ({@link LeafQuery}, {@link LeafChunk}),
+     * once the region's three replicas agree (issue 27: every answer used to carry them, and at 2 GiB written every
+     * retransmitted query made 96 replicas scan and send their whole regions).
      */
     record MountState(long nonce, String volume, int region, long generation, long fenceBelow, long lastBatchId,
                       long lastAcceptedSeq,
                       long loggedIndex, long committedIndex, long appliedSeq, io.salus.core.merkle.Hash regionRoot,
-                      io.salus.core.merkle.Hash recordRoot, long recordSeq,
-                      java.util.SortedMap<Long, io.salus.core.merkle.Hash> leafHashes, byte[] signature)
+                      io.salus.core.merkle.Hash recordRoot, long recordSeq, byte[] signature)
             implements Message {
-        public MountState {
-            leafHashes = java.util.Collections.unmodifiableSortedMap(new java.util.TreeMap<>(leafHashes));
+
+        /** The bytes the replica signs: every field but the signature. */
+        public byte[] signedBytes() {
+            return signedBytes(lastBatchId);
         }
 
-        /** The bytes the replica signs: every field but the leaf hashes and the signature. */
-        public byte[] signedBytes() {
+        private byte[] signedBytes(long batchId) {
             return new io.salus.core.cert.Wire.Out().u8(0x4d).i64(nonce).str8(volume).i32(region).i64(generation)
-                    .i64(fenceBelow).i64(lastBatchId).i64(lastAcceptedSeq).i64(loggedIndex).i64(committedIndex).i64(appliedSeq)
+                    .i64(fenceBelow).i64(batchId).i64(lastAcceptedSeq).i64(loggedIndex).i64(committedIndex).i64(appliedSeq)
                     .hash(regionRoot).hash(recordRoot).i64(recordSeq).toByteArray();
         }
 
         public MountState withSignature(byte[] sig) {
             return new MountState(nonce, volume, region, generation, fenceBelow, lastBatchId, lastAcceptedSeq, loggedIndex,
-                    committedIndex, appliedSeq, regionRoot, recordRoot, recordSeq, leafHashes, sig);
+                    committedIndex, appliedSeq, regionRoot, recordRoot, recordSeq, sig);
         }
 
         /** The same answer with another region root, unsigned (fault injection in tests: a replica that lies). */
         public MountState withRegionRoot(io.salus.core.merkle.Hash root) {
             return new MountState(nonce, volume, region, generation, fenceBelow, lastBatchId, lastAcceptedSeq,
-                    loggedIndex, committedIndex, appliedSeq, root, recordRoot, recordSeq, leafHashes, null);
+                    loggedIndex, committedIndex, appliedSeq, root, recordRoot, recordSeq, null);
         }
 
         /**
-         * True if {@code o} reports the same signed state (leaf hashes and signature aside), its batch id aside too:
+         * True if {@code o} reports the same signed state (the signature aside), its batch id aside too:
          * {@code lastBatchId} is what this replica happens to know (a replica caught up from a peer at a checkpoint
          * knows none of the batches below it), it only raises the new writer's fence (the mount takes the highest any
          * replica reports), and it is no part of the region's state.
          */
         public boolean sameState(MountState o) {
-            return java.util.Arrays.equals(withBatchIdZero().signedBytes(), o.withBatchIdZero().signedBytes());
-        }
-
-        private MountState withBatchIdZero() {
-            return new MountState(nonce, volume, region, generation, fenceBelow, 0, lastAcceptedSeq, loggedIndex,
-                    committedIndex, appliedSeq, regionRoot, recordRoot, recordSeq, leafHashes, signature);
+            return java.util.Arrays.equals(signedBytes(0), o.signedBytes(0));
         }
 
         /** Nothing logged here is still undecided. */
@@ -213,7 +211,38 @@ public sealed interface Message {
             return "MountState[region " + region + " gen " + generation + ", fence " + fenceBelow + ", last batch " + lastBatchId
                     + ", accepted seq " + lastAcceptedSeq + ", logged " + loggedIndex + ", committed " + committedIndex
                     + ", applied seq " + appliedSeq + ", region root " + regionRoot + ", record (" + recordRoot + ", "
-                    + recordSeq + "), " + leafHashes.size() + " leaves]";
+                    + recordSeq + ")]";
+        }
+    }
+
+    /**
+     * Client → replica, during a mount: the leaf hashes of the region's written blocks in the local block range
+     * [{@code fromBlock}, {@code toBlock}), answered with a {@link LeafChunk}. Asked once the region's three replicas
+     * signed the same settled state; the client rebuilds the region tree from the chunks and compares its root with
+     * the signed one, so nothing here needs a signature. Only the volume's client is answered.
+     */
+    record LeafQuery(long nonce, int region, long fromBlock, long toBlock) implements Message {
+        /** The widest range a replica answers (an answer of at most ~640 KiB). */
+        public static final long MAX_BLOCKS = 16_384;
+    }
+
+    /**
+     * Replica → client, in answer to a {@link LeafQuery}: the leaf hash of every written block of the region in
+     * [{@code fromBlock}, {@code toBlock}) (local block numbers), with the region root the replica holds as it answers.
+     * Not signed: the client trusts the leaves only once all of a region's chunks rebuild the root its three replicas
+     * signed in their {@link MountState}s.
+     */
+    record LeafChunk(long nonce, String volume, int region, long generation, io.salus.core.merkle.Hash regionRoot,
+                     long fromBlock, long toBlock, java.util.SortedMap<Long, io.salus.core.merkle.Hash> leaves)
+            implements Message {
+        public LeafChunk {
+            leaves = java.util.Collections.unmodifiableSortedMap(leaves);
+        }
+
+        @Override
+        public String toString() {
+            return "LeafChunk[region " + region + " gen " + generation + ", blocks " + fromBlock + ".." + toBlock
+                    + ", " + leaves.size() + " leaves, region root " + regionRoot + "]";
         }
     }
 

@@ -66,7 +66,9 @@ public final class MessageCodec {
         REBUILD_REQUEST(24, Message.RebuildRequest.class),
         REBUILD_BLOCKS(25, Message.RebuildBlocks.class),
         CHAIN_ACK(26, Message.ChainAck.class),
-        RECOVERY_BATCH_INFO(27, Message.RecoveryBatchInfo.class);
+        RECOVERY_BATCH_INFO(27, Message.RecoveryBatchInfo.class),
+        LEAF_QUERY(28, Message.LeafQuery.class),
+        LEAF_CHUNK(29, Message.LeafChunk.class);
 
         private final int code;
         private final Class<? extends Message> cls;
@@ -192,9 +194,18 @@ public final class MessageCodec {
                 o.i64(s.nonce()).str8(s.volume()).i32(s.region()).i64(s.generation()).i64(s.fenceBelow())
                         .i64(s.lastBatchId())
                         .i64(s.lastAcceptedSeq()).i64(s.loggedIndex()).i64(s.committedIndex()).i64(s.appliedSeq())
-                        .hash(s.regionRoot()).hash(s.recordRoot()).i64(s.recordSeq()).i32(s.leafHashes().size());
-                s.leafHashes().forEach((k, h) -> o.i64(k).hash(h));
-                o.blob(requireSigned(s.signature(), "MountState.signature"));
+                        .hash(s.regionRoot()).hash(s.recordRoot()).i64(s.recordSeq())
+                        .blob(requireSigned(s.signature(), "MountState.signature"));
+            }
+            case LEAF_QUERY -> {
+                Message.LeafQuery q = (Message.LeafQuery) m;
+                o.i64(q.nonce()).i32(q.region()).i64(q.fromBlock()).i64(q.toBlock());
+            }
+            case LEAF_CHUNK -> {
+                Message.LeafChunk c = (Message.LeafChunk) m;
+                o.i64(c.nonce()).str8(c.volume()).i32(c.region()).i64(c.generation()).hash(c.regionRoot())
+                        .i64(c.fromBlock()).i64(c.toBlock()).i32(c.leaves().size());
+                c.leaves().forEach((k, h) -> o.i64(k).hash(h));
             }
             case STATE_REQUEST -> {
                 Message.StateRequest r = (Message.StateRequest) m;
@@ -359,8 +370,8 @@ public final class MessageCodec {
             }
             return (int) Math.min(n, 1 << 30);
         }
-        if (m instanceof Message.MountState s) {
-            return (int) Math.min(512L + (8L + Hash.LENGTH) * s.leafHashes().size(), 1 << 30);
+        if (m instanceof Message.LeafChunk c) {
+            return (int) Math.min(512L + (8L + Hash.LENGTH) * c.leaves().size(), 1 << 30);
         }
         if (m instanceof Message.StateTransfer x) {
             long n = 512;
@@ -517,25 +528,38 @@ public final class MessageCodec {
                 Hash regionRoot = in.hash("region root");
                 Hash recordRoot = in.hash("root record root");
                 long recordSeq = in.i64("root record seq");
+                yield new Message.MountState(nonce, volume, region, generation, fence, lastBatch, accepted, logged, committed,
+                        applied, regionRoot, recordRoot, recordSeq, in.blob("replica signature"));
+            }
+            case LEAF_QUERY -> new Message.LeafQuery(in.i64("nonce"), in.i32("region"), in.i64("from block"),
+                    in.i64("to block"));
+            case LEAF_CHUNK -> {
+                long nonce = in.i64("nonce");
+                String volume = in.str8("volume");
+                int region = in.i32("region");
+                long generation = in.i64("generation");
+                Hash regionRoot = in.hash("region root");
+                long from = in.i64("from block");
+                long to = in.i64("to block");
                 int n = in.i32("leaf count");
                 if (n < 0 || n > in.remaining() / (8 + Hash.LENGTH)) {
                     throw new CertificateFormatException("leaf count " + n + " does not fit the " + in.remaining()
                             + " bytes left", in.pos() - 4);
                 }
                 java.util.TreeMap<Long, Hash> leaves = new java.util.TreeMap<>();
-                long prev = -1;
+                long prev = from - 1;
                 for (int i = 0; i < n; i++) {
                     int at = in.pos();
                     long k = in.i64("leaf index " + i);
-                    if (k <= prev) {
+                    if (k <= prev || k >= to) {
                         throw new CertificateFormatException("leaf index " + k + " is not above the previous one "
-                                + prev + " (leaves must be strictly increasing)", at);
+                                + prev + " and below the chunk's end " + to + " (leaves must be strictly increasing,"
+                                + " inside the chunk's range)", at);
                     }
                     prev = k;
                     leaves.put(k, in.hash("leaf hash " + i));
                 }
-                yield new Message.MountState(nonce, volume, region, generation, fence, lastBatch, accepted, logged, committed,
-                        applied, regionRoot, recordRoot, recordSeq, leaves, in.blob("replica signature"));
+                yield new Message.LeafChunk(nonce, volume, region, generation, regionRoot, from, to, leaves);
             }
             case STATE_REQUEST -> new Message.StateRequest(in.i32("region"), in.i64("generation"),
                     in.i64("through index"));

@@ -644,6 +644,8 @@ public final class RegionReplica {
             onFlushRequest(from, f.flushId());
         } else if (m instanceof Message.MountQuery q) {
             onMountQuery(from, q);
+        } else if (m instanceof Message.LeafQuery q) {
+            onLeafQuery(from, q);
         } else if (m instanceof Message.StateRequest r) {
             onStateRequest(from, r);
         } else if (m instanceof Message.StateTransfer x) {
@@ -932,7 +934,8 @@ public final class RegionReplica {
 
     /**
      * Mount (§3.3.3): a new writer asks for this region's state; the replica answers with it signed (bound to the
-     * query's nonce) and the leaf hashes of its written blocks. Only the volume's client is answered.
+     * query's nonce). The leaf hashes come apart, a range at a time ({@link #onLeafQuery}). Only the volume's client
+     * is answered.
      */
     private void onMountQuery(NodeId from, Message.MountQuery q) {
         if (!from.equals(clientId)) {
@@ -954,12 +957,27 @@ public final class RegionReplica {
         }
         Message.MountState honest = new Message.MountState(q.nonce(), cfg.volume(), regionId.index(), rrs.generation(),
                 fenceBelow, lastBatchId, log.lastAcceptedSeq, log.nextIndex - 1, log.resolvedIndex, appliedSeq, store.root(),
-                rootRecord.root(), rootRecord.seq(), new TreeMap<>(store.leafHashes()), null);
+                rootRecord.root(), rootRecord.seq(), null);
         Message.MountState s = hooks.mountReport(honest);
         net.send(clientId, s.withSignature(signer.sign(s.signedBytes())));
         if (q.fenceBelow() > 0) {
             net.send(clientId, recoveryState(q.nonce()));
         }
+    }
+
+    /**
+     * Mount: the leaf hashes of this region's written blocks in the asked range, with the region root they build
+     * (unsigned: the client checks them against the root the three replicas signed). A range wider than
+     * {@link Message.LeafQuery#MAX_BLOCKS} is not answered (the client never asks one): an answer stays bounded.
+     */
+    private void onLeafQuery(NodeId from, Message.LeafQuery q) {
+        if (!from.equals(clientId) || q.region() != regionId.index() || q.fromBlock() < 0 || q.toBlock() <= q.fromBlock()
+                || q.toBlock() - q.fromBlock() > Message.LeafQuery.MAX_BLOCKS) {
+            return;
+        }
+        Message.LeafChunk honest = new Message.LeafChunk(q.nonce(), cfg.volume(), regionId.index(), rrs.generation(),
+                store.root(), q.fromBlock(), q.toBlock(), store.leafHashes(q.fromBlock(), q.toBlock()));
+        net.send(clientId, hooks.leafReport(honest));
     }
 
     /**

@@ -25,8 +25,18 @@ public interface RegionStore {
     /** The region tree root over the current cells. */
     Hash root();
 
-    /** Leaf hashes of the written blocks (what a mounting client fetches). */
+    /** Leaf hashes of the written blocks. */
     Map<Long, Hash> leafHashes();
+
+    /**
+     * Leaf hashes of the written blocks in the local range [{@code fromBlock}, {@code toBlock}): what a mounting
+     * client fetches, one range at a time ({@link io.salus.core.protocol.message.Message.LeafQuery}). A store on
+     * disk reads only the range.
+     */
+    default java.util.SortedMap<Long, Hash> leafHashes(long fromBlock, long toBlock) {
+        java.util.TreeMap<Long, Hash> all = new java.util.TreeMap<>(leafHashes());
+        return fromBlock >= toBlock ? new java.util.TreeMap<>() : new java.util.TreeMap<>(all.subMap(fromBlock, toBlock));
+    }
 
     /** The blocks changed since the last {@link #markDurable()}: what a checkpoint must write. */
     Map<Long, byte[]> dirty();

@@ -68,4 +68,10 @@ public interface ReplicaHooks {
             io.salus.core.protocol.message.Message.MountState honest) {
         return honest;
     }
+
+    /** The leaf hashes a replica sends a mounting client; a faulty one may send others. */
+    default io.salus.core.protocol.message.Message.LeafChunk leafReport(
+            io.salus.core.protocol.message.Message.LeafChunk honest) {
+        return honest;
+    }
 }

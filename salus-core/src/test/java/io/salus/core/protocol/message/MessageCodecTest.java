@@ -201,13 +201,17 @@ class MessageCodecTest {
                 case WRITER_EPOCH_REPLY -> new Message.WriterEpochReply(volume(), rnd.nextInt(64), anyLong(),
                         rnd.nextLong() & Long.MAX_VALUE, rnd.nextLong() & Long.MAX_VALUE, bytes(64));
                 case MOUNT_QUERY -> new Message.MountQuery(anyLong(), anyLong(), bytes(64));
-                case MOUNT_STATE -> {
+                case MOUNT_STATE -> new Message.MountState(anyLong(), volume(), rnd.nextInt(64), rnd.nextInt(9), anyLong(),
+                        anyLong(), anyLong(), anyLong(), anyLong(), anyLong(), hash(), hash(), anyLong(), bytes(64));
+                case LEAF_QUERY -> new Message.LeafQuery(anyLong(), rnd.nextInt(64), rnd.nextInt(1 << 16),
+                        (1 << 16) + rnd.nextInt(1 << 16));
+                case LEAF_CHUNK -> {
                     java.util.TreeMap<Long, Hash> leaves = new java.util.TreeMap<>();
                     for (int i = rnd.nextInt(6); i > 0; i--) {
-                        leaves.put((long) rnd.nextInt(1 << 16), hash());
+                        leaves.put(100L + rnd.nextInt(1 << 16), hash());
                     }
-                    yield new Message.MountState(anyLong(), volume(), rnd.nextInt(64), rnd.nextInt(9), anyLong(), anyLong(),
-                            anyLong(), anyLong(), anyLong(), anyLong(), hash(), hash(), anyLong(), leaves, bytes(64));
+                    yield new Message.LeafChunk(anyLong(), volume(), rnd.nextInt(64), rnd.nextInt(9), hash(), 100,
+                            100 + (1 << 16), leaves);
                 }
                 case STATE_REQUEST -> new Message.StateRequest(rnd.nextInt(64), rnd.nextInt(9), anyLong());
                 case FLUSH_REQUEST -> new Message.FlushRequest(anyLong());
