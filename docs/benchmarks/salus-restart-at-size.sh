@@ -10,7 +10,7 @@
 # with jcmd before each kill.
 #
 # Usage: docs/benchmarks/salus-restart-at-size.sh [cycles=10] [volume size=4G] [fill MiB=1024] [data dir]
-#   -> docs/benchmarks/salus-restart-at-size.csv (one row per cycle)
+#   -> docs/benchmarks/salus-restart-at-size-<fill MiB>mib.csv (one row per cycle)
 # Needs python3-libnbd and jcmd (JDK). Runs on 127.0.0.1 only.
 # FILL_VERIFY=last reads the fio fill back (fio --verify_only) after the last restart only, not after every one (at
 # 4 GiB filled each read-back takes minutes); the FLUSHed writer's blocks are checked after every restart either way.
@@ -28,7 +28,7 @@ fill_mib="${3:-1024}"
 data="${4:-$(mktemp -d)/salus-data}"
 mkdir -p "$(dirname "$data")"
 port=$((20000 + RANDOM % 20000))
-csv="$here/docs/benchmarks/salus-restart-at-size.csv"
+csv="$here/docs/benchmarks/salus-restart-at-size-${fill_mib}mib.csv" # one file per fill size
 prog="$(dirname "$data")/flushed-progress"
 writer="$here/docs/benchmarks/flushed_writer.py"
 uri="nbd://127.0.0.1:$port"

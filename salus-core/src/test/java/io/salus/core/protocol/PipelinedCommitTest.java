@@ -2383,6 +2383,54 @@ class PipelinedCommitTest {
         }
     }
 
+    /**
+     * Review: one faulty replica (its region's first leaf source) sends an all-zero leaf hash in its chunk; the
+     * client's tree lives in a MappedNodeStore (HBaseVolumeClientRunner's default), which refuses to store it. The
+     * exception leaves the client's leaf fetch with nothing in flight and nothing left to ask: the mount waits for
+     * ever (the runner logs the exception and goes on), though the two other replicas are correct.
+     */
+    @Test
+    void anAllZeroLeafFromOneReplicaDoesNotStallTheMount(@org.junit.jupiter.api.io.TempDir java.nio.file.Path tmp) {
+        for (int i = 0; i < 3; i++) {
+            assertTrue(client.submit(List.of(new BlockWrite(i, data(10 + i)), new BlockWrite(8 + i, data(20 + i)))) > 0);
+            drain();
+        }
+        RrsConfig c0 = configs.get(0);
+        NodeId liar = c0.replicas().get(0); // asked first (0 % 3)
+        replicas.put(liar, new RegionReplica(cfg, c0, liar, clientId, signers.get(liar), dir, membership,
+                (to, m) -> send(new Envelope(liar, to, m)), disks.get(liar), coord, new ReplicaHooks() {
+                    @Override
+                    public Message.LeafChunk leafReport(Message.LeafChunk h) {
+                        java.util.TreeMap<Long, io.salus.core.merkle.Hash> leaves = new java.util.TreeMap<>(h.leaves());
+                        leaves.put(7L, io.salus.core.merkle.Hash.of(new byte[io.salus.core.merkle.Hash.LENGTH]));
+                        return new Message.LeafChunk(h.nonce(), h.volume(), h.region(), h.generation(), h.regionRoot(),
+                                h.fromBlock(), h.toBlock(), leaves);
+                    }
+                }, RegionSnapshot.empty(0, RegionLogRecovery.emptyVolumeRoot(cfg))));
+        VolumeClient w = newWriter();
+        w.useTreeStores(() -> new io.salus.core.merkle.MappedNodeStore(tmp, cfg.layout().volumeBlocks()));
+        w.beginRemount(46);
+        io.salus.core.protocol.client.ReplicaMount.Outcome o = null;
+        int thrown = 0;
+        for (int t = 1; t <= 60; t++) {
+            Envelope e;
+            while ((e = net.poll()) != null) {
+                try {
+                    deliver(e);
+                } catch (RuntimeException x) {
+                    thrown++; // as HBaseVolumeClientRunner.onReply: logged, the loop goes on
+                }
+            }
+            w.tick(t * 1000L);
+            o = w.remountOutcome();
+            if (!(o instanceof io.salus.core.protocol.client.ReplicaMount.Outcome.Waiting)) {
+                break;
+            }
+        }
+        assertInstanceOf(io.salus.core.protocol.client.ReplicaMount.Outcome.Mounted.class, o,
+                "after 60 retransmission periods (" + thrown + " exception(s) out of the client): " + o);
+    }
+
     /** All three replicas of a region send leaves that do not build the root they signed: the mount is refused. */
     @Test
     void aRegionNoneOfWhoseReplicasSendsLeavesThatBuildItsRootRefusesTheMount() {

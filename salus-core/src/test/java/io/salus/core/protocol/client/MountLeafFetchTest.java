@@ -19,6 +19,7 @@ import java.util.Map;
 import java.util.SortedMap;
 import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The mount's leaf fetch (issue 27) on regions wider than one leaf range: a region's leaves arrive in several
@@ -135,5 +136,120 @@ class MountLeafFetchTest {
         answer(f, next, Map.of(reps.get(1), honest), root, 500);
         assertTrue(f.verified(0, root));
         assertNull(f.refusal(), "silence is not a lie");
+    }
+
+    // ---- review findings (tests that fail on the code under review) ----
+
+    @TempDir
+    java.nio.file.Path tmp;
+
+    static final Hash ZERO = Hash.of(new byte[Hash.LENGTH]);
+
+    /** Offers a chunk the way the HBase client runner does: an exception out of the client is logged, not rethrown. */
+    static boolean offerSwallowing(MountLeafFetch f, NodeId from, Message.LeafChunk c, long now) {
+        try {
+            f.offer(from, c, now);
+            return false;
+        } catch (RuntimeException e) {
+            return true;
+        }
+    }
+
+    /**
+     * A faulty first source answers the region's only range with an all-zero leaf hash. The client's production tree
+     * store ({@code MappedNodeStore}) refuses to store it: {@code setLeaves} throws out of {@code offer} after the range
+     * was taken off {@code asked}. Nothing is in flight, nextFrom is at the end, the silence rule needs a range in
+     * flight: the region is never asked again and never verified (the mount waits for ever), though two honest
+     * replicas answer everything they are asked.
+     */
+    @Test
+    void anAllZeroLeafFromTheFirstSourceDoesNotStallTheRegionForEver() {
+        ProtocolConfig small = ProtocolConfig.of("v", 16, HashAlgorithm.SHA256, RegionLayout.ofRegionSize(32, 16));
+        SortedMap<Long, Hash> honest = new TreeMap<>(Map.of(1L, small.hash().leafHash(new byte[] {1})));
+        Hash root = small.layout().newRegionTree(small.hash(), 16, new InMemoryNodeStore()).setLeaves(0, honest);
+        MountLeafFetch f = new MountLeafFetch(small, 7, new MerkleTree(small.hash(), 16, 32,
+                new io.salus.core.merkle.MappedNodeStore(tmp, 32)));
+        f.want(0, root, reps, 0);
+        List<Map.Entry<NodeId, Message>> first = f.takeSends(0, 100);
+        assertEquals(1, first.size());
+        Message.LeafQuery q = (Message.LeafQuery) first.get(0).getValue();
+        SortedMap<Long, Hash> poison = new TreeMap<>(Map.of(3L, ZERO));
+        boolean threw = offerSwallowing(f, reps.get(0), new Message.LeafChunk(7, "v", 0, 0, root, q.fromBlock(),
+                q.toBlock(), poison), 1);
+        for (long t = 100; t <= 10_000 && !f.verified(0, root); t += 100) {
+            for (Map.Entry<NodeId, Message> e : f.takeSends(t, 100)) {
+                Message.LeafQuery qq = (Message.LeafQuery) e.getValue();
+                f.offer(e.getKey(), new Message.LeafChunk(7, "v", 0, 0, root, qq.fromBlock(), qq.toBlock(),
+                        new TreeMap<>(honest.subMap(qq.fromBlock(), qq.toBlock()))), t);
+            }
+        }
+        assertTrue(f.verified(0, root), "region 0 never verified after one all-zero leaf (offer threw: " + threw
+                + "; replicas asked: " + f.asked() + ", refusal: " + f.refusal() + ")");
+    }
+
+    /**
+     * Same fault in a region of two ranges: the chunk {5: forged, 6: all-zero} leaves leaf 5 written at level 0 with
+     * its ancestors not recomputed (setLeaves threw before the level loop). clearRegion walks only non-empty nodes, so
+     * it never finds it; the next replica's leaves (block 4 unwritten) build the signed root, the region verifies and
+     * the mount would install a tree with a forged leaf hidden under an empty parent. The client's next write to
+     * block 4 then hashes the forged leaf into its volume root.
+     */
+    @Test
+    void aLeafLeftBehindByAFailedChunkIsNotInTheVerifiedTree() {
+        long region = 2 * Message.LeafQuery.MAX_BLOCKS;
+        ProtocolConfig two = ProtocolConfig.of("v", 16, HashAlgorithm.SHA256, RegionLayout.ofRegionSize(2 * region,
+                region));
+        SortedMap<Long, Hash> honest = new TreeMap<>();
+        honest.put(0L, two.hash().leafHash(new byte[] {1}));
+        honest.put(20_000L, two.hash().leafHash(new byte[] {2}));
+        Hash root = two.layout().newRegionTree(two.hash(), 16, new InMemoryNodeStore()).setLeaves(0, honest);
+        MountLeafFetch f = new MountLeafFetch(two, 7, new MerkleTree(two.hash(), 16, 2 * region,
+                new io.salus.core.merkle.MappedNodeStore(tmp, 2 * region)));
+        f.want(0, root, reps, 0); // region 0: reps[0] first, the faulty one
+        Hash forged = two.hash().leafHash(new byte[] {66});
+        for (long t = 0; t <= 2_000 && !f.verified(0, root); t += 100) {
+            for (Map.Entry<NodeId, Message> e : f.takeSends(t, 100)) {
+                Message.LeafQuery q = (Message.LeafQuery) e.getValue();
+                SortedMap<Long, Hash> l = new TreeMap<>(honest.subMap(q.fromBlock(), q.toBlock()));
+                if (e.getKey().equals(reps.get(0)) && q.fromBlock() == 0) {
+                    l = new TreeMap<>(Map.of(5L, forged, 6L, ZERO));
+                }
+                offerSwallowing(f, e.getKey(), new Message.LeafChunk(7, "v", 0, 0, root, q.fromBlock(), q.toBlock(),
+                        l), t);
+            }
+        }
+        assertTrue(f.verified(0, root), "verified from the honest replica's leaves");
+        MerkleTree expected = new MerkleTree(two.hash(), 16, 2 * region);
+        expected.setLeaves(0, honest);
+        assertEquals(expected.root(), f.tree().root(), "the root check passes");
+        Hash x = two.hash().leafHash(new byte[] {4});
+        assertEquals(expected.setLeaf(4, x), f.tree().setLeaf(4, x),
+                "a write of block 4 after the mount gives the client's tree another root (hidden leaf 5 = "
+                        + f.tree().node(0, 5) + ")");
+    }
+
+    /**
+     * LeafChunks are unsigned and the client takes the sender from the reply envelope (HBaseVolumeClientRunner.onReply;
+     * ReplicaLink does not tie a reply to the server polled). One faulty server that knows the mount's nonce (every
+     * replica gets the fenced MountQuery) answers range 0 "from" each replica of a region in turn with another root: the
+     * mismatch is sticky, all three honest-in-fact replicas are marked, and the mount is refused blaming the region's
+     * stored state. Before this commit the leaves came inside a MountState only the replica itself could sign.
+     */
+    @Test
+    void chunksInTheNameOfHonestReplicasDoNotRefuseTheMount() {
+        SortedMap<Long, Hash> honest = leaves(1);
+        Hash root = regionRoot(honest);
+        Hash other = regionRoot(leaves(2));
+        MountLeafFetch f = new MountLeafFetch(cfg, 7, volumeTree());
+        f.want(0, root, reps, 0);
+        for (long t = 0; t < 5 && f.refusal() == null; t++) {
+            for (Map.Entry<NodeId, Message> e : f.takeSends(t, 1_000)) {
+                Message.LeafQuery q = (Message.LeafQuery) e.getValue();
+                // forged by a faulty server, arriving before the real replica's answer
+                f.offer(e.getKey(), new Message.LeafChunk(7, "v", 0, 0, other, q.fromBlock(), q.toBlock(),
+                        new TreeMap<>()), t);
+            }
+        }
+        assertNull(f.refusal(), "one forging server refused a mount whose three replicas are correct");
     }
 }
