@@ -114,7 +114,7 @@ public class MessageCodecBenchmark {
                     1249, sig);
             case LEAF_QUERY -> new Message.LeafQuery(99, 17, 0, Message.LeafQuery.MAX_BLOCKS);
             case LEAF_CHUNK -> new Message.LeafChunk(99, "volume-0001", 17, 3, h, 0, Message.LeafQuery.MAX_BLOCKS,
-                    new java.util.TreeMap<>(java.util.Map.of(5L, h)));
+                    new java.util.TreeMap<>(java.util.Map.of(5L, h)), sig);
             case STATE_REQUEST -> new Message.StateRequest(17, 3, 123_455);
             case FLUSH_REQUEST -> new Message.FlushRequest(12);
             case FLUSH_REPLY -> new Message.FlushReply("volume-0001", 17, 3, 12, sig);

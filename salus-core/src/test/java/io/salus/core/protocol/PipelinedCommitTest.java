@@ -2315,7 +2315,7 @@ class PipelinedCommitTest {
                         java.util.TreeMap<Long, io.salus.core.merkle.Hash> leaves = new java.util.TreeMap<>(h.leaves());
                         leaves.put(1L << 20, cfg.hash().leafHash(data(7))); // far outside the region's 8 blocks
                         return new Message.LeafChunk(h.nonce(), h.volume(), h.region(), h.generation(), h.regionRoot(),
-                                h.fromBlock(), h.toBlock(), leaves);
+                                h.fromBlock(), h.toBlock(), leaves, null);
                     }
                 }, RegionSnapshot.empty(0, RegionLogRecovery.emptyVolumeRoot(cfg))));
         assertEquals(replicas.get(c0.replicas().get(1)).regionRoot(), replicas.get(liar).regionRoot());
@@ -2349,7 +2349,7 @@ class PipelinedCommitTest {
                         leaves.put(leaves.firstKey(), cfg.hash().leafHash(data(77))); // in range, wrong content
                         lies.incrementAndGet();
                         return new Message.LeafChunk(h.nonce(), h.volume(), h.region(), h.generation(), h.regionRoot(),
-                                h.fromBlock(), h.toBlock(), leaves);
+                                h.fromBlock(), h.toBlock(), leaves, null);
                     }
                 }, RegionSnapshot.empty(0, RegionLogRecovery.emptyVolumeRoot(cfg))));
         return lies;
@@ -2404,7 +2404,7 @@ class PipelinedCommitTest {
                         java.util.TreeMap<Long, io.salus.core.merkle.Hash> leaves = new java.util.TreeMap<>(h.leaves());
                         leaves.put(7L, io.salus.core.merkle.Hash.of(new byte[io.salus.core.merkle.Hash.LENGTH]));
                         return new Message.LeafChunk(h.nonce(), h.volume(), h.region(), h.generation(), h.regionRoot(),
-                                h.fromBlock(), h.toBlock(), leaves);
+                                h.fromBlock(), h.toBlock(), leaves, null);
                     }
                 }, RegionSnapshot.empty(0, RegionLogRecovery.emptyVolumeRoot(cfg))));
         VolumeClient w = newWriter();

@@ -3,6 +3,7 @@ package io.salus.core.protocol.client;
 import io.salus.core.merkle.Hash;
 import io.salus.core.merkle.MerkleTree;
 import io.salus.core.crypto.NodeId;
+import io.salus.core.crypto.Verifier;
 import io.salus.core.protocol.ProtocolConfig;
 import io.salus.core.protocol.message.Message;
 import java.util.ArrayList;
@@ -20,21 +21,28 @@ import java.util.TreeMap;
  *
  * <p>Per region: the ranges [from, from + {@link Message.LeafQuery#MAX_BLOCKS}) of its blocks are asked of one
  * replica (the region's first asked is its index modulo 3, spreading the load), at most {@link #WINDOW} ranges in
- * flight over the whole volume, each asked again after the retransmission period. When all ranges of a region have
- * arrived, the region's node of the volume tree must equal the signed region root; if it does not, or the replica
- * answered with another region root, or it did not answer {@link #SILENT_ROUNDS} periods in a row, its leaves are
- * taken out of the tree again and the next replica is asked. A region none of whose three replicas' leaves build
- * the signed root refuses the mount (its stored state does not check).
+ * flight over the whole volume and {@link #REGION_WINDOW} per region, each asked again after the retransmission
+ * period. A chunk counts only if its replica signed it (the transport's sender is not proof: review of this fetch);
+ * one for another region root is not an answer (the replica's state may have moved since; a late chunk of a root the
+ * region had before). A signed chunk whose leaves cannot be the region's (a leaf outside the range asked, an all-zero
+ * hash) is proof its replica lies. When all ranges of a region have arrived, the region's node of the volume tree
+ * must equal the signed region root; if it does not (the replica lied) or a range stays unanswered
+ * {@link #SILENT_ROUNDS} periods after it was first asked (silent), the leaves this replica gave are taken out of the
+ * tree again (every block it set, tracked) and the next replica is asked. A region all three of whose replicas lied
+ * refuses the mount (its stored state does not check).
  *
  * <p>Single-threaded: used by {@link ReplicaMount} on the client's thread.
  */
 final class MountLeafFetch {
     /** Leaf ranges in flight at most, over the whole volume (bounds the client's memory for the chunks). */
     static final int WINDOW = 8;
+    /** Leaf ranges in flight at most per region (a slow replica does not hold the whole window). */
+    static final int REGION_WINDOW = 4;
     /** Retransmission periods without an answer from a region's replica before the next replica is asked. */
     static final int SILENT_ROUNDS = 4;
 
     private final ProtocolConfig cfg;
+    private final Verifier verifier;
     private final long nonce;
     private final MerkleTree tree;
     private final Map<Integer, RegionFetch> fetches = new TreeMap<>();
@@ -54,18 +62,18 @@ final class MountLeafFetch {
         final java.util.Set<NodeId> mismatched = new java.util.HashSet<>();
         int source;
         long nextFrom;
-        /** Asked ranges not answered yet: from → the time asked. */
-        final Map<Long, Long> asked = new TreeMap<>();
-        long lastAnswerAt;
-        boolean touched;
+        /** Asked ranges not answered yet: from → {first asked, last sent}. */
+        final Map<Long, long[]> asked = new TreeMap<>();
+        /** The blocks (local) the current replica's chunks set in the tree: what a switch takes out again. */
+        final java.util.BitSet set;
 
-        RegionFetch(int region, Hash root, List<NodeId> replicas, long blocks, long now) {
+        RegionFetch(int region, Hash root, List<NodeId> replicas, long blocks) {
             this.region = region;
             this.root = root;
             this.replicas = List.copyOf(replicas);
             this.blocks = blocks;
             this.source = region % replicas.size();
-            this.lastAnswerAt = now;
+            this.set = new java.util.BitSet((int) Math.min(Integer.MAX_VALUE, blocks));
         }
 
         NodeId source() {
@@ -73,8 +81,9 @@ final class MountLeafFetch {
         }
     }
 
-    MountLeafFetch(ProtocolConfig cfg, long nonce, MerkleTree tree) {
+    MountLeafFetch(ProtocolConfig cfg, Verifier verifier, long nonce, MerkleTree tree) {
         this.cfg = cfg;
+        this.verifier = verifier;
         this.nonce = nonce;
         this.tree = tree;
     }
@@ -102,7 +111,7 @@ final class MountLeafFetch {
      * Region {@code r}'s three replicas signed the same settled state with region root {@code root}: its leaves are
      * wanted (a no-op if they are verified or being fetched for that root; a fetch for another root starts over).
      */
-    void want(int r, Hash root, List<NodeId> replicas, long now) {
+    void want(int r, Hash root, List<NodeId> replicas) {
         if (verified(r, root)) {
             return;
         }
@@ -112,12 +121,13 @@ final class MountLeafFetch {
         }
         if (f != null) {
             drop(f);
+            clearSet(f);
         }
-        if (verified.remove(r) != null || f != null) {
+        if (verified.remove(r) != null) {
             clearRegion(r); // the region's agreed state changed since: its leaves in the tree are not it any more
         }
         long inRegion = Math.min(cfg.layout().blocksPerRegion(), cfg.layout().volumeBlocks() - cfg.layout().firstBlock(r));
-        fetches.put(r, new RegionFetch(r, root, replicas, inRegion, now));
+        fetches.put(r, new RegionFetch(r, root, replicas, inRegion));
     }
 
     /**
@@ -135,7 +145,7 @@ final class MountLeafFetch {
         return null;
     }
 
-    /** Takes a replica's leaf range if it is one this fetch asked of it. */
+    /** Takes a replica's leaf range if it is one this fetch asked of it, signed by it, for the region's agreed root. */
     void offer(NodeId from, Message.LeafChunk c, long now) {
         RegionFetch f = fetches.get(c.region());
         if (f == null || c.nonce() != nonce || !c.volume().equals(cfg.volume()) || !from.equals(f.source())
@@ -143,17 +153,26 @@ final class MountLeafFetch {
                 + Message.LeafQuery.MAX_BLOCKS)) {
             return; // late, duplicate, from another replica, or for a range not asked
         }
+        if (c.signature() == null || !verifier.verify(from, c.signedBytes(), c.signature())) {
+            return; // not the replica's answer (a reply's sender is the transport's word)
+        }
+        if (!c.regionRoot().equals(f.root)) {
+            return; // another state of the region: not an answer (the range stays asked; silence passes it over)
+        }
         f.asked.remove(c.fromBlock());
         inFlight--;
-        f.lastAnswerAt = now;
-        if (!c.regionRoot().equals(f.root) || !c.leaves().isEmpty() && (c.leaves().firstKey() < c.fromBlock()
-                || c.leaves().lastKey() >= c.toBlock())) {
-            nextSource(f, now, true); // not the state it signed, or leaves outside the range it was asked: not used
+        if (!leavesInRange(c)) {
+            nextSource(f, true); // signed leaves that cannot be the region's
             return;
         }
         if (!c.leaves().isEmpty()) {
-            f.touched = true;
-            tree.setLeaves(cfg.layout().firstBlock(f.region), c.leaves());
+            c.leaves().keySet().forEach(k -> f.set.set((int) (long) k));
+            try {
+                tree.setLeaves(cfg.layout().firstBlock(f.region), c.leaves());
+            } catch (IllegalArgumentException e) {
+                nextSource(f, true); // a leaf the tree cannot hold: taken out again, with whatever it set
+                return;
+            }
         }
         chunksTaken++;
         if (f.asked.isEmpty() && f.nextFrom >= f.blocks) {
@@ -161,10 +180,29 @@ final class MountLeafFetch {
                 fetches.remove(f.region);
                 verified.put(f.region, f.root);
             } else {
-                nextSource(f, now, true);
+                nextSource(f, true);
             }
         }
     }
+
+    /**
+     * True if every leaf of {@code c} is a block of the range it answers, with a hash a tree can hold (an all-zero
+     * hash is what the client's mapped tree store reads as empty: it refuses it, and a refusal half-way through a chunk
+     * left a leaf in the tree without its parents, review of this fetch).
+     */
+    private static boolean leavesInRange(Message.LeafChunk c) {
+        if (!c.leaves().isEmpty() && (c.leaves().firstKey() < c.fromBlock() || c.leaves().lastKey() >= c.toBlock())) {
+            return false;
+        }
+        for (Hash h : c.leaves().values()) {
+            if (java.util.Arrays.equals(h.bytes(), ZERO)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static final byte[] ZERO = new byte[Hash.LENGTH];
 
     /**
      * The leaf queries to send now: new ranges up to the window, and ranges asked a retransmission period ago
@@ -175,21 +213,23 @@ final class MountLeafFetch {
             if (f.mismatched.size() == f.replicas.size()) {
                 continue; // refused
             }
-            if (!f.asked.isEmpty() && now - f.lastAnswerAt >= SILENT_ROUNDS * Math.max(1, retransmitEvery)) {
-                nextSource(f, now, false); // silent, not lying: it may be asked again later
+            long silentAfter = SILENT_ROUNDS * Math.max(1, retransmitEvery);
+            if (f.asked.values().stream().anyMatch(t -> now - t[0] >= silentAfter)) {
+                nextSource(f, false); // silent, not lying: it may be asked again later
             }
-            for (Map.Entry<Long, Long> e : f.asked.entrySet()) {
-                if (now - e.getValue() >= retransmitEvery) {
-                    e.setValue(now);
+            for (Map.Entry<Long, long[]> e : f.asked.entrySet()) {
+                if (now - e.getValue()[1] >= retransmitEvery) {
+                    e.getValue()[1] = now;
                     ask(f, e.getKey());
                 }
             }
         }
         for (RegionFetch f : fetches.values()) {
-            while (inFlight < WINDOW && f.nextFrom < f.blocks && f.mismatched.size() < f.replicas.size()) {
+            while (inFlight < WINDOW && f.asked.size() < REGION_WINDOW && f.nextFrom < f.blocks
+                    && f.mismatched.size() < f.replicas.size()) {
                 long from = f.nextFrom;
                 f.nextFrom = Math.min(f.blocks, from + Message.LeafQuery.MAX_BLOCKS);
-                f.asked.put(from, now);
+                f.asked.put(from, new long[] {now, now});
                 inFlight++;
                 ask(f, from);
             }
@@ -219,17 +259,13 @@ final class MountLeafFetch {
      * The current replica's leaves leave the tree and the next replica not known to lie is asked; {@code lied}: its
      * leaves did not build the root (it is not asked again), else it was silent.
      */
-    private void nextSource(RegionFetch f, long now, boolean lied) {
+    private void nextSource(RegionFetch f, boolean lied) {
         if (lied) {
             f.mismatched.add(f.source());
         }
         drop(f);
-        if (f.touched) {
-            clearRegion(f.region);
-            f.touched = false;
-        }
+        clearSet(f);
         f.nextFrom = 0;
-        f.lastAnswerAt = now;
         for (int i = 1; i <= f.replicas.size(); i++) {
             int s = (f.source + i) % f.replicas.size();
             if (!f.mismatched.contains(f.replicas.get(s))) {
@@ -244,8 +280,25 @@ final class MountLeafFetch {
         f.asked.clear();
     }
 
+    /** Takes the leaves the current replica's chunks set out of the tree again (set to the empty leaf). */
+    private void clearSet(RegionFetch f) {
+        long first = cfg.layout().firstBlock(f.region);
+        Map<Long, Hash> empty = new TreeMap<>();
+        for (int b = f.set.nextSetBit(0); b >= 0; b = f.set.nextSetBit(b + 1)) {
+            empty.put((long) b, tree.emptyHash(0));
+            if (empty.size() == Message.LeafQuery.MAX_BLOCKS) {
+                tree.setLeaves(first, empty);
+                empty.clear();
+            }
+        }
+        if (!empty.isEmpty()) {
+            tree.setLeaves(first, empty);
+        }
+        f.set.clear();
+    }
+
     /**
-     * Takes region {@code r}'s leaves out of the tree: walks its subtree down the nodes that are not empty (cost in
+     * Takes a verified region {@code r}'s leaves out of the tree (every node of it consistent): walks its subtree down the nodes that are not empty (cost in
      * proportion to the leaves set, no state kept beside the tree) and sets those leaves to the empty leaf.
      */
     private void clearRegion(int r) {

@@ -118,7 +118,7 @@ public final class ReplicaMount {
      */
     ReplicaMount(ProtocolConfig cfg, Membership membership, Verifier verifier, io.salus.core.crypto.Signer signer,
                  long nonce, NodeId client, Coordination coordination, io.salus.core.merkle.MerkleTree fresh) {
-        this.leafFetch = new MountLeafFetch(cfg, nonce, fresh);
+        this.leafFetch = new MountLeafFetch(cfg, verifier, nonce, fresh);
         this.coordination = coordination;
         this.client = client;
         this.signer = signer;
@@ -328,7 +328,7 @@ public final class ReplicaMount {
             // accepted seq > applied seq: the region's last entries were aborted (after an LCP, or a NO vote); the
             // next PUT to the region continues its log after them (prevNum = accepted seq), GETs wait for the applied
             if (!leafFetch.verified(r, s.regionRoot())) {
-                leafFetch.want(r, s.regionRoot(), membership.current(r).replicas(), now);
+                leafFetch.want(r, s.regionRoot(), membership.current(r).replicas());
                 leavesMissing++;
             }
             VolumeRootRecord rec = new VolumeRootRecord(s.recordRoot(), s.recordSeq());

@@ -228,15 +228,30 @@ public sealed interface Message {
 
     /**
      * Replica → client, in answer to a {@link LeafQuery}: the leaf hash of every written block of the region in
-     * [{@code fromBlock}, {@code toBlock}) (local block numbers), with the region root the replica holds as it answers.
-     * Not signed: the client trusts the leaves only once all of a region's chunks rebuild the root its three replicas
-     * signed in their {@link MountState}s.
+     * [{@code fromBlock}, {@code toBlock}) (local block numbers), with the region root the replica holds as it answers,
+     * signed by the replica over {@link #signedBytes()} (review of issue 27's leaf fetch: a reply's sender is the
+     * transport's word, and one faulty server answering unsigned chunks in the names of its region's other replicas got
+     * the mount refused). The client trusts the leaves only once all of a region's chunks rebuild the root its three
+     * replicas signed in their {@link MountState}s; a signed chunk that does not is proof its replica lies.
      */
     record LeafChunk(long nonce, String volume, int region, long generation, io.salus.core.merkle.Hash regionRoot,
-                     long fromBlock, long toBlock, java.util.SortedMap<Long, io.salus.core.merkle.Hash> leaves)
+                     long fromBlock, long toBlock, java.util.SortedMap<Long, io.salus.core.merkle.Hash> leaves,
+                     byte[] signature)
             implements Message {
         public LeafChunk {
             leaves = java.util.Collections.unmodifiableSortedMap(leaves);
+        }
+
+        /** The bytes the replica signs: every field, every leaf, but the signature. */
+        public byte[] signedBytes() {
+            io.salus.core.cert.Wire.Out o = new io.salus.core.cert.Wire.Out().u8(0x4c).i64(nonce).str8(volume)
+                    .i32(region).i64(generation).hash(regionRoot).i64(fromBlock).i64(toBlock).i32(leaves.size());
+            leaves.forEach((k, h) -> o.i64(k).hash(h));
+            return o.toByteArray();
+        }
+
+        public LeafChunk withSignature(byte[] sig) {
+            return new LeafChunk(nonce, volume, region, generation, regionRoot, fromBlock, toBlock, leaves, sig);
         }
 
         @Override

@@ -206,6 +206,7 @@ public final class MessageCodec {
                 o.i64(c.nonce()).str8(c.volume()).i32(c.region()).i64(c.generation()).hash(c.regionRoot())
                         .i64(c.fromBlock()).i64(c.toBlock()).i32(c.leaves().size());
                 c.leaves().forEach((k, h) -> o.i64(k).hash(h));
+                o.blob(requireSigned(c.signature(), "LeafChunk.signature"));
             }
             case STATE_REQUEST -> {
                 Message.StateRequest r = (Message.StateRequest) m;
@@ -542,7 +543,7 @@ public final class MessageCodec {
                 long from = in.i64("from block");
                 long to = in.i64("to block");
                 int n = in.i32("leaf count");
-                if (n < 0 || n > in.remaining() / (8 + Hash.LENGTH)) {
+                if (n < 0 || n > Message.LeafQuery.MAX_BLOCKS || n > in.remaining() / (8 + Hash.LENGTH)) {
                     throw new CertificateFormatException("leaf count " + n + " does not fit the " + in.remaining()
                             + " bytes left", in.pos() - 4);
                 }
@@ -559,7 +560,8 @@ public final class MessageCodec {
                     prev = k;
                     leaves.put(k, in.hash("leaf hash " + i));
                 }
-                yield new Message.LeafChunk(nonce, volume, region, generation, regionRoot, from, to, leaves);
+                yield new Message.LeafChunk(nonce, volume, region, generation, regionRoot, from, to, leaves,
+                        in.blob("replica signature"));
             }
             case STATE_REQUEST -> new Message.StateRequest(in.i32("region"), in.i64("generation"),
                     in.i64("through index"));

@@ -966,8 +966,8 @@ public final class RegionReplica {
     }
 
     /**
-     * Mount: the leaf hashes of this region's written blocks in the asked range, with the region root they build
-     * (unsigned: the client checks them against the root the three replicas signed). A range wider than
+     * Mount: the leaf hashes of this region's written blocks in the asked range, with the region root they build,
+     * signed (the client checks them against the root the three replicas signed). A range wider than
      * {@link Message.LeafQuery#MAX_BLOCKS} is not answered (the client never asks one): an answer stays bounded.
      */
     private void onLeafQuery(NodeId from, Message.LeafQuery q) {
@@ -976,8 +976,9 @@ public final class RegionReplica {
             return;
         }
         Message.LeafChunk honest = new Message.LeafChunk(q.nonce(), cfg.volume(), regionId.index(), rrs.generation(),
-                store.root(), q.fromBlock(), q.toBlock(), store.leafHashes(q.fromBlock(), q.toBlock()));
-        net.send(clientId, hooks.leafReport(honest));
+                store.root(), q.fromBlock(), q.toBlock(), store.leafHashes(q.fromBlock(), q.toBlock()), null);
+        Message.LeafChunk c = hooks.leafReport(honest);
+        net.send(clientId, c.withSignature(signer.sign(c.signedBytes())));
     }
 
     /**

@@ -30,7 +30,25 @@ class MountLeafFetchTest {
     static final long REGION = 4 * Message.LeafQuery.MAX_BLOCKS; // four ranges per region
     final ProtocolConfig cfg = ProtocolConfig.of("v", 16, HashAlgorithm.SHA256,
             RegionLayout.ofRegionSize(2 * REGION, REGION));
-    final List<NodeId> reps = List.of(NodeId.of("a"), NodeId.of("b"), NodeId.of("c"));
+    final io.salus.core.crypto.KeyDirectory keys =
+            new io.salus.core.crypto.KeyDirectory(io.salus.core.crypto.SignatureScheme.WEAK_CRC32C);
+    final Map<NodeId, io.salus.core.crypto.Signer> signers = new java.util.HashMap<>();
+    final List<NodeId> reps = List.of(id("a"), id("b"), id("c"));
+    /** A faulty server of the cluster: its key is known, it is no replica of the regions here. */
+    final NodeId faulty = id("z");
+
+    NodeId id(String n) {
+        io.salus.core.crypto.NodeKeys k = io.salus.core.crypto.NodeKeys.deterministic(
+                io.salus.core.crypto.SignatureScheme.WEAK_CRC32C, NodeId.of(n), 5);
+        keys.register(k);
+        signers.put(k.id(), k.signer());
+        return k.id();
+    }
+
+    /** Offers {@code c} as sent by replica {@code from}: signed with its key. */
+    void offer(MountLeafFetch f, NodeId from, Message.LeafChunk c, long now) {
+        f.offer(from, c.withSignature(signers.get(from).sign(c.signedBytes())), now);
+    }
 
     /** Leaves of region blocks 0, 20,000, 40,000, ... (local), each the hash of its index and {@code salt}. */
     SortedMap<Long, Hash> leaves(int salt) {
@@ -58,8 +76,8 @@ class MountLeafFetchTest {
             Message.LeafQuery q = (Message.LeafQuery) e.getValue();
             assertTrue(q.toBlock() - q.fromBlock() <= Message.LeafQuery.MAX_BLOCKS, "a range a replica answers");
             SortedMap<Long, Hash> mine = held.get(e.getKey());
-            f.offer(e.getKey(), new Message.LeafChunk(q.nonce(), "v", q.region(), 0, root, q.fromBlock(), q.toBlock(),
-                    new TreeMap<>(mine.subMap(q.fromBlock(), q.toBlock()))), now);
+            offer(f, e.getKey(), new Message.LeafChunk(q.nonce(), "v", q.region(), 0, root, q.fromBlock(), q.toBlock(),
+                    new TreeMap<>(mine.subMap(q.fromBlock(), q.toBlock())), null), now);
             n++;
         }
         return n;
@@ -69,8 +87,8 @@ class MountLeafFetchTest {
     void aRegionOfSeveralRangesIsBuiltRangeByRangeWithinTheWindow() {
         SortedMap<Long, Hash> honest = leaves(1);
         Hash root = regionRoot(honest);
-        MountLeafFetch f = new MountLeafFetch(cfg, 7, volumeTree());
-        f.want(1, root, reps, 0);
+        MountLeafFetch f = new MountLeafFetch(cfg, keys, 7, volumeTree());
+        f.want(1, root, reps);
         int chunks = 0;
         for (int round = 0; round < 10 && !f.verified(1, root); round++) {
             List<Map.Entry<NodeId, Message>> sends = f.takeSends(round, 1_000);
@@ -91,8 +109,8 @@ class MountLeafFetchTest {
         SortedMap<Long, Hash> lies = leaves(2); // other leaves, other blocks' hashes: another root
         lies.put(12_345L, cfg.hash().leafHash(new byte[] {1})); // and a block the honest region never wrote
         Hash root = regionRoot(honest);
-        MountLeafFetch f = new MountLeafFetch(cfg, 7, volumeTree());
-        f.want(0, root, reps, 0); // region 0 asks replica 0 first: the liar
+        MountLeafFetch f = new MountLeafFetch(cfg, keys, 7, volumeTree());
+        f.want(0, root, reps); // region 0 asks replica 0 first: the liar
         Map<NodeId, SortedMap<Long, Hash>> held = Map.of(reps.get(0), lies, reps.get(1), honest, reps.get(2), honest);
         for (int round = 0; round < 20 && !f.verified(0, root); round++) {
             answer(f, f.takeSends(round, 1_000), held, root, round);
@@ -106,8 +124,8 @@ class MountLeafFetchTest {
     @Test
     void threeReplicasWhoseLeavesDoNotBuildTheRootRefuse() {
         Hash root = regionRoot(leaves(1));
-        MountLeafFetch f = new MountLeafFetch(cfg, 7, volumeTree());
-        f.want(0, root, reps, 0);
+        MountLeafFetch f = new MountLeafFetch(cfg, keys, 7, volumeTree());
+        f.want(0, root, reps);
         Map<NodeId, SortedMap<Long, Hash>> held = Map.of(reps.get(0), leaves(2), reps.get(1), leaves(3), reps.get(2),
                 leaves(4));
         for (int round = 0; round < 30 && f.refusal() == null; round++) {
@@ -122,8 +140,8 @@ class MountLeafFetchTest {
     void aSilentReplicaIsAskedAgainThenPassedOver() {
         SortedMap<Long, Hash> honest = leaves(1);
         Hash root = regionRoot(honest);
-        MountLeafFetch f = new MountLeafFetch(cfg, 7, volumeTree());
-        f.want(0, root, reps, 0);
+        MountLeafFetch f = new MountLeafFetch(cfg, keys, 7, volumeTree());
+        f.want(0, root, reps);
         List<Map.Entry<NodeId, Message>> first = f.takeSends(0, 100);
         assertEquals(4, first.size());
         assertTrue(first.stream().allMatch(e -> e.getKey().equals(reps.get(0))));
@@ -138,7 +156,7 @@ class MountLeafFetchTest {
         assertNull(f.refusal(), "silence is not a lie");
     }
 
-    // ---- review findings (tests that fail on the code under review) ----
+    // ---- review of the leaf fetch (2026-12-02): each of the first three failed on commit 3722f24 ----
 
     @TempDir
     java.nio.file.Path tmp;
@@ -146,9 +164,9 @@ class MountLeafFetchTest {
     static final Hash ZERO = Hash.of(new byte[Hash.LENGTH]);
 
     /** Offers a chunk the way the HBase client runner does: an exception out of the client is logged, not rethrown. */
-    static boolean offerSwallowing(MountLeafFetch f, NodeId from, Message.LeafChunk c, long now) {
+    boolean offerSwallowing(MountLeafFetch f, NodeId from, Message.LeafChunk c, long now) {
         try {
-            f.offer(from, c, now);
+            offer(f, from, c, now);
             return false;
         } catch (RuntimeException e) {
             return true;
@@ -167,20 +185,20 @@ class MountLeafFetchTest {
         ProtocolConfig small = ProtocolConfig.of("v", 16, HashAlgorithm.SHA256, RegionLayout.ofRegionSize(32, 16));
         SortedMap<Long, Hash> honest = new TreeMap<>(Map.of(1L, small.hash().leafHash(new byte[] {1})));
         Hash root = small.layout().newRegionTree(small.hash(), 16, new InMemoryNodeStore()).setLeaves(0, honest);
-        MountLeafFetch f = new MountLeafFetch(small, 7, new MerkleTree(small.hash(), 16, 32,
+        MountLeafFetch f = new MountLeafFetch(small, keys, 7, new MerkleTree(small.hash(), 16, 32,
                 new io.salus.core.merkle.MappedNodeStore(tmp, 32)));
-        f.want(0, root, reps, 0);
+        f.want(0, root, reps);
         List<Map.Entry<NodeId, Message>> first = f.takeSends(0, 100);
         assertEquals(1, first.size());
         Message.LeafQuery q = (Message.LeafQuery) first.get(0).getValue();
         SortedMap<Long, Hash> poison = new TreeMap<>(Map.of(3L, ZERO));
         boolean threw = offerSwallowing(f, reps.get(0), new Message.LeafChunk(7, "v", 0, 0, root, q.fromBlock(),
-                q.toBlock(), poison), 1);
+                q.toBlock(), poison, null), 1);
         for (long t = 100; t <= 10_000 && !f.verified(0, root); t += 100) {
             for (Map.Entry<NodeId, Message> e : f.takeSends(t, 100)) {
                 Message.LeafQuery qq = (Message.LeafQuery) e.getValue();
-                f.offer(e.getKey(), new Message.LeafChunk(7, "v", 0, 0, root, qq.fromBlock(), qq.toBlock(),
-                        new TreeMap<>(honest.subMap(qq.fromBlock(), qq.toBlock()))), t);
+                offer(f, e.getKey(), new Message.LeafChunk(7, "v", 0, 0, root, qq.fromBlock(), qq.toBlock(),
+                        new TreeMap<>(honest.subMap(qq.fromBlock(), qq.toBlock())), null), t);
             }
         }
         assertTrue(f.verified(0, root), "region 0 never verified after one all-zero leaf (offer threw: " + threw
@@ -203,9 +221,9 @@ class MountLeafFetchTest {
         honest.put(0L, two.hash().leafHash(new byte[] {1}));
         honest.put(20_000L, two.hash().leafHash(new byte[] {2}));
         Hash root = two.layout().newRegionTree(two.hash(), 16, new InMemoryNodeStore()).setLeaves(0, honest);
-        MountLeafFetch f = new MountLeafFetch(two, 7, new MerkleTree(two.hash(), 16, 2 * region,
+        MountLeafFetch f = new MountLeafFetch(two, keys, 7, new MerkleTree(two.hash(), 16, 2 * region,
                 new io.salus.core.merkle.MappedNodeStore(tmp, 2 * region)));
-        f.want(0, root, reps, 0); // region 0: reps[0] first, the faulty one
+        f.want(0, root, reps); // region 0: reps[0] first, the faulty one
         Hash forged = two.hash().leafHash(new byte[] {66});
         for (long t = 0; t <= 2_000 && !f.verified(0, root); t += 100) {
             for (Map.Entry<NodeId, Message> e : f.takeSends(t, 100)) {
@@ -215,7 +233,7 @@ class MountLeafFetchTest {
                     l = new TreeMap<>(Map.of(5L, forged, 6L, ZERO));
                 }
                 offerSwallowing(f, e.getKey(), new Message.LeafChunk(7, "v", 0, 0, root, q.fromBlock(), q.toBlock(),
-                        l), t);
+                        l, null), t);
             }
         }
         assertTrue(f.verified(0, root), "verified from the honest replica's leaves");
@@ -229,27 +247,85 @@ class MountLeafFetchTest {
     }
 
     /**
-     * LeafChunks are unsigned and the client takes the sender from the reply envelope (HBaseVolumeClientRunner.onReply;
+     * Review: the client takes a reply's sender from the transport's envelope (HBaseVolumeClientRunner.onReply; a
      * ReplicaLink does not tie a reply to the server polled). One faulty server that knows the mount's nonce (every
-     * replica gets the fenced MountQuery) answers range 0 "from" each replica of a region in turn with another root: the
-     * mismatch is sticky, all three honest-in-fact replicas are marked, and the mount is refused blaming the region's
-     * stored state. Before this commit the leaves came inside a MountState only the replica itself could sign.
+     * replica gets the fenced MountQuery) answered range 0 "from" each replica of a region in turn, with wrong leaves:
+     * with unsigned chunks the mismatch was pinned on each, and the mount was refused blaming the region's stored
+     * state. A chunk now counts only with its replica's signature: the forgeries (signed with the faulty server's own
+     * key) are not answers, and the region is built from the real replica's chunks.
      */
     @Test
     void chunksInTheNameOfHonestReplicasDoNotRefuseTheMount() {
         SortedMap<Long, Hash> honest = leaves(1);
         Hash root = regionRoot(honest);
-        Hash other = regionRoot(leaves(2));
-        MountLeafFetch f = new MountLeafFetch(cfg, 7, volumeTree());
-        f.want(0, root, reps, 0);
-        for (long t = 0; t < 5 && f.refusal() == null; t++) {
-            for (Map.Entry<NodeId, Message> e : f.takeSends(t, 1_000)) {
+        MountLeafFetch f = new MountLeafFetch(cfg, keys, 7, volumeTree());
+        f.want(0, root, reps);
+        int forged = 0;
+        for (long t = 0; t < 30 && !f.verified(0, root) && f.refusal() == null; t++) {
+            for (Map.Entry<NodeId, Message> e : f.takeSends(t * 1_000, 1_000)) {
                 Message.LeafQuery q = (Message.LeafQuery) e.getValue();
-                // forged by a faulty server, arriving before the real replica's answer
-                f.offer(e.getKey(), new Message.LeafChunk(7, "v", 0, 0, other, q.fromBlock(), q.toBlock(),
-                        new TreeMap<>()), t);
+                // forged by the faulty server in the polled replica's name, arriving before the real answer
+                Message.LeafChunk lie = new Message.LeafChunk(7, "v", 0, 0, root, q.fromBlock(), q.toBlock(),
+                        new TreeMap<>(leaves(2).subMap(q.fromBlock(), q.toBlock())), null);
+                f.offer(e.getKey(), lie.withSignature(signers.get(faulty).sign(lie.signedBytes())), t * 1_000);
+                forged++;
+                offer(f, e.getKey(), new Message.LeafChunk(7, "v", 0, 0, root, q.fromBlock(), q.toBlock(),
+                        new TreeMap<>(honest.subMap(q.fromBlock(), q.toBlock())), null), t * 1_000);
             }
         }
+        assertTrue(forged >= 4, "every range was forged first: " + forged);
         assertNull(f.refusal(), "one forging server refused a mount whose three replicas are correct");
+        assertTrue(f.verified(0, root), "built from the real replica's chunks");
+    }
+
+    /** A chunk for another root of the region (a late answer of a state it had before) is no answer and no lie. */
+    @Test
+    void aChunkForAnotherRootIsNeitherAnAnswerNorALie() {
+        SortedMap<Long, Hash> honest = leaves(1);
+        Hash root = regionRoot(honest);
+        Hash before = regionRoot(leaves(2));
+        MountLeafFetch f = new MountLeafFetch(cfg, keys, 7, volumeTree());
+        f.want(0, root, reps);
+        for (Map.Entry<NodeId, Message> e : f.takeSends(0, 1_000)) {
+            Message.LeafQuery q = (Message.LeafQuery) e.getValue();
+            offer(f, e.getKey(), new Message.LeafChunk(7, "v", 0, 0, before, q.fromBlock(), q.toBlock(),
+                    new TreeMap<>(leaves(2).subMap(q.fromBlock(), q.toBlock())), null), 0);
+        }
+        assertTrue(f.takeSends(1, 1_000).isEmpty(), "still in flight, not asked again before the period");
+        List<Map.Entry<NodeId, Message>> again = f.takeSends(1_000, 1_000);
+        assertEquals(4, again.size());
+        assertTrue(again.stream().allMatch(e -> e.getKey().equals(reps.get(0))), "the same replica, not passed over");
+        answer(f, again, Map.of(reps.get(0), honest), root, 1_000);
+        assertTrue(f.verified(0, root));
+    }
+
+    /** Control (passes): a liar's leaves in the last, partial region (5,000 of 65,536 blocks) are all taken out. */
+    @Test
+    void aLiarsLeavesInThePartialLastRegionLeaveNothingBehind() {
+        ProtocolConfig part = ProtocolConfig.of("v", 16, HashAlgorithm.SHA256, RegionLayout.ofRegionSize(REGION + 5_000,
+                REGION));
+        SortedMap<Long, Hash> honest = new TreeMap<>(Map.of(0L, part.hash().leafHash(new byte[] {1}), 4_998L,
+                part.hash().leafHash(new byte[] {2})));
+        SortedMap<Long, Hash> lies = new TreeMap<>(Map.of(100L, part.hash().leafHash(new byte[] {3}), 4_999L,
+                part.hash().leafHash(new byte[] {4}), 4_998L, part.hash().leafHash(new byte[] {5})));
+        Hash root = part.layout().newRegionTree(part.hash(), 16, new InMemoryNodeStore()).setLeaves(0, honest);
+        MerkleTree t = new MerkleTree(part.hash(), 16, REGION + 5_000);
+        MountLeafFetch f = new MountLeafFetch(part, keys, 7, t);
+        f.want(1, root, List.of(reps.get(1), reps.get(2), reps.get(0))); // source 1 % 3 = reps.get(2): the liar first
+        Map<NodeId, SortedMap<Long, Hash>> held = Map.of(reps.get(0), honest, reps.get(1), honest, reps.get(2), lies);
+        for (long r = 0; r < 20 && !f.verified(1, root); r++) {
+            for (Map.Entry<NodeId, Message> e : f.takeSends(r, 1_000)) {
+                Message.LeafQuery q = (Message.LeafQuery) e.getValue();
+                assertTrue(q.toBlock() <= 5_000, "inside the partial region: " + q);
+                offer(f, e.getKey(), new Message.LeafChunk(7, "v", 1, 0, root, q.fromBlock(), q.toBlock(),
+                        new TreeMap<>(held.get(e.getKey()).subMap(q.fromBlock(), q.toBlock())), null), r);
+            }
+        }
+        assertTrue(f.verified(1, root));
+        MerkleTree expected = new MerkleTree(part.hash(), 16, REGION + 5_000);
+        expected.setLeaves(REGION, honest);
+        assertEquals(expected.root(), t.root());
+        assertEquals(t.emptyHash(0), t.node(0, REGION + 100));
+        assertEquals(t.emptyHash(0), t.node(0, REGION + 4_999));
     }
 }

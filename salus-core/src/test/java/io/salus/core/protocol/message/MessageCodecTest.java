@@ -211,7 +211,7 @@ class MessageCodecTest {
                         leaves.put(100L + rnd.nextInt(1 << 16), hash());
                     }
                     yield new Message.LeafChunk(anyLong(), volume(), rnd.nextInt(64), rnd.nextInt(9), hash(), 100,
-                            100 + (1 << 16), leaves);
+                            100 + (1 << 16), leaves, bytes(64));
                 }
                 case STATE_REQUEST -> new Message.StateRequest(rnd.nextInt(64), rnd.nextInt(9), anyLong());
                 case FLUSH_REQUEST -> new Message.FlushRequest(anyLong());
