@@ -17,9 +17,10 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Issue 27, Done-when: a volume holding more data than the server's whole heap. {@code salus up} runs every server of
  * the stack (ZooKeeper, HDFS, the HBase master and three region servers with their Salus replicas, the NBD export) in
- * one JVM of {@value #HEAP}; {@value #WRITE_MIB} MiB are written to its Salus volume with fio over NBD (1 MiB writes
- * with crc32c verify headers, one FLUSH at the end), so each replica region holds more than a quarter of the heap and
- * is checkpointed many times (a checkpoint every 64 log entries: an HBase flush of the region, counted in the log).
+ * one JVM of {@value #HEAP} (the smallest it starts with); {@value #WRITE_MIB} MiB are written to its 2 GiB Salus
+ * volume with fio over NBD (1 MiB writes with crc32c verify headers, one FLUSH at the end), so the data is more than
+ * the heap, each region server holds ~3x its share of the heap in its replica regions, and every region is
+ * checkpointed many times (a checkpoint every 64 log entries: an HBase flush of the region, counted in the log).
  * Then {@code kill -9} of the JVM and {@code salus up} again on the same data directory with the same heap: it must
  * print READY and every replica running, fio must read every byte back and verify it, and neither run may log an
  * {@code OutOfMemoryError} or an uncaught exception. Before issue 27 a checkpoint composed its region's contents in
@@ -27,8 +28,9 @@ import org.junit.jupiter.api.io.TempDir;
  * threads died of {@code OutOfMemoryError} in a 3 GiB heap and the restart aborted a region server.
  */
 class SalusUpSmallHeapTest {
-  static final String HEAP = "512m";
-  static final int WRITE_MIB = 640;
+  /** The smallest heap salus up starts with (Preflight.MIN_HEAP_BYTES). */
+  static final String HEAP = "1g";
+  static final int WRITE_MIB = 1100;
 
   @TempDir Path tmp;
 
@@ -39,10 +41,10 @@ class SalusUpSmallHeapTest {
     List<String> fill = List.of("fio", "--name=fill", "--ioengine=nbd", "--uri=nbd://127.0.0.1:" + nbdPort,
         "--rw=write", "--bs=1M", "--iodepth=8", "--size=" + WRITE_MIB + "M", "--verify=crc32c", "--randseed=27",
         "--verify_state_save=0", "--output-format=terse");
-    try (LauncherProcess up = LauncherProcess.start(HEAP, "up", "--data", data.toString(),
+    try (LauncherProcess up = LauncherProcess.startFullJit(HEAP, "up", "--data", data.toString(),
         "--zk-port", Integer.toString(LauncherProcess.freePort()),
         "--namenode-port", Integer.toString(LauncherProcess.freePort()),
-        "--nbd-port", Integer.toString(nbdPort), "--size", "1G")) {
+        "--nbd-port", Integer.toString(nbdPort), "--size", "2G")) {
       String ready = up.awaitLine(LauncherProcess.READY, 420, TimeUnit.SECONDS);
       assertEquals("salus", LauncherProcess.field(ready, "kind"), ready);
       List<String> write = new java.util.ArrayList<>(fill);
@@ -54,7 +56,7 @@ class SalusUpSmallHeapTest {
       assertNoMemoryOrThreadDeaths(up, data, "the first run");
       assertEquals(137, up.kill9(60, TimeUnit.SECONDS), up.output());
     }
-    try (LauncherProcess up = LauncherProcess.start(HEAP, "up", "--data", data.toString(),
+    try (LauncherProcess up = LauncherProcess.startFullJit(HEAP, "up", "--data", data.toString(),
         "--nbd-port", Integer.toString(nbdPort))) {
       String ready = up.awaitLine(LauncherProcess.READY, 420, TimeUnit.SECONDS);
       assertTrue(up.output().contains("reopening data directory"), up.output());

@@ -11,7 +11,12 @@ import java.util.List;
 /** Checks done before anything starts, so that a bad environment fails fast and clearly. */
 public final class Preflight {
   /** Heap the embedded cluster needs: NameNode, 3 DataNodes, HMaster and 3 region servers. */
-  public static final long MIN_HEAP_BYTES = 1536L << 20;
+  /**
+   * The smallest heap 'salus up' starts with: every server of the stack shares it, and HBase sizes its memstores
+   * (40%, split over the region servers) and block caches (3 x 10%) from it; what stays is ~235 MiB of servers.
+   * SalusUpSmallHeapTest runs a volume holding more than this heap at it (issue 27; it was 1,536 MiB, a guess).
+   */
+  public static final long MIN_HEAP_BYTES = 1024L << 20;
   /** Physical memory that must still be available on the machine. */
   public static final long MIN_AVAILABLE_BYTES = 2048L << 20;
 
