@@ -37,6 +37,7 @@ echo "cycle,size,written_mib_before_kill,kill_after_s,ready_after_restart_s,veri
 
 start_salus() { # -> sets pid, log; waits for READY (fails after 300 s)
   log="$(dirname "$data")/salus-up-$1.log"
+  rm -f "$log" # (REUSE=1: an earlier run's log of the same cycle would read as READY at once)
   local t0; t0=$(date +%s.%N)
   local first=(); [ "$1" = 0 ] && [ "${REUSE:-0}" != 1 ] && first=(--zk-port 0 --namenode-port 0) # a restart reuses the recorded ports
   SALUS_SKIP_BUILD=1 "$here/salus" up --data "$data" --size "$size" --nbd-port "$port" "${first[@]}" \
