@@ -282,24 +282,26 @@ final class MountLeafFetch {
 
     /** Takes the leaves the current replica's chunks set out of the tree again (set to the empty leaf). */
     private void clearSet(RegionFetch f) {
-        long first = cfg.layout().firstBlock(f.region);
+        emptyLeaves(cfg.layout().firstBlock(f.region), f.set.stream().asLongStream().iterator());
+        f.set.clear();
+    }
+
+    /** Sets the region's local blocks {@code blocks} (from {@code first}) to the empty leaf, a range's worth at a time. */
+    private void emptyLeaves(long first, java.util.PrimitiveIterator.OfLong blocks) {
         Map<Long, Hash> empty = new TreeMap<>();
-        for (int b = f.set.nextSetBit(0); b >= 0; b = f.set.nextSetBit(b + 1)) {
-            empty.put((long) b, tree.emptyHash(0));
-            if (empty.size() == Message.LeafQuery.MAX_BLOCKS) {
+        while (blocks.hasNext()) {
+            empty.put(blocks.nextLong(), tree.emptyHash(0));
+            if (empty.size() == Message.LeafQuery.MAX_BLOCKS || !blocks.hasNext()) {
                 tree.setLeaves(first, empty);
                 empty.clear();
             }
         }
-        if (!empty.isEmpty()) {
-            tree.setLeaves(first, empty);
-        }
-        f.set.clear();
     }
 
     /**
-     * Takes a verified region {@code r}'s leaves out of the tree (every node of it consistent): walks its subtree down the nodes that are not empty (cost in
-     * proportion to the leaves set, no state kept beside the tree) and sets those leaves to the empty leaf.
+     * Takes a verified region {@code r}'s leaves out of the tree (every node of it consistent): walks its subtree down
+     * the nodes that are not empty (cost in proportion to the leaves set, no state kept beside the tree) and sets those
+     * leaves to the empty leaf.
      */
     private void clearRegion(int r) {
         int top = cfg.layout().regionLevel();
@@ -322,16 +324,6 @@ final class MountLeafFetch {
                 stack.push(new long[] {level - 1, (index << 1) | 1});
             }
         }
-        Map<Long, Hash> empty = new TreeMap<>();
-        for (long b : set) {
-            empty.put(b - first, tree.emptyHash(0));
-            if (empty.size() == Message.LeafQuery.MAX_BLOCKS) {
-                tree.setLeaves(first, empty);
-                empty.clear();
-            }
-        }
-        if (!empty.isEmpty()) {
-            tree.setLeaves(first, empty);
-        }
+        emptyLeaves(first, set.stream().mapToLong(b -> b - first).iterator());
     }
 }
