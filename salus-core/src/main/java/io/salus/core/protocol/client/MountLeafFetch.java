@@ -50,7 +50,6 @@ final class MountLeafFetch {
     private final Map<Integer, Hash> verified = new HashMap<>();
     private final List<Map.Entry<NodeId, Message>> sends = new ArrayList<>();
     private int inFlight;
-    private long chunksTaken;
 
     /** One region's fetch in progress: the root to reach, the replica asked, the ranges asked and not yet answered. */
     private static final class RegionFetch {
@@ -58,7 +57,7 @@ final class MountLeafFetch {
         final Hash root;
         final List<NodeId> replicas;
         final long blocks;
-        /** Replicas whose leaves did not build the root (or that answered with another root). */
+        /** Replicas that signed leaves which cannot be the region's or do not build its root. */
         final java.util.Set<NodeId> mismatched = new java.util.HashSet<>();
         int source;
         long nextFrom;
@@ -102,11 +101,6 @@ final class MountLeafFetch {
         return verified.size();
     }
 
-    /** Leaf ranges taken into the tree so far (tests, the driver's log). */
-    long chunksTaken() {
-        return chunksTaken;
-    }
-
     /**
      * Region {@code r}'s three replicas signed the same settled state with region root {@code root}: its leaves are
      * wanted (a no-op if they are verified or being fetched for that root; a fetch for another root starts over).
@@ -126,8 +120,7 @@ final class MountLeafFetch {
         if (verified.remove(r) != null) {
             clearRegion(r); // the region's agreed state changed since: its leaves in the tree are not it any more
         }
-        long inRegion = Math.min(cfg.layout().blocksPerRegion(), cfg.layout().volumeBlocks() - cfg.layout().firstBlock(r));
-        fetches.put(r, new RegionFetch(r, root, replicas, inRegion));
+        fetches.put(r, new RegionFetch(r, root, replicas, ReplicaMount.blocksInRegion(cfg, r)));
     }
 
     /**
@@ -174,7 +167,6 @@ final class MountLeafFetch {
                 return;
             }
         }
-        chunksTaken++;
         if (f.asked.isEmpty() && f.nextFrom >= f.blocks) {
             if (tree.node(cfg.layout().regionLevel(), f.region).equals(f.root)) {
                 fetches.remove(f.region);

@@ -183,11 +183,6 @@ public final class ReplicaMount {
         return leafFetch.takeSends(now, retransmitEvery);
     }
 
-    /** Leaf ranges taken into the new tree so far (tests, logs). */
-    long leafChunksTaken() {
-        return leafFetch.chunksTaken();
-    }
-
     /** Takes a replica's recovery state if it is for this mount's fenced round, from a replica of its region, and signed. */
     void offer(NodeId from, Message.RecoveryState s) {
         if (fence == 0 || s.nonce() != nonce || s.fenceBelow() < fence || !s.volume().equals(cfg.volume())
@@ -242,8 +237,13 @@ public final class ReplicaMount {
      * volume's end leaves the region root unchanged, so only this bound keeps a faulty replica's answer with one out of
      * the mount (review of 2026-12-02: the install refused it, and every mount failed while that replica answered first).
      */
+    /** The blocks region {@code r} has: its size, or less in a last region the volume fills only partly. */
+    static long blocksInRegion(ProtocolConfig cfg, int r) {
+        return Math.min(cfg.layout().blocksPerRegion(), cfg.layout().volumeBlocks() - cfg.layout().firstBlock(r));
+    }
+
     static boolean leavesInRegion(ProtocolConfig cfg, int r, Map<Long, Hash> leaves) {
-        long inRegion = Math.min(cfg.layout().blocksPerRegion(), cfg.layout().volumeBlocks() - cfg.layout().firstBlock(r));
+        long inRegion = blocksInRegion(cfg, r);
         if (leaves instanceof java.util.SortedMap<Long, Hash> sorted) {
             return sorted.isEmpty() || (sorted.firstKey() >= 0 && sorted.lastKey() < inRegion);
         }
