@@ -57,6 +57,7 @@ class SalusDamagedStoreFileTest {
       ReplicaHost hostBefore = cluster.endpoint(g, 0, 0).host();
       String damaged = damageStoreFiles(g, 0, 0);
       long quarantinedBefore = SalusStoreQuarantine.counters().get("quarantinedRegions");
+      long movesBefore = io.salus.core.hbase.storage.HdfsReplicaStorage.movesAsked();
 
       // while damaged: every block reads back as written (the damaged replica answers none of what it cannot read)
       assertVolume(w.expected(), v.read(0, (int) g.numBlocks()).get(SalusMiniCluster.DEADLINE_MS,
@@ -68,8 +69,10 @@ class SalusDamagedStoreFileTest {
           + hostBefore.counters());
 
       // the region comes back without the damaged files, and its replica serves again
-      SalusRegionRecoveryTest.awaitTrue("replica 0/0 reopened with its damaged store files moved aside",
-          () -> SalusStoreQuarantine.counters().get("quarantinedRegions") > quarantinedBefore);
+      awaitQuarantine(quarantinedBefore, () -> "replica 0/0 reopened with its damaged store files moved aside; its"
+          + " last unreadable GET: " + hostBefore.lastUnreadableGet() + "; moves asked by this JVM's replicas: "
+          + io.salus.core.hbase.storage.HdfsReplicaStorage.movesAsked() + " (" + movesBefore + " before the reads)"
+          + "; reopen outcomes: " + reopenOutcomes() + "; quarantine: " + SalusStoreQuarantine.counters());
       cluster.awaitPlaced(g);
       ReplicaHost after = cluster.endpoint(g, 0, 0).host();
       assertNotSame(hostBefore, after, "replica 0/0 was reopened");
@@ -126,6 +129,24 @@ class SalusDamagedStoreFileTest {
       assertVolume(SalusRegionRecoveryTest.expected(g, n + 5), v.read(0, (int) g.numBlocks())
           .get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS), "after writes on the remount");
     }
+  }
+
+  /** Waits until a region open moved store files aside; on timeout fails with {@code why} (each step's counters). */
+  private static void awaitQuarantine(long before, java.util.function.Supplier<String> why) throws Exception {
+    long end = System.currentTimeMillis() + SalusMiniCluster.DEADLINE_MS;
+    while (SalusStoreQuarantine.counters().get("quarantinedRegions") <= before) {
+      assertTrue(System.currentTimeMillis() < end, why);
+      Thread.sleep(50);
+    }
+  }
+
+  private static String reopenOutcomes() {
+    StringBuilder b = new StringBuilder();
+    for (io.salus.core.hbase.storage.RegionReopener.Outcome o : io.salus.core.hbase.storage.RegionReopener.Outcome
+        .values()) {
+      b.append(o).append('=').append(io.salus.core.hbase.storage.HdfsReplicaStorage.reopenOutcomes(o)).append(' ');
+    }
+    return b.toString().trim();
   }
 
   /**

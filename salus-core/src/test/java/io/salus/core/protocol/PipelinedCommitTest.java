@@ -241,6 +241,116 @@ class PipelinedCommitTest {
     }
 
     /**
+     * Review rv37: a store write that failed while a committed entry was applied (HBase refusing the put) escaped as
+     * whatever the store threw, the replica host's loop logged and dropped it, and the replica went on with a store
+     * that did not hold what its log said. Now it is a {@link RegionReplica.StoreWriteFailed} (the host reopens the
+     * region on it) and the replica commits nothing more: no vote, no acknowledgement for later writes.
+     */
+    @Test
+    void aFailedStoreWriteStopsTheReplicaAndIsReportedAsSuch() {
+        RrsConfig c0 = configs.get(0);
+        NodeId victim = c0.replicas().get(2);
+        java.util.concurrent.atomic.AtomicBoolean fail = new java.util.concurrent.atomic.AtomicBoolean();
+        io.salus.core.protocol.replica.RegionStore inner =
+                new io.salus.core.protocol.replica.InMemoryRegionStore(cfg, Map.of());
+        io.salus.core.protocol.replica.RegionStore failing = (io.salus.core.protocol.replica.RegionStore)
+                java.lang.reflect.Proxy.newProxyInstance(getClass().getClassLoader(),
+                        new Class<?>[] {io.salus.core.protocol.replica.RegionStore.class}, (proxy, m, args) -> {
+                            if (m.getName().equals("apply") && fail.get()) {
+                                throw new java.io.UncheckedIOException(new java.io.IOException("put refused: busy"));
+                            }
+                            try {
+                                return m.invoke(inner, args);
+                            } catch (java.lang.reflect.InvocationTargetException t) {
+                                throw t.getCause();
+                            }
+                        });
+        RegionReplica r = new RegionReplica(cfg, c0, victim, clientId, signers.get(victim), dir, membership,
+                (to, m) -> send(new Envelope(victim, to, m)), disks.get(victim), coord, ReplicaHooks.NONE,
+                RegionSnapshot.empty(0, RegionLogRecovery.emptyVolumeRoot(cfg)), failing);
+        r.logEntryReader(holdersOf(c0));
+        replicas.put(victim, r);
+        assertTrue(client.submit(List.of(new BlockWrite(1, data(1)))) > 0);
+        drain();
+        assertEquals(1, acked.size(), "a write before the fault commits");
+        fail.set(true);
+        assertTrue(client.submit(List.of(new BlockWrite(2, data(2)))) > 0);
+        RegionReplica.StoreWriteFailed thrown = null;
+        for (int round = 0; round < 1000 && thrown == null; round++) {
+            try {
+                drain();
+                break;
+            } catch (RegionReplica.StoreWriteFailed e) {
+                thrown = e;
+            }
+        }
+        assertNotNull(thrown, "the failed apply is reported as a store write failure");
+        assertTrue(thrown.getMessage().contains("commits nothing more"), thrown.getMessage());
+        drain();
+        fail.set(false);
+        sent.clear();
+        assertTrue(client.submit(List.of(new BlockWrite(3, data(3)))) > 0);
+        drain();
+        assertFalse(sent.stream().anyMatch(e -> e.from().equals(victim) && (e.m() instanceof Message.Vote
+                || e.m() instanceof Message.ChainAck)), "the stopped replica neither acknowledges nor votes");
+    }
+
+    /**
+     * Review rv37: every LeafQuery made the replica scan a range of its region and queue a ~650 KB answer, at any rate.
+     * A flood gets at most {@link RegionReplica#MAX_LEAF_ANSWERS} answers per retransmission period; the next period
+     * answers again (an honest client asks each range again after seconds).
+     */
+    @Test
+    void aFloodOfLeafQueriesGetsAtMostTheLeafAnswerBudgetPerPeriod() {
+        assertTrue(client.submit(List.of(new BlockWrite(1, data(5)))) > 0);
+        drain();
+        RegionReplica r = replicas.get(configs.get(0).primary());
+        sent.clear();
+        for (int i = 0; i < 100; i++) {
+            r.receive(clientId, new Message.LeafQuery(77, 0, 0, 8));
+        }
+        long answers = sent.stream().filter(e -> e.to().equals(clientId) && e.m() instanceof Message.LeafChunk).count();
+        assertEquals(RegionReplica.MAX_LEAF_ANSWERS, answers, "leaf answers to 100 queries in one tick");
+        for (int t = 0; t < RegionReplica.RETRANSMIT_TICKS; t++) {
+            r.tick();
+        }
+        sent.clear();
+        r.receive(clientId, new Message.LeafQuery(77, 0, 0, 8));
+        assertEquals(1, sent.stream().filter(e -> e.to().equals(clientId) && e.m() instanceof Message.LeafChunk)
+                .count(), "the next period's query is answered");
+    }
+
+    /**
+     * Review rv37: a peer's rebuild metadata request (a scan of the region's leaves and a read of the log after the
+     * checkpoint, answered with a region-sized message) was answered once per tick: 20 a second. Once per
+     * retransmission period now.
+     */
+    @Test
+    void aPeersMetadataRequestsAreAnsweredOncePerRetransmissionPeriod() {
+        RrsConfig c0 = configs.get(0);
+        NodeId asker = c0.replicas().get(1);
+        RegionReplica peer = replicas.get(c0.replicas().get(0));
+        for (int b = 1; b <= CHECKPOINT_EVERY + 2; b++) {
+            assertTrue(client.submit(List.of(new BlockWrite(b % 8, data(b)))) > 0);
+            drain();
+        }
+        long certified = ReplicaCatchUp.certified(c0, dir, membership, coord).throughIndex();
+        java.util.function.LongSupplier answers = () -> sent.stream()
+                .filter(e -> e.to().equals(asker) && e.m() instanceof Message.StateTransfer).count();
+        sent.clear();
+        peer.receive(asker, new Message.RebuildRequest(0, 0, certified, List.of()));
+        assertEquals(1, answers.getAsLong(), "the first request is answered");
+        for (int t = 1; t < RegionReplica.RETRANSMIT_TICKS; t++) {
+            peer.tick();
+            peer.receive(asker, new Message.RebuildRequest(0, 0, certified, List.of()));
+        }
+        assertEquals(1, answers.getAsLong(), "requests within the period are not answered again");
+        peer.tick();
+        peer.receive(asker, new Message.RebuildRequest(0, 0, certified, List.of()));
+        assertEquals(2, answers.getAsLong(), "the next period's request is answered");
+    }
+
+    /**
      * Issue 14 (RRS replacement): a replica that withholds its replies to writes. The client names exactly that
      * replica silent after {@code suspectSilentAfter} retransmissions (its peers answered), fails nothing and asks no
      * recovery meanwhile; still stuck as many retransmissions later, it names the whole region (the earlier

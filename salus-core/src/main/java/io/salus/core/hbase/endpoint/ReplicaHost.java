@@ -29,7 +29,6 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 import org.slf4j.Logger;
@@ -48,6 +47,13 @@ public final class ReplicaHost {
     public static final long TICK_MILLIS = 50;
     /** Replies kept per client; beyond it the oldest are dropped (the client retransmits and gets them again). */
     public static final int MAX_OUTBOX = 8192;
+    /**
+     * Bytes of replies kept per client, beside {@link #MAX_OUTBOX}: a mount's leaf ranges are ~650 KB each, and 8,192
+     * of them were 5 GB of heap (review rv37); beyond it the oldest are dropped as above.
+     */
+    public static final long MAX_OUTBOX_BYTES = 32L << 20;
+    /** Bytes of replies handed out by one {@link #takeReplies} at most (plus the one message that crosses it). */
+    public static final long MAX_REPLY_BYTES = 8L << 20;
 
     private final VolumeAddressing addressing;
     private final NodeId client;
@@ -103,8 +109,7 @@ public final class ReplicaHost {
     private final java.util.concurrent.CountDownLatch built = new java.util.concurrent.CountDownLatch(1);
     private final Map<NodeId, WitnessLog> witnesses = new LinkedHashMap<>();
     private final Map<NodeId, Signer> holderSigners = new LinkedHashMap<>();
-    private final ConcurrentLinkedQueue<Envelope> outbox = new ConcurrentLinkedQueue<>();
-    private final AtomicInteger outboxSize = new AtomicInteger();
+    private final ClientOutbox outbox = new ClientOutbox(MAX_OUTBOX, MAX_OUTBOX_BYTES);
     private final AtomicLong received = new AtomicLong();
     /**
      * Messages an RPC handed the event loop and it has not run yet, at most this many (issue 27 item 4): a loop that
@@ -118,7 +123,6 @@ public final class ReplicaHost {
     /** What the endpoint's RPCs carried for this region, per direction and message type ({@link #traffic()}). */
     private final io.salus.core.protocol.message.TrafficCounters traffic =
             new io.salus.core.protocol.message.TrafficCounters();
-    private final AtomicLong outboxDropped = new AtomicLong();
     private final AtomicLong toClient = new AtomicLong();
     /** CHECKPOINT certificates the interim holders hosted here verified and truncated their stores with. */
     private final AtomicLong witnessTruncations = new AtomicLong();
@@ -147,6 +151,12 @@ public final class ReplicaHost {
     private final AtomicLong recoveryRefused = new AtomicLong();
     private final AtomicLong droppedWhileRecovering = new AtomicLong();
     private volatile long recoveryMillis;
+    /** The last GET this replica could not read from its cells (block and error), or null. */
+    public String lastUnreadableGet() {
+        RegionReplica rr = replica;
+        return rr == null ? null : rr.lastUnreadableGet();
+    }
+
     /** Where this open moved the replica's unreadable disk (null: it did not). */
     private volatile String diskQuarantined;
     private final long openedAt = System.currentTimeMillis();
@@ -660,6 +670,9 @@ public final class ReplicaHost {
                 for (DiskRecord r : group) {
                     try {
                         r.then().run();
+                    } catch (RegionReplica.StoreWriteFailed e) {
+                        LOG.warn("{}", e.getMessage(), e.getCause());
+                        reportDiskFailure(e);
                     } catch (RuntimeException e) {
                         LOG.warn("{}: acting on a durable log record failed: {}", me, e.toString());
                     }
@@ -814,24 +827,49 @@ public final class ReplicaHost {
     public boolean offer(NodeId caller, NodeId from, NodeId to, java.util.function.Supplier<Message> decode,
                          int bytes) {
         InboundBound inbound = this.inbound; // released where admitted, if limitInbound replaces it meanwhile
-        if (!inbound.tryAdmit(caller, bytes)) {
+        Object share = inboundShare(addressing, client, region, caller);
+        if (!inbound.tryAdmit(share, bytes)) {
             return false; // not decoded: a sender retransmitting into a full queue costs little
         }
         Message m;
         try {
             m = decode.get();
         } catch (RuntimeException bad) {
-            inbound.release(caller, bytes);
+            inbound.release(share, bytes);
             throw bad;
         }
         try {
-            schedule(from, to, m, () -> inbound.release(caller, bytes));
+            schedule(from, to, m, () -> inbound.release(share, bytes));
         } catch (java.util.concurrent.RejectedExecutionException closed) {
-            inbound.release(caller, bytes);
+            inbound.release(share, bytes);
             throw closed;
         }
         return true;
     }
+
+    /**
+     * Whose share of the inbound bound a call of {@code caller} takes: the client's and each replica of this region's
+     * own; every other caller (a replica of another region: a batch leader, a peer's witness traffic) one share
+     * together. Per caller identity, one region server (which hosts a replica of every region, each its own identity)
+     * could take every share (review rv37); now a faulty server holds at most its replica's share here and the common
+     * one, and the client and the other peer keep theirs.
+     */
+    static Object inboundShare(VolumeAddressing addressing, NodeId client, int region, NodeId caller) {
+        if (caller.equals(client)) {
+            return caller;
+        }
+        try {
+            if (addressing.parse(caller).region() == region) {
+                return caller;
+            }
+        } catch (IllegalArgumentException notAReplica) {
+            // falls through: not a node of this volume's address space
+        }
+        return OTHER_REGIONS;
+    }
+
+    /** The one inbound share of every caller that is neither the client nor a replica of this region. */
+    private static final Object OTHER_REGIONS = "other regions";
 
     /**
      * Bounds the event loop's inbound queue at {@code maxMessages} messages and {@code maxBytes} bytes from now on
@@ -882,6 +920,9 @@ public final class ReplicaHost {
             }
         } catch (RegionReplica.CheckpointWriteFailed e) {
             LOG.warn("{}", e.getMessage(), e.getCause()); // the message itself was handled
+        } catch (RegionReplica.StoreWriteFailed e) {
+            LOG.warn("{}", e.getMessage(), e.getCause());
+            reportDiskFailure(e); // the region is reopened: its recovery replays the log over the verified base
         } catch (RuntimeException e) {
             // one bad message (e.g. a malformed certificate) must not stop the loop: log and drop it
             LOG.warn("{} dropped a {} from {}: {}", to, m.getClass().getSimpleName(), from, e.toString());
@@ -936,6 +977,9 @@ public final class ReplicaHost {
                 LOG.warn("{} rebuilt: every block of its certified state fetched from its peers and its checkpoint"
                         + " written ({})", me, r.rebuildCounters());
             }
+        } catch (RegionReplica.StoreWriteFailed e) {
+            LOG.warn("{}", e.getMessage(), e.getCause());
+            reportDiskFailure(e);
         } catch (RuntimeException e) {
             LOG.warn("{} tick failed: {}", replica.id(), e.toString());
         }
@@ -962,11 +1006,6 @@ public final class ReplicaHost {
                 return;
             }
             toClient.incrementAndGet();
-            if (outboxSize.incrementAndGet() > MAX_OUTBOX) {
-                outbox.poll();
-                outboxSize.decrementAndGet();
-                outboxDropped.incrementAndGet();
-            }
             outbox.add(ReplicaLink.envelope(from, to, m));
         } else if (remoteHolders != null && remoteHolders.holds(to)) {
             if (m instanceof Message.LogCertMsg l) {
@@ -991,16 +1030,10 @@ public final class ReplicaHost {
      * client signed ({@link CallAuth}).
      */
     public List<Envelope> takeReplies(String clientName) {
-        List<Envelope> l = new ArrayList<>();
         if (!client.name().equals(clientName)) {
-            return l;
+            return new ArrayList<>();
         }
-        Envelope e;
-        while (l.size() < 4 * ReplicaLink.MAX_PER_CALL && (e = outbox.poll()) != null) {
-            outboxSize.decrementAndGet();
-            l.add(e);
-        }
-        return l;
+        return outbox.take(4 * ReplicaLink.MAX_PER_CALL, MAX_REPLY_BYTES);
     }
 
     /** Runs {@code f} on the event loop (inspection by tests and metrics); completes with its result. */
@@ -1023,7 +1056,7 @@ public final class ReplicaHost {
     public Map<String, Long> counters() {
         Map<String, Long> m = new java.util.TreeMap<>(Map.of("received", received.get(), "inboundRefused",
                 inbound.refused(), "inboundPeak", inbound.peakMessages(), "outboxDropped",
-                outboxDropped.get(), "replayBaseIndex", replayedFrom, "replayLogEnd", replayedLogEnd, "replayedSeqs",
+                outbox.dropped(), "replayBaseIndex", replayedFrom, "replayLogEnd", replayedLogEnd, "replayedSeqs",
                 replayedSeqs, "toClient", toClient.get()));
         m.putAll(auth.counters());
         // recovery at open: every open runs it (recoveryRuns); the certified checkpoint index its state was checked

@@ -28,7 +28,8 @@ import java.util.TreeMap;
  * hash) is proof its replica lies. When all ranges of a region have arrived, the region's node of the volume tree
  * must equal the signed region root; if it does not (the replica lied) or a range stays unanswered
  * {@link #SILENT_ROUNDS} periods after it was first asked (silent), the leaves this replica gave are taken out of the
- * tree again (every block it set, tracked) and the next replica is asked. A region all three of whose replicas lied
+ * tree again (every block it set, tracked) and the next replica is asked. A silent replica is asked last in every
+ * region of the fetch until it answers again. A region all three of whose replicas lied
  * refuses the mount (its stored state does not check).
  *
  * <p>Single-threaded: used by {@link ReplicaMount} on the client's thread.
@@ -49,6 +50,13 @@ final class MountLeafFetch {
     /** Regions whose leaves in {@link #tree} build the root here. */
     private final Map<Integer, Hash> verified = new HashMap<>();
     private final List<Map.Entry<NodeId, Message>> sends = new ArrayList<>();
+    /**
+     * Replicas that left a range unanswered for {@link #SILENT_ROUNDS} periods, in any region of this fetch, and have
+     * answered nothing since: asked last in every region (one server holds a replica of every region; forgetting its
+     * silence per region cost the silence period once per region it was first asked for, ~120 s for a 32-region
+     * volume, review rv37).
+     */
+    private final java.util.Set<NodeId> silent = new java.util.HashSet<>();
     private int inFlight;
 
     /** One region's fetch in progress: the root to reach, the replica asked, the ranges asked and not yet answered. */
@@ -120,7 +128,11 @@ final class MountLeafFetch {
         if (verified.remove(r) != null) {
             clearRegion(r); // the region's agreed state changed since: its leaves in the tree are not it any more
         }
-        fetches.put(r, new RegionFetch(r, root, replicas, ReplicaMount.blocksInRegion(cfg, r)));
+        RegionFetch n = new RegionFetch(r, root, replicas, ReplicaMount.blocksInRegion(cfg, r));
+        fetches.put(r, n);
+        if (silent.contains(n.source())) {
+            pickSource(n);
+        }
     }
 
     /**
@@ -154,6 +166,7 @@ final class MountLeafFetch {
         }
         f.asked.remove(c.fromBlock());
         inFlight--;
+        silent.remove(from); // it answers (again)
         if (!leavesInRange(c)) {
             nextSource(f, true); // signed leaves that cannot be the region's
             return;
@@ -208,6 +221,8 @@ final class MountLeafFetch {
             long silentAfter = SILENT_ROUNDS * Math.max(1, retransmitEvery);
             if (f.asked.values().stream().anyMatch(t -> now - t[0] >= silentAfter)) {
                 nextSource(f, false); // silent, not lying: it may be asked again later
+            } else if (silent.contains(f.source()) && hasOtherSource(f)) {
+                nextSource(f, false); // silent in another region since this one asked it
             }
             for (Map.Entry<Long, long[]> e : f.asked.entrySet()) {
                 if (now - e.getValue()[1] >= retransmitEvery) {
@@ -254,17 +269,40 @@ final class MountLeafFetch {
     private void nextSource(RegionFetch f, boolean lied) {
         if (lied) {
             f.mismatched.add(f.source());
+        } else {
+            silent.add(f.source());
         }
         drop(f);
         clearSet(f);
         f.nextFrom = 0;
-        for (int i = 1; i <= f.replicas.size(); i++) {
-            int s = (f.source + i) % f.replicas.size();
-            if (!f.mismatched.contains(f.replicas.get(s))) {
-                f.source = s;
-                return;
+        pickSource(f);
+    }
+
+    /**
+     * Makes the region's source the next replica (after the current one) not known to lie and not {@link #silent};
+     * if every such replica is silent, the next one not known to lie (silence may have been the network's).
+     */
+    private void pickSource(RegionFetch f) {
+        for (boolean avoidSilent : new boolean[] {true, false}) {
+            for (int i = 1; i <= f.replicas.size(); i++) {
+                int s = (f.source + i) % f.replicas.size();
+                NodeId n = f.replicas.get(s);
+                if (!f.mismatched.contains(n) && !(avoidSilent && silent.contains(n))) {
+                    f.source = s;
+                    return;
+                }
             }
         }
+    }
+
+    /** True if a replica of the region other than its source is neither known to lie nor {@link #silent}. */
+    private boolean hasOtherSource(RegionFetch f) {
+        for (NodeId n : f.replicas) {
+            if (!n.equals(f.source()) && !f.mismatched.contains(n) && !silent.contains(n)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private void drop(RegionFetch f) {

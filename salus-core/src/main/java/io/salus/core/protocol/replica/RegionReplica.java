@@ -228,6 +228,20 @@ public final class RegionReplica {
     }
 
     /**
+     * Applying a committed entry to the region's store failed (its cells could not be written or read, e.g. a store
+     * file block that fails its checksum under a block being overwritten, a region that refuses puts): the entry may be
+     * half applied, so this replica logs and commits nothing more in this incarnation (as after a failed log write) and
+     * the adapter reopens the region, whose recovery replays the log over the verified base. Before (review rv37) the
+     * loop logged and dropped the exception and the replica went on with a store that no longer held what its log
+     * said: its root differed from its peers', no checkpoint certified, and a mount saw three different states.
+     */
+    public static final class StoreWriteFailed extends IllegalStateException {
+        StoreWriteFailed(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+
+    /**
      * Where log appends and commit marks are made durable: null, on the event loop ({@link ReplicaDisk#append},
      * {@link ReplicaDisk#recordDecision}, as the simulator and unit tests run); else off the loop
      * ({@link #writeDiskOn}).
@@ -776,8 +790,11 @@ public final class RegionReplica {
             return;
         }
         Long last = rebuildAnswered.get(from);
-        if (last != null && last == ticks) {
-            return; // one answer per peer per tick: a peer cannot make this replica read its disk in a loop
+        if (last != null && (last == ticks || (r.blocks().isEmpty() && ticks - last < RETRANSMIT_TICKS))) {
+            // one answer per peer per tick, and the metadata (a scan of the region's leaves and a read of its log
+            // after the checkpoint) once per retransmission period: a peer cannot make this replica read its disk
+            // in a loop (review rv37: 20 whole-region scans a second)
+            return;
         }
         rebuildAnswered.put(from, ticks);
         Message m = r.blocks().isEmpty() ? ReplicaCatchUp.answerMetadata(cfg, rrs, disk, store, r.throughIndex())
@@ -975,11 +992,27 @@ public final class RegionReplica {
                 || q.toBlock() - q.fromBlock() > Message.LeafQuery.MAX_BLOCKS) {
             return;
         }
+        if (leafPeriod != ticks / RETRANSMIT_TICKS) {
+            leafPeriod = ticks / RETRANSMIT_TICKS;
+            leafAnswers = 0;
+        }
+        if (++leafAnswers > MAX_LEAF_ANSWERS) {
+            return; // the client asks again after its retransmission period (review rv37: a scan per query)
+        }
         Message.LeafChunk honest = new Message.LeafChunk(q.nonce(), cfg.volume(), regionId.index(), rrs.generation(),
                 store.root(), q.fromBlock(), q.toBlock(), store.leafHashes(q.fromBlock(), q.toBlock()), null);
         Message.LeafChunk c = hooks.leafReport(honest);
         net.send(clientId, c.withSignature(signer.sign(c.signedBytes())));
     }
+
+    /**
+     * Leaf ranges answered per {@link #RETRANSMIT_TICKS} ticks at most: an honest client has at most 4 of a region in
+     * flight (MountLeafFetch.REGION_WINDOW), each asked again after seconds; one that floods queries gets no more
+     * range scans than that.
+     */
+    public static final int MAX_LEAF_ANSWERS = 8;
+    private long leafPeriod = -1;
+    private int leafAnswers;
 
     /**
      * What recovery at mount needs of this replica (identifyLCP, issue 14 item 4), signed: the fence it holds, its
@@ -2280,7 +2313,14 @@ public final class RegionReplica {
         for (Put p : e.sb.puts()) {
             long local = p.block() - first;
             byte[] data = hooks.onApply(p.data().clone());
-            store.apply(local, data);
+            try {
+                store.apply(local, data);
+            } catch (RuntimeException failed) {
+                diskBroken = true;
+                throw new StoreWriteFailed(me + ": applying log entry " + e.index + " (block " + p.block()
+                        + ") to the region's store failed; this replica commits nothing more until its region reopens",
+                        failed);
+            }
             rootRecord = rootRecord.newer(new VolumeRootRecord(p.volumeRoot(), p.seq()));
         }
         appliedSeq = e.sb.lastSeq();

@@ -91,4 +91,31 @@ class InboundBoundTest {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new InboundBound(0, 10));
         assertTrue(e.getMessage().contains("0 messages"), e.getMessage());
     }
+    /**
+     * Review rv37: the share was per caller identity, and one region server hosts a replica of every region of the
+     * volume, each its own identity: four of them took every share of a replica's queue. Replicas of other regions now
+     * share one quarter; the client and this region's own peers keep theirs.
+     */
+    @Test
+    void oneServersReplicasOfOtherRegionsShareOneQuarter() {
+        VolumeAddressing a = new VolumeAddressing(new io.salus.core.hbase.VolumeGeometry("v", 32L * 16 * 4096, 4096, 16));
+        io.salus.core.crypto.NodeId client = a.client();
+        int region = 5;
+        InboundBound b = new InboundBound(64, 1 << 20);
+        int flood = 0;
+        for (int r = 0; r < 32; r++) { // the faulty server's replica k=0 of every other region, each flooding
+            if (r == region) {
+                continue;
+            }
+            while (b.tryAdmit(ReplicaHost.inboundShare(a, client, region, a.replica(r, 0)), 1)) {
+                flood++;
+            }
+        }
+        assertEquals(16, flood, "31 identities of other regions took one quarter of 64");
+        assertTrue(b.tryAdmit(ReplicaHost.inboundShare(a, client, region, client), 1), "the client still gets in");
+        assertTrue(b.tryAdmit(ReplicaHost.inboundShare(a, client, region, a.replica(region, 1)), 1),
+                "this region's peer still gets in");
+        assertNotEquals(ReplicaHost.inboundShare(a, client, region, a.replica(region, 1)),
+                ReplicaHost.inboundShare(a, client, region, a.replica(region, 2)), "each peer of the region its own");
+    }
 }
