@@ -80,7 +80,7 @@ final class MountLeafFetch {
             this.replicas = List.copyOf(replicas);
             this.blocks = blocks;
             this.source = region % replicas.size();
-            this.set = new java.util.BitSet((int) Math.min(Integer.MAX_VALUE, blocks));
+            this.set = new java.util.BitSet(); // grows with the leaves set (not sized up front: 32 MB at 1 TiB, review rv37)
         }
 
         NodeId source() {
