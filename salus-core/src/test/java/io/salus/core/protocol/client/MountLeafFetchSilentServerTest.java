@@ -36,11 +36,7 @@ class MountLeafFetchSilentServerTest {
     final Map<NodeId, io.salus.core.crypto.Signer> signers = new HashMap<>();
 
     NodeId id(String n) {
-        io.salus.core.crypto.NodeKeys k = io.salus.core.crypto.NodeKeys.deterministic(
-                io.salus.core.crypto.SignatureScheme.WEAK_CRC32C, NodeId.of(n), 5);
-        keys.register(k);
-        signers.put(k.id(), k.signer());
-        return k.id();
+        return MountLeafFetchTest.register(keys, signers, n);
     }
 
     /** Simulated ms until every region is verified (or -1 after {@code limit} ms). */

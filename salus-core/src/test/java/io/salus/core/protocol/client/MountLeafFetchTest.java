@@ -38,6 +38,12 @@ class MountLeafFetchTest {
     final NodeId faulty = id("z");
 
     NodeId id(String n) {
+        return register(keys, signers, n);
+    }
+
+    /** A node {@code n} with a deterministic test key, registered in {@code keys}, its signer in {@code signers}. */
+    static NodeId register(io.salus.core.crypto.KeyDirectory keys, Map<NodeId, io.salus.core.crypto.Signer> signers,
+                           String n) {
         io.salus.core.crypto.NodeKeys k = io.salus.core.crypto.NodeKeys.deterministic(
                 io.salus.core.crypto.SignatureScheme.WEAK_CRC32C, NodeId.of(n), 5);
         keys.register(k);
