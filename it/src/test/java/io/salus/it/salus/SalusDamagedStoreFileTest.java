@@ -69,10 +69,11 @@ class SalusDamagedStoreFileTest {
           + hostBefore.counters());
 
       // the region comes back without the damaged files, and its replica serves again
-      awaitQuarantine(quarantinedBefore, () -> "replica 0/0 reopened with its damaged store files moved aside; its"
+      SalusRegionRecoveryTest.awaitTrue(() -> "replica 0/0 reopened with its damaged store files moved aside; its"
           + " last unreadable GET: " + hostBefore.lastUnreadableGet() + "; moves asked by this JVM's replicas: "
           + io.salus.core.hbase.storage.HdfsReplicaStorage.movesAsked() + " (" + movesBefore + " before the reads)"
-          + "; reopen outcomes: " + reopenOutcomes() + "; quarantine: " + SalusStoreQuarantine.counters());
+          + "; reopen outcomes: " + reopenOutcomes() + "; quarantine: " + SalusStoreQuarantine.counters(),
+          () -> SalusStoreQuarantine.counters().get("quarantinedRegions") > quarantinedBefore);
       cluster.awaitPlaced(g);
       ReplicaHost after = cluster.endpoint(g, 0, 0).host();
       assertNotSame(hostBefore, after, "replica 0/0 was reopened");
@@ -128,15 +129,6 @@ class SalusDamagedStoreFileTest {
       }
       assertVolume(SalusRegionRecoveryTest.expected(g, n + 5), v.read(0, (int) g.numBlocks())
           .get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS), "after writes on the remount");
-    }
-  }
-
-  /** Waits until a region open moved store files aside; on timeout fails with {@code why} (each step's counters). */
-  private static void awaitQuarantine(long before, java.util.function.Supplier<String> why) throws Exception {
-    long end = System.currentTimeMillis() + SalusMiniCluster.DEADLINE_MS;
-    while (SalusStoreQuarantine.counters().get("quarantinedRegions") <= before) {
-      assertTrue(System.currentTimeMillis() < end, why);
-      Thread.sleep(50);
     }
   }
 

@@ -62,6 +62,11 @@ class SalusRegionRecoveryTest {
   }
 
   static void awaitTrue(String what, BooleanSupplier c) throws Exception {
+    awaitTrue(() -> what, c);
+  }
+
+  /** As above, with the failure's message built only when the wait times out (e.g. counters read then). */
+  static void awaitTrue(java.util.function.Supplier<String> what, BooleanSupplier c) throws Exception {
     long end = System.currentTimeMillis() + SalusMiniCluster.DEADLINE_MS;
     while (!c.getAsBoolean()) {
       assertTrue(System.currentTimeMillis() < end, what);

@@ -151,12 +151,6 @@ public final class ReplicaHost {
     private final AtomicLong recoveryRefused = new AtomicLong();
     private final AtomicLong droppedWhileRecovering = new AtomicLong();
     private volatile long recoveryMillis;
-    /** The last GET this replica could not read from its cells (block and error), or null. */
-    public String lastUnreadableGet() {
-        RegionReplica rr = replica;
-        return rr == null ? null : rr.lastUnreadableGet();
-    }
-
     /** Where this open moved the replica's unreadable disk (null: it did not). */
     private volatile String diskQuarantined;
     private final long openedAt = System.currentTimeMillis();
@@ -671,8 +665,7 @@ public final class ReplicaHost {
                     try {
                         r.then().run();
                     } catch (RegionReplica.StoreWriteFailed e) {
-                        LOG.warn("{}", e.getMessage(), e.getCause());
-                        reportDiskFailure(e);
+                        storeWriteFailed(e);
                     } catch (RuntimeException e) {
                         LOG.warn("{}: acting on a durable log record failed: {}", me, e.toString());
                     }
@@ -703,6 +696,16 @@ public final class ReplicaHost {
 
     private final java.util.concurrent.atomic.AtomicReference<RuntimeException> logWriteFailure =
             new java.util.concurrent.atomic.AtomicReference<>();
+
+    /**
+     * The replica's store could not take a committed entry (wherever the loop applied it: a message, a tick, a durable
+     * record's follow-up): reported like a failed log write, so the region is reopened and its recovery replays the
+     * log over the verified base.
+     */
+    private void storeWriteFailed(RegionReplica.StoreWriteFailed e) {
+        LOG.warn("{}", e.getMessage(), e.getCause());
+        reportDiskFailure(e);
+    }
 
     /**
      * A log append, commit mark or decision record failed (on the disk writer, or on the loop: a batch-leader replica
@@ -921,8 +924,7 @@ public final class ReplicaHost {
         } catch (RegionReplica.CheckpointWriteFailed e) {
             LOG.warn("{}", e.getMessage(), e.getCause()); // the message itself was handled
         } catch (RegionReplica.StoreWriteFailed e) {
-            LOG.warn("{}", e.getMessage(), e.getCause());
-            reportDiskFailure(e); // the region is reopened: its recovery replays the log over the verified base
+            storeWriteFailed(e);
         } catch (RuntimeException e) {
             // one bad message (e.g. a malformed certificate) must not stop the loop: log and drop it
             LOG.warn("{} dropped a {} from {}: {}", to, m.getClass().getSimpleName(), from, e.toString());
@@ -978,8 +980,7 @@ public final class ReplicaHost {
                         + " written ({})", me, r.rebuildCounters());
             }
         } catch (RegionReplica.StoreWriteFailed e) {
-            LOG.warn("{}", e.getMessage(), e.getCause());
-            reportDiskFailure(e);
+            storeWriteFailed(e);
         } catch (RuntimeException e) {
             LOG.warn("{} tick failed: {}", replica.id(), e.toString());
         }
@@ -1045,6 +1046,12 @@ public final class ReplicaHost {
             }
             return f.apply(r);
         }, loop);
+    }
+
+    /** The last GET this replica could not read from its cells (block and error), or null. */
+    public String lastUnreadableGet() {
+        RegionReplica rr = replica;
+        return rr == null ? null : rr.lastUnreadableGet();
     }
 
     /**

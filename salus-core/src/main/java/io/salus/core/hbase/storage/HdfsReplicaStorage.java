@@ -138,7 +138,8 @@ public final class HdfsReplicaStorage implements ReplicaStorageFactory {
      */
     @Override
     public void diskFailed(RegionCoprocessorEnvironment env, RuntimeException error) {
-        askToMove(env, "its Salus log or its store could not be written (" + io.salus.core.hbase.SalusStoreQuarantine.oneLine(error)
+        askToMove(env, "its Salus log or its store could not be written ("
+                + io.salus.core.hbase.SalusStoreQuarantine.oneLine(error)
                 + "); it logs nothing more here, its reopen recovers it", true);
     }
 

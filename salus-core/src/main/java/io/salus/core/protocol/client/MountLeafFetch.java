@@ -286,8 +286,7 @@ final class MountLeafFetch {
         for (boolean avoidSilent : new boolean[] {true, false}) {
             for (int i = 1; i <= f.replicas.size(); i++) {
                 int s = (f.source + i) % f.replicas.size();
-                NodeId n = f.replicas.get(s);
-                if (!f.mismatched.contains(n) && !(avoidSilent && silent.contains(n))) {
+                if (usable(f, f.replicas.get(s), avoidSilent)) {
                     f.source = s;
                     return;
                 }
@@ -298,11 +297,16 @@ final class MountLeafFetch {
     /** True if a replica of the region other than its source is neither known to lie nor {@link #silent}. */
     private boolean hasOtherSource(RegionFetch f) {
         for (NodeId n : f.replicas) {
-            if (!n.equals(f.source()) && !f.mismatched.contains(n) && !silent.contains(n)) {
+            if (!n.equals(f.source()) && usable(f, n, true)) {
                 return true;
             }
         }
         return false;
+    }
+
+    /** Whether {@code n} may be the region's source: not known to lie, and ({@code avoidSilent}) not silent. */
+    private boolean usable(RegionFetch f, NodeId n, boolean avoidSilent) {
+        return !f.mismatched.contains(n) && !(avoidSilent && silent.contains(n));
     }
 
     private void drop(RegionFetch f) {
