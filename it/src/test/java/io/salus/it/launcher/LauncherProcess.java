@@ -204,9 +204,17 @@ final class LauncherProcess implements AutoCloseable {
     }
   }
 
-  /** A free port below the ephemeral range (see {@link io.salus.blockdriver.launcher.Preflight#freePort}). */
+  /**
+   * A free port the kernel chooses, in its ephemeral range. The launcher chooses the ports a test does not pass
+   * (master, region servers, witnesses) below that range ({@link io.salus.blockdriver.launcher.Preflight#freePort}),
+   * in its own JVM, before the ports passed to it are bound: had the test chosen from the same range, the two
+   * choices could meet (CI of stop 37: a region server failed to bind, "Address already in use").
+   */
   static int freePort() throws IOException {
-    return io.salus.blockdriver.launcher.Preflight.freePort("127.0.0.1");
+    try (java.net.ServerSocket s = new java.net.ServerSocket()) {
+      s.bind(new java.net.InetSocketAddress(java.net.InetAddress.getByName("127.0.0.1"), 0));
+      return s.getLocalPort();
+    }
   }
 
   /** Extracts {@code key=value} from the readiness line. */

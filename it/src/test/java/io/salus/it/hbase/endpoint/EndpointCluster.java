@@ -389,6 +389,29 @@ final class EndpointCluster implements AutoCloseable {
         return host(r, k).inspect(f).get(60, TimeUnit.SECONDS);
     }
 
+    /**
+     * Waits until each replica of RRS {@code r} has acted on every log index one of them had committed when called. A
+     * batch is acknowledged once it is committed; a replica that was behind applies it to its store after that, so a
+     * test reading a replica's blocks right after the acknowledgement could see the block's previous value.
+     */
+    void awaitApplied(int r) throws Exception {
+        long target = 0;
+        for (int k = 0; k < 3; k++) {
+            target = Math.max(target, inspect(r, k, RegionReplica::committedIndex));
+        }
+        for (int k = 0; k < 3; k++) {
+            final int kk = k;
+            final long t = target;
+            awaitTrue("replica " + k + " of RRS " + r + " applied through log index " + t, () -> {
+                try {
+                    return inspect(r, kk, RegionReplica::committedIndex) >= t;
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+        }
+    }
+
     void awaitTrue(String what, BooleanSupplier cond) throws InterruptedException {
         long end = System.currentTimeMillis() + o.deadlineMs;
         while (!cond.getAsBoolean()) {

@@ -122,6 +122,7 @@ class SalusReplicaEndpointTest {
         Hash clientRoot = cluster.runner.call(c -> c.volumeRoot()).get();
         for (int r = 0; r < REGIONS; r++) {
             Hash root0 = null;
+            cluster.awaitApplied(r);
             for (int k = 0; k < 3; k++) {
                 final int region = r;
                 for (Map.Entry<Long, byte[]> e : referenceOf(region).entrySet()) {
@@ -204,6 +205,7 @@ class SalusReplicaEndpointTest {
         long id = cluster.submit(List.of(new BlockWrite(block + 1, good)));
         cluster.awaitTrue("the genuine batch after the forgery is acknowledged", () -> cluster.acked.contains(id) || !cluster.failed.isEmpty());
         assertEquals(List.of(), cluster.failed);
+        cluster.awaitApplied(0);
         for (int k = 0; k < 3; k++) {
             assertArrayEquals(before, cluster.inspect(0, k, rep -> rep.block(block)), "replica " + k + " applied the forgery");
             assertArrayEquals(good, cluster.inspect(0, k, rep -> rep.block(block + 1)));
@@ -384,6 +386,7 @@ class SalusReplicaEndpointTest {
                 () -> cluster.acked.containsAll(ids) || !cluster.failed.isEmpty());
         assertEquals(List.of(), cluster.failed);
         for (int r = 0; r < 2; r++) {
+            cluster.awaitApplied(r); // the held replica applies the last batches after they are acknowledged
             for (int k = 0; k < 3; k++) {
                 for (Map.Entry<Long, byte[]> e : referenceOf(r).entrySet()) {
                     long local = e.getKey() - r * BLOCKS_PER_REGION;

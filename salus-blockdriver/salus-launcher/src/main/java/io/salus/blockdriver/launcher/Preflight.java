@@ -60,7 +60,9 @@ public final class Preflight {
    * A free port for a service whose port is recorded in the data directory and reused on every
    * start. It is chosen below the kernel's ephemeral range (ip_local_port_range), like HBase's and
    * HDFS's own defaults, so that no outgoing connection or port-0 listener of the cluster being
-   * started (DataNodes bind several) can take it between the preflight check and the bind.
+   * started (DataNodes bind several) can take it between the preflight check and the bind. A port it handed out
+   * before in this JVM is not handed out again: the ports of one start are all chosen before any of them is bound,
+   * and two services given the same port failed the start ("Address already in use", CI of stop 37).
    */
   public static int freePort(String host) throws IOException {
     InetAddress address = InetAddress.getByName(host);
@@ -71,7 +73,7 @@ public final class Preflight {
       java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
       for (int attempt = 0; attempt < 200; attempt++) {
         int port = random.nextInt(lo, hi + 1);
-        if (canBind(address, port)) {
+        if (!HANDED_OUT.contains(port) && canBind(address, port) && HANDED_OUT.add(port)) {
           return port;
         }
       }
@@ -82,6 +84,9 @@ public final class Preflight {
       return s.getLocalPort();
     }
   }
+
+  /** Ports {@link #freePort} handed out in this JVM. */
+  private static final java.util.Set<Integer> HANDED_OUT = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
   /** Lowest port {@link #freePort} hands out: above the common fixed service ports. */
   static final int FIXED_PORTS_FLOOR = 20000;

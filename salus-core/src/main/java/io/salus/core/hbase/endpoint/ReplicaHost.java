@@ -700,9 +700,14 @@ public final class ReplicaHost {
     /**
      * The replica's store could not take a committed entry (wherever the loop applied it: a message, a tick, a durable
      * record's follow-up): reported like a failed log write, so the region is reopened and its recovery replays the
-     * log over the verified base.
+     * log over the verified base; unless the region is closing (a close someone asked for is not undone).
      */
     private void storeWriteFailed(RegionReplica.StoreWriteFailed e) {
+        if (e.regionClosing()) {
+            LOG.info("{}: the region is closing; this replica stops here (its next incarnation replays the log)",
+                    e.getMessage());
+            return;
+        }
         LOG.warn("{}", e.getMessage(), e.getCause());
         reportDiskFailure(e);
     }

@@ -661,6 +661,10 @@ public final class HRegionStore implements RegionStore {
                 // the cache holds the refused write's nodes (RegionTooBusyException under memstore pressure,
                 // a closing region, a status other than SUCCESS): drop it so root and proofs come from the cells
                 cache.clear();
+                if (region.isClosing() || region.isClosed()) {
+                    throw new io.salus.core.protocol.replica.RegionStore.Closing("cannot write to "
+                            + region.getRegionInfo().getEncodedName() + ": the region is closing", e);
+                }
                 if (e instanceof RuntimeException re) {
                     throw re;
                 }

@@ -239,6 +239,15 @@ public final class RegionReplica {
         StoreWriteFailed(String message, Throwable cause) {
             super(message, cause);
         }
+
+        /**
+         * The store refused the write because its region is closing ({@link RegionStore.Closing}): the replica stops
+         * as after any failed store write, but this is no disk failure and asks for no reopen. Before, a close under
+         * a running write (an operator's unassign) was reported as one and the region was opened again at once.
+         */
+        public boolean regionClosing() {
+            return getCause() instanceof RegionStore.Closing;
+        }
     }
 
     /**

@@ -13,6 +13,17 @@ import java.util.Map;
  * the region).
  */
 public interface RegionStore {
+    /**
+     * The store refused a write because its region is being closed (an unassign, a move, a disable, a region server
+     * stopping), not because its disk failed: the replica stops committing in this incarnation, and nothing asks for
+     * the region to be reopened (the close is somebody's decision; a later incarnation replays the log).
+     */
+    final class Closing extends RuntimeException {
+        public Closing(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+
     /** Applies a committed write of one block and updates the region tree. */
     void apply(long localBlock, byte[] data);
 
