@@ -49,8 +49,16 @@ import org.slf4j.LoggerFactory;
  * reset from the checkpoint already handles (the fault table's "a region's files deleted" row). Any other read
  * error (the NameNode unreachable, a DataNode down) fails the open, as before, rather than moving good files.
  *
- * <p>Cost: every open reads the region's store files once (local reads from the colocated DataNode; the same bytes
- * the endpoint's reset compares next). {@value #ENABLED_KEY}{@code =false} skips the check. A table coprocessor,
+ * <p>What an open reads. Every open asks the NameNode about each store file's blocks (no data read): a block lost for
+ * good, or one whose every replica the NameNode lists as corrupt (a client's read or a DataNode's block scanner found
+ * it), is damage. The files are read whole only when the region is <b>marked</b> for it: a replica whose read of its
+ * cells failed on a damaged file marks its region ({@link #markForCheck}) before it asks for the reopen, and every
+ * open marks its region while it runs ({@link #preOpen} sets the mark, {@link #postOpen} clears it), so an open that
+ * did not finish (the server killed, the open failed, e.g. on a store file HBase could not open) reads every file at
+ * its next attempt. Before (issue 27) every open read every store file whole: the largest part of a restart at 8 GiB
+ * written, and growing with the data. {@value #ALWAYS_READ_KEY}{@code =true} reads them at every open again.
+ * The marks are empty directories under {@code <}{@value #ROOT_KEY}{@code >/check/<table>/<encoded region>}.
+ * {@value #ENABLED_KEY}{@code =false} skips the check. A table coprocessor,
  * set by {@link SalusTableLayout#descriptor} (no cluster-wide key); a volume created before it has to get it with
  * {@code alter}.
  */
@@ -61,12 +69,16 @@ public final class SalusStoreQuarantine implements RegionCoprocessor, RegionObse
     public static final String DEFAULT_ROOT = "/salus/quarantine";
     /** Whether a Salus region's store files are checked at open (default true). */
     public static final String ENABLED_KEY = "salus.storefile.check";
+    /** Whether every open reads every store file whole, marked or not (default false: only marked regions). */
+    public static final String ALWAYS_READ_KEY = "salus.storefile.check.always-read";
 
     private static final AtomicLong CHECKED_FILES = new AtomicLong();
     private static final AtomicLong CHECKED_BYTES = new AtomicLong();
     private static final AtomicLong UNREADABLE = new AtomicLong();
     private static final AtomicLong QUARANTINED_FILES = new AtomicLong();
     private static final AtomicLong QUARANTINED_REGIONS = new AtomicLong();
+    private static final AtomicLong OPENS_READ = new AtomicLong();
+    private static final AtomicLong OPENS_NOT_READ = new AtomicLong();
 
     @Override
     public Optional<RegionObserver> getRegionObserver() {
@@ -75,12 +87,51 @@ public final class SalusStoreQuarantine implements RegionCoprocessor, RegionObse
 
     /**
      * Counters of this JVM (every region server of a mini cluster shares them): store files and bytes checked,
-     * files found unreadable, files moved aside and region opens that moved files.
+     * files found unreadable, files moved aside, region opens that moved files, and opens that read their files whole
+     * (marked) or asked the NameNode only.
      */
     public static java.util.Map<String, Long> counters() {
         return java.util.Map.of("checkedFiles", CHECKED_FILES.get(), "checkedBytes", CHECKED_BYTES.get(),
                 "unreadableFiles", UNREADABLE.get(), "quarantinedFiles", QUARANTINED_FILES.get(),
-                "quarantinedRegions", QUARANTINED_REGIONS.get());
+                "quarantinedRegions", QUARANTINED_REGIONS.get(), "opensRead", OPENS_READ.get(),
+                "opensNotRead", OPENS_NOT_READ.get());
+    }
+
+    /** The mark that makes the region's next open read its store files whole (an empty directory). */
+    public static Path checkMark(Configuration conf, org.apache.hadoop.hbase.TableName table, String encodedRegion) {
+        return new Path(new Path(new Path(conf.get(ROOT_KEY, DEFAULT_ROOT), "check"),
+                table.getNameAsString().replace(':', '=')), encodedRegion);
+    }
+
+    /**
+     * Marks the region so that its next open reads every store file whole: called when a read of its cells failed on
+     * a damaged file, before its reopen is asked for (the NameNode may not know the damage: a checksum failure is
+     * reported by the reading client only for the replicas it tried).
+     */
+    public static void markForCheck(FileSystem fs, Configuration conf, org.apache.hadoop.hbase.TableName table,
+                                    String encodedRegion) throws IOException {
+        Path mark = checkMark(conf, table, encodedRegion);
+        if (!fs.mkdirs(mark)) {
+            throw new IOException("cannot create " + mark);
+        }
+    }
+
+    /** The open finished: the next open of the region reads its files whole only if it is marked again. */
+    @Override
+    public void postOpen(ObserverContext<RegionCoprocessorEnvironment> ctx) {
+        RegionCoprocessorEnvironment env = ctx.getEnvironment();
+        TableDescriptor td = env.getRegion().getTableDescriptor();
+        Configuration conf = env.getConfiguration();
+        if (td.getValue(SalusTableLayout.LAYOUT_ATTRIBUTE) == null || !conf.getBoolean(ENABLED_KEY, true)) {
+            return;
+        }
+        Path mark = checkMark(conf, td.getTableName(), env.getRegionInfo().getEncodedName());
+        try {
+            mark.getFileSystem(conf).delete(mark, true);
+        } catch (IOException e) {
+            LOG.warn("Salus region {}: cannot clear its store file check mark {} ({}); its next open reads its"
+                    + " store files whole", env.getRegionInfo().getEncodedName(), mark, e.toString());
+        }
     }
 
     @Override
@@ -95,6 +146,19 @@ public final class SalusStoreQuarantine implements RegionCoprocessor, RegionObse
         Path rootDir = CommonFSUtils.getRootDir(conf);
         FileSystem fs = rootDir.getFileSystem(conf);
         Path regionDir = new Path(CommonFSUtils.getTableDir(rootDir, td.getTableName()), ri.getEncodedName());
+        Path mark = checkMark(conf, td.getTableName(), ri.getEncodedName());
+        boolean readAll = conf.getBoolean(ALWAYS_READ_KEY, false);
+        try {
+            FileSystem markFs = mark.getFileSystem(conf);
+            readAll |= markFs.exists(mark);
+            if (!markFs.mkdirs(mark)) { // while this open runs: if it does not finish, the next one reads every file
+                throw new IOException("mkdirs refused");
+            }
+        } catch (IOException e) {
+            LOG.warn("Salus region {}: cannot read or set its store file check mark {} ({}); reading its store files"
+                    + " whole", ri.getEncodedName(), mark, e.toString());
+            readAll = true;
+        }
         List<Path> files = new ArrayList<>();
         for (ColumnFamilyDescriptor cf : td.getColumnFamilies()) {
             Path famDir = new Path(regionDir, cf.getNameAsString());
@@ -116,13 +180,17 @@ public final class SalusStoreQuarantine implements RegionCoprocessor, RegionObse
             // a block lost for good (a DataNode's disk lost) is known to the NameNode: no read (and none of HDFS's
             // read retries, seconds per file) is needed to prove it
             String lost = firstLost(dfs, files);
+            if (lost == null) {
+                lost = firstCorrupt(dfs, files);
+            }
             if (lost != null) {
                 bad = new Path(lost.substring(0, lost.indexOf(' ')));
                 why = new BlockMissingException(bad.toUri().getPath(), lost, 0);
                 UNREADABLE.incrementAndGet();
             }
         }
-        for (Path p : bad != null ? List.<Path>of() : files) {
+        (readAll ? OPENS_READ : OPENS_NOT_READ).incrementAndGet();
+        for (Path p : bad != null || !readAll ? List.<Path>of() : files) {
             IOException e = readFully(fs, p);
             if (e != null) {
                 bad = p;
@@ -246,6 +314,27 @@ public final class SalusStoreQuarantine implements RegionCoprocessor, RegionObse
             String why = lostBlock(dfs, p.toUri().getPath(), live);
             if (why != null) {
                 return why;
+            }
+        }
+        return null;
+    }
+
+    /**
+     * The first of {@code files} with a block whose every replica the NameNode lists as corrupt ("path block …: why"),
+     * or null (none known, or the NameNode could not be asked).
+     */
+    static String firstCorrupt(DistributedFileSystem dfs, List<Path> files) {
+        for (Path p : files) {
+            String file = p.toUri().getPath();
+            try {
+                for (LocatedBlock lb : dfs.getClient().getLocatedBlocks(file, 0, Long.MAX_VALUE).getLocatedBlocks()) {
+                    if (lb.isCorrupt()) {
+                        return file + " block " + lb.getBlock().getBlockName() + " (" + lb.getBlockSize()
+                                + " bytes): the NameNode lists every replica of it as corrupt";
+                    }
+                }
+            } catch (IOException | RuntimeException notKnown) {
+                return null;
             }
         }
         return null;

@@ -123,6 +123,7 @@ public final class HdfsReplicaStorage implements ReplicaStorageFactory {
             if (f == null || !io.salus.core.hbase.SalusStoreQuarantine.damaged(f, e)) {
                 return;
             }
+            markForCheck(env, f);
             askToMove(env, "a read of its cells failed on a damaged or lost store file ("
                     + io.salus.core.hbase.SalusStoreQuarantine.oneLine(e) + "); its reopen moves the damaged files"
                     + " aside and the replica restores its cells", false);
@@ -138,9 +139,27 @@ public final class HdfsReplicaStorage implements ReplicaStorageFactory {
      */
     @Override
     public void diskFailed(RegionCoprocessorEnvironment env, RuntimeException error) {
+        DistributedFileSystem f;
+        synchronized (this) {
+            f = fs;
+        }
+        if (f != null && io.salus.core.hbase.SalusStoreQuarantine.damaged(f, error)) {
+            markForCheck(env, f); // e.g. an apply that read a damaged store file block under the block it overwrote
+        }
         askToMove(env, "its Salus log or its store could not be written ("
                 + io.salus.core.hbase.SalusStoreQuarantine.oneLine(error)
                 + "); it logs nothing more here, its reopen recovers it", true);
+    }
+
+    /** Marks the region so that its reopen reads its store files whole and moves damaged ones aside. */
+    private static void markForCheck(RegionCoprocessorEnvironment env, DistributedFileSystem f) {
+        try {
+            io.salus.core.hbase.SalusStoreQuarantine.markForCheck(f, env.getConfiguration(),
+                    env.getRegionInfo().getTable(), env.getRegionInfo().getEncodedName());
+        } catch (IOException | RuntimeException e) {
+            LOG.warn("Salus region {}: cannot mark it for a store file check at its reopen ({}); the reopen finds"
+                    + " the damage only if the NameNode knows it", env.getRegionInfo().getEncodedName(), e.toString());
+        }
     }
 
     /** Whether a move of this region was asked and has not failed (one per region open). */
