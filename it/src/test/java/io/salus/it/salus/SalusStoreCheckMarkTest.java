@@ -56,7 +56,8 @@ class SalusStoreCheckMarkTest {
     HRegion region = cluster.region(g, 1, 2);
     RegionInfo ri = region.getRegionInfo();
     Path mark = SalusStoreQuarantine.checkMark(conf, ri.getTable(), ri.getEncodedName());
-    assertFalse(fs.exists(mark), "no mark after the region's open finished: " + mark);
+    Path opening = SalusStoreQuarantine.openingMark(conf, ri.getTable(), ri.getEncodedName());
+    assertFalse(fs.exists(mark) || fs.exists(opening), "no mark after the region's open finished: " + opening);
     long storeBytes = storeFileBytes(region);
     assertTrue(storeBytes > 0, "replica 1/2 has store files");
 
@@ -68,7 +69,7 @@ class SalusStoreCheckMarkTest {
         + before + " -> " + after);
     assertEquals(before.get("opensRead"), after.get("opensRead"), after.toString());
     assertTrue(after.get("opensNotRead") > before.get("opensNotRead"), after.toString());
-    assertFalse(fs.exists(mark), "the finished open cleared its mark");
+    assertFalse(fs.exists(mark) || fs.exists(opening), "the finished open cleared its marks");
 
     // marked (as a damaged read marks it): the reopen reads every store file whole, then clears the mark
     region = cluster.region(g, 1, 2);
@@ -81,7 +82,15 @@ class SalusStoreCheckMarkTest {
     assertTrue(after.get("checkedBytes") - before.get("checkedBytes") >= storeBytes,
         "read at least the region's " + storeBytes + " store file bytes: " + before + " -> " + after);
     assertEquals(before.get("quarantinedRegions"), after.get("quarantinedRegions"), "nothing damaged, nothing moved");
-    assertFalse(fs.exists(mark), "the finished open cleared its mark");
+    assertFalse(fs.exists(mark) || fs.exists(opening), "the finished open cleared its marks");
+
+    // an open that did not finish (a server killed mid-open) leaves its opening mark: the next open reads every file
+    assertTrue(fs.mkdirs(opening));
+    before = SalusStoreQuarantine.counters();
+    reopen(g, 1, 2);
+    after = SalusStoreQuarantine.counters();
+    assertTrue(after.get("opensRead") > before.get("opensRead"), "an unfinished open's mark: files read " + after);
+    assertFalse(fs.exists(mark) || fs.exists(opening), "the finished open cleared its marks");
 
     // damage the NameNode knows (a reader reported its checksum failure): moved aside at the next open, unread
     region = cluster.region(g, 1, 2);

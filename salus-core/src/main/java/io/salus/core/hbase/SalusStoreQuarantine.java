@@ -52,12 +52,15 @@ import org.slf4j.LoggerFactory;
  * <p>What an open reads. Every open asks the NameNode about each store file's blocks (no data read): a block lost for
  * good, or one whose every replica the NameNode lists as corrupt (a client's read or a DataNode's block scanner found
  * it), is damage. The files are read whole only when the region is <b>marked</b> for it: a replica whose read of its
- * cells failed on a damaged file marks its region ({@link #markForCheck}) before it asks for the reopen, and every
- * open marks its region while it runs ({@link #preOpen} sets the mark, {@link #postOpen} clears it), so an open that
+ * cells failed on a damaged file marks its region ({@link #markForCheck}; cleared by the next open once it read every
+ * file, before HBase opens them), and every open marks its region while it runs (a second mark: {@link #preOpen} sets
+ * it, {@link #postOpen} clears it; two marks, so that this one's clearing never takes a damage mark set during the
+ * open it ends, whichever coprocessor's postOpen runs first), so an open that
  * did not finish (the server killed, the open failed, e.g. on a store file HBase could not open) reads every file at
  * its next attempt. Before (issue 27) every open read every store file whole: the largest part of a restart at 8 GiB
  * written, and growing with the data. {@value #ALWAYS_READ_KEY}{@code =true} reads them at every open again.
- * The marks are empty directories under {@code <}{@value #ROOT_KEY}{@code >/check/<table>/<encoded region>}.
+ * The marks are empty directories {@code <}{@value #ROOT_KEY}{@code >/check/<table>/<encoded region>} (damage seen)
+ * and {@code …/<encoded region>.opening}.
  * {@value #ENABLED_KEY}{@code =false} skips the check. A table coprocessor,
  * set by {@link SalusTableLayout#descriptor} (no cluster-wide key); a volume created before it has to get it with
  * {@code alter}.
@@ -103,6 +106,12 @@ public final class SalusStoreQuarantine implements RegionCoprocessor, RegionObse
                 table.getNameAsString().replace(':', '=')), encodedRegion);
     }
 
+    /** The mark an open of the region holds while it runs: one that did not finish leaves it. */
+    public static Path openingMark(Configuration conf, org.apache.hadoop.hbase.TableName table, String encodedRegion) {
+        Path m = checkMark(conf, table, encodedRegion);
+        return new Path(m.getParent(), m.getName() + ".opening");
+    }
+
     /**
      * Marks the region so that its next open reads every store file whole: called when a read of its cells failed on
      * a damaged file, before its reopen is asked for (the NameNode may not know the damage: a checksum failure is
@@ -125,7 +134,7 @@ public final class SalusStoreQuarantine implements RegionCoprocessor, RegionObse
         if (td.getValue(SalusTableLayout.LAYOUT_ATTRIBUTE) == null || !conf.getBoolean(ENABLED_KEY, true)) {
             return;
         }
-        Path mark = checkMark(conf, td.getTableName(), env.getRegionInfo().getEncodedName());
+        Path mark = openingMark(conf, td.getTableName(), env.getRegionInfo().getEncodedName());
         try {
             mark.getFileSystem(conf).delete(mark, true);
         } catch (IOException e) {
@@ -147,16 +156,18 @@ public final class SalusStoreQuarantine implements RegionCoprocessor, RegionObse
         FileSystem fs = rootDir.getFileSystem(conf);
         Path regionDir = new Path(CommonFSUtils.getTableDir(rootDir, td.getTableName()), ri.getEncodedName());
         Path mark = checkMark(conf, td.getTableName(), ri.getEncodedName());
+        Path opening = openingMark(conf, td.getTableName(), ri.getEncodedName());
         boolean readAll = conf.getBoolean(ALWAYS_READ_KEY, false);
+        FileSystem markFs = null;
         try {
-            FileSystem markFs = mark.getFileSystem(conf);
-            readAll |= markFs.exists(mark);
-            if (!markFs.mkdirs(mark)) { // while this open runs: if it does not finish, the next one reads every file
+            markFs = mark.getFileSystem(conf);
+            readAll |= markFs.exists(mark) || markFs.exists(opening);
+            if (!markFs.mkdirs(opening)) { // while this open runs: if it does not finish, the next one reads every file
                 throw new IOException("mkdirs refused");
             }
         } catch (IOException e) {
-            LOG.warn("Salus region {}: cannot read or set its store file check mark {} ({}); reading its store files"
-                    + " whole", ri.getEncodedName(), mark, e.toString());
+            LOG.warn("Salus region {}: cannot read or set its store file check marks {} ({}); reading its store files"
+                    + " whole", ri.getEncodedName(), opening, e.toString());
             readAll = true;
         }
         List<Path> files = new ArrayList<>();
@@ -200,6 +211,9 @@ public final class SalusStoreQuarantine implements RegionCoprocessor, RegionObse
             }
         }
         if (bad == null) {
+            if (readAll) {
+                clear(markFs, mark, ri); // every file read whole: the damage it marked is not in them
+            }
             return;
         }
         Path dest = new Path(new Path(new Path(new Path(conf.get(ROOT_KEY, DEFAULT_ROOT), "hfiles"),
@@ -213,10 +227,24 @@ public final class SalusStoreQuarantine implements RegionCoprocessor, RegionObse
         }
         QUARANTINED_FILES.addAndGet(moved);
         QUARANTINED_REGIONS.incrementAndGet();
+        clear(markFs, mark, ri); // every file moved aside: nothing marked is left to read
         LOG.warn("Salus region {} of {}: store file {} is unreadable ({}); moved its {} store file(s) aside to {}"
                         + " (not deleted); the region opens without them and its replica restores its cells from"
                         + " its certified state (own checkpoint and log, or a peer replica)", ri.getEncodedName(),
                 td.getTableName(), bad, oneLine(why), moved, dest);
+    }
+
+    /** Deletes a region's damage mark (a failure is logged: the next open reads every file once more). */
+    private static void clear(FileSystem markFs, Path mark, RegionInfo ri) {
+        if (markFs == null) {
+            return;
+        }
+        try {
+            markFs.delete(mark, true);
+        } catch (IOException e) {
+            LOG.warn("Salus region {}: cannot clear its store file check mark {} ({}); its next open reads its"
+                    + " store files whole again", ri.getEncodedName(), mark, e.toString());
+        }
     }
 
     /** Reads {@code p} to its end with HDFS checksums; null if it reads, the error if it is damaged. */

@@ -114,21 +114,33 @@ public final class HdfsReplicaStorage implements ReplicaStorageFactory {
      */
     @Override
     public RegionStore regionStore(RegionCoprocessorEnvironment env, ProtocolConfig cfg, int regionIndex) {
-        HRegionStore store = HRegionStore.open(env.getRegion(), cfg, regionIndex);
-        store.onReadFailure(e -> {
-            DistributedFileSystem f;
-            synchronized (this) {
-                f = fs;
-            }
-            if (f == null || !io.salus.core.hbase.SalusStoreQuarantine.damaged(f, e)) {
-                return;
-            }
-            markForCheck(env, f);
-            askToMove(env, "a read of its cells failed on a damaged or lost store file ("
-                    + io.salus.core.hbase.SalusStoreQuarantine.oneLine(e) + "); its reopen moves the damaged files"
-                    + " aside and the replica restores its cells", false);
-        });
+        HRegionStore store;
+        try {
+            store = HRegionStore.open(env.getRegion(), cfg, regionIndex);
+        } catch (RuntimeException e) {
+            // the open reads the region's newest cells: a store file damaged on disk fails it before the hook below
+            // exists (the fault table's byte-flip row: the replica stayed "not running" and its RRS unmountable
+            // once an open no longer read every store file whole)
+            damagedRead(env, e);
+            throw e;
+        }
+        store.onReadFailure(e -> damagedRead(env, e));
         return store;
+    }
+
+    /** A read of the region's cells failed: if the file is proven damaged, mark the region and ask for its move. */
+    private void damagedRead(RegionCoprocessorEnvironment env, Throwable e) {
+        DistributedFileSystem f;
+        synchronized (this) {
+            f = fs;
+        }
+        if (f == null || !io.salus.core.hbase.SalusStoreQuarantine.damaged(f, e)) {
+            return;
+        }
+        markForCheck(env, f);
+        askToMove(env, "a read of its cells failed on a damaged or lost store file ("
+                + io.salus.core.hbase.SalusStoreQuarantine.oneLine(e) + "); its reopen moves the damaged files"
+                + " aside and the replica restores its cells", false);
     }
 
     /**
@@ -191,7 +203,8 @@ public final class HdfsReplicaStorage implements ReplicaStorageFactory {
         Configuration conf = env.getConfiguration();
         org.apache.hadoop.hbase.regionserver.Region mine = env.getRegion();
         RegionReopener reopener = new RegionReopener(encoded, inPlace, () -> new AdminMaster(env),
-                () -> closed || mine.isClosed(),
+                mine::isClosed, // not this storage's close: a replica whose start failed closes its storage
+                // while its region stays open, and the request must then move it, not assign an open region
                 conf.getLong(REOPEN_BACKOFF_KEY, REOPEN_BACKOFF_DEFAULT_MS),
                 conf.getLong(REOPEN_MAX_BACKOFF_KEY, REOPEN_MAX_BACKOFF_DEFAULT_MS),
                 conf.getLong(REOPEN_GIVE_UP_KEY, REOPEN_GIVE_UP_DEFAULT_MS), System::currentTimeMillis, Thread::sleep);
@@ -376,12 +389,8 @@ public final class HdfsReplicaStorage implements ReplicaStorageFactory {
         return disk;
     }
 
-    /** Set by {@link #close}: the region incarnation this storage belongs to is closing or closed. */
-    private volatile boolean closed;
-
     @Override
     public synchronized void close() {
-        closed = true;
         if (disk != null) {
             try {
                 disk.close();
