@@ -173,6 +173,91 @@ class HdfsReplicaDiskTest extends ReplicaDiskContract {
         rs.close();
     }
 
+    /**
+     * The 8 GiB restart run (issue 27), cycle 6: a {@code kill -9} of the whole stack left the last block of a Salus log
+     * segment on its only DataNode without its meta file. Two outcomes, both reproduced here: (1) the restarted
+     * DataNode knows the replica's generation stamp (its replica cache), and the block recovery drops the replica
+     * ("syncList=[]"), deletes the block and closes the file at 0 bytes: the frames hsynced before the crash vanished
+     * and the disk read an empty log without a word; (2) it does not (the run: no cache after a kill -9, stamp 0),
+     * every block recovery fails there and the file never closes: the reopened disk waited out its 300 s lease
+     * recovery inside the region's open and {@code salus up} gave up ("regions were not all online within 180 s").
+     * Now both are a log that cannot be read (the replica's open moves it aside and catches up from a peer).
+     */
+    @Test
+    void aLastBlockReplicaACrashLeftWithoutItsMetaFileMakesTheLogUnreadableNotShorterNorStuck() throws Exception {
+        // (1) the block recovery drops the replica: the log would silently lose its hsynced frames
+        Path dir1 = new Path(ROOT, "meta-lost-dropped");
+        Path seg1 = crashedSegmentWithoutMeta(dir1, false);
+        HdfsReplicaDisk back1 = disk(fs, dir1, null);
+        CorruptReplicaLogException e1 = assertThrows(CorruptReplicaLogException.class, () -> back1.lastIndex(1),
+                "a recovery that cut hsynced frames is a damaged log, not a shorter one");
+        assertTrue(e1.getMessage().contains("bytes of the"), e1.getMessage());
+        assertTrue(fs.isFileClosed(seg1) && fs.getFileStatus(seg1).getLen() == 0,
+                "the fault acted: the recovery closed " + seg1 + " at " + fs.getFileStatus(seg1).getLen() + " bytes");
+
+        // (2) the block recovery fails for ever: the open must not wait for it
+        Path dir2 = new Path(ROOT, "meta-lost-stuck");
+        Path seg2 = crashedSegmentWithoutMeta(dir2, true);
+        HdfsReplicaDisk back2 = disk(fs, dir2, null).stuckRecoveryAfter(5_000);
+        long t0 = System.currentTimeMillis();
+        CorruptReplicaLogException e2 = assertThrows(CorruptReplicaLogException.class, () -> back2.lastIndex(1),
+                "the log whose last block cannot be recovered is unreadable, not waited for");
+        long took = System.currentTimeMillis() - t0;
+        assertTrue(e2.getMessage().contains("lease is not recovered"), e2.getMessage());
+        assertFalse(fs.isFileClosed(seg2), "the fault acted: the NameNode could not recover the lease of " + seg2);
+        assertTrue(took < 120_000, "found unreadable after " + took + " ms");
+    }
+
+    /**
+     * Five hsynced frames in a log segment, then the writer's process dies; the DataNode holding the segment's only
+     * replica is stopped, the replica's meta file deleted (and with {@code noReplicaCache} the DataNode's replica cache,
+     * as after a kill -9), and the DataNode started again. Returns the segment.
+     */
+    private static Path crashedSegmentWithoutMeta(Path dir, boolean noReplicaCache) throws Exception {
+        DistributedFileSystem rs = newClient();
+        HdfsReplicaDisk d = disk(rs, dir, null);
+        for (long i = 0; i < 5; i++) {
+            d.append(1, i, entry(i, 300));
+        }
+        crash(rs);
+        Path seg = null;
+        for (var st : fs.listStatus(new Path(dir, "log/g1"))) {
+            if (st.getPath().getName().startsWith("seg-")) {
+                seg = st.getPath();
+            }
+        }
+        assertNotNull(seg, "a log segment under " + dir);
+        var last = fs.getClient().getLocatedBlocks(seg.toUri().getPath(), 0, Long.MAX_VALUE).getLastLocatedBlock();
+        assertEquals(1, last.getLocations().length, "the segment's block has one replica");
+        int dn = -1;
+        for (int i = 0; i < cluster.getDataNodes().size(); i++) {
+            if (cluster.getDataNodes().get(i).getDatanodeUuid().equals(last.getLocations()[0].getDatanodeUuid())) {
+                dn = i;
+            }
+        }
+        assertTrue(dn >= 0, "the DataNode holding " + last.getBlock());
+        var replica = cluster.getMaterializedReplica(dn, last.getBlock());
+        String bpid = last.getBlock().getBlockPoolId();
+        List<File> volumes = new ArrayList<>();
+        for (int v = 0; v < 2; v++) {
+            volumes.add(cluster.getInstanceStorageDir(dn, v));
+        }
+        MiniDFSCluster.DataNodeProperties props = cluster.stopDataNode(dn);
+        replica.deleteMeta();
+        if (noReplicaCache) {
+            for (File vol : volumes) {
+                File cache = new File(vol, "current/" + bpid + "/current/replicas");
+                if (cache.exists()) {
+                    assertTrue(cache.delete(), "deleted " + cache);
+                }
+            }
+        }
+        assertTrue(cluster.restartDataNode(props, true), "DataNode " + dn + " restarted");
+        cluster.waitActive();
+        rs.close();
+        return seg;
+    }
+
     @Test
     void crashAfterAnUnsyncedFrameKeepsEveryHsyncedEntry() throws Exception {
         Path dir = new Path(ROOT, "crash-unsynced");

@@ -246,6 +246,7 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
                 link = null;
             }
             storage.close();
+            storage = null; // closed once: stop() would close it again when the region closes
         }
     }
 

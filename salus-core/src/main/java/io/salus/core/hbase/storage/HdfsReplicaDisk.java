@@ -89,6 +89,12 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
     public static final long DEFAULT_SEGMENT_BYTES = 64L << 20;
     /** How long reopening waits for the NameNode to recover a dead writer's lease. */
     private static final long LEASE_RECOVERY_MS = 300_000;
+    /**
+     * How long a lease recovery may fail while the last block's replicas are on live DataNodes before the log counts
+     * as unreadable (default 60 s: two of the NameNode's 30 s block recovery attempts).
+     */
+    public static final long STUCK_RECOVERY_DEFAULT_MS = 60_000;
+    private long stuckRecoveryMs = STUCK_RECOVERY_DEFAULT_MS;
 
     private final DistributedFileSystem fs;
     private final Path dir;
@@ -142,6 +148,12 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
 
     public Path directory() {
         return dir;
+    }
+
+    /** Sets how long a lease recovery may fail on live DataNodes before the log is unreadable (tests). */
+    public HdfsReplicaDisk stuckRecoveryAfter(long millis) {
+        this.stuckRecoveryMs = millis;
+        return this;
     }
 
     /** This disk object's incarnation (in its temporary file names). */
@@ -624,7 +636,8 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
 
     /** Waits until the NameNode has recovered the lease of a file a dead writer left open. */
     private void recoverLease(Path p) throws IOException {
-        long deadline = System.currentTimeMillis() + LEASE_RECOVERY_MS;
+        long start = System.currentTimeMillis();
+        long deadline = start + LEASE_RECOVERY_MS;
         while (!fs.isFileClosed(p)) {
             if (fs.recoverLease(p)) {
                 return;
@@ -637,6 +650,17 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
                 throw new org.apache.hadoop.hdfs.BlockMissingException(p.toUri().getPath(), "the previous writer's"
                         + " lease cannot be recovered: " + lost, 0);
             }
+            if (System.currentTimeMillis() - start > stuckRecoveryMs && lastBlockOnLiveDataNodes(p)) {
+                // 8 GiB restart run, cycle 6: a kill -9 left the last block's only replica without its meta file; the
+                // DataNode reports it with generation stamp 0, every block recovery fails ("replica.getGeneration
+                // Stamp() < block.getGenerationStamp()") and the file never closes. The region's open waited out
+                // LEASE_RECOVERY_MS and `salus up` failed ("regions were not all online within 180 s"). Unreadable
+                // like a damaged log: the replica's open moves the log aside (not deleted) and catches up from a peer.
+                throw new CorruptReplicaLogException(p + ": the previous writer's lease is not recovered after "
+                        + (System.currentTimeMillis() - start) + " ms although its last block's DataNodes are live (the"
+                        + " block recovery fails there, e.g. a replica a crash left without its meta file); the log"
+                        + " cannot be read to its end. Restore the region from a peer replica.");
+            }
             if (System.currentTimeMillis() > deadline) {
                 throw new IOException(p + ": the NameNode did not recover the previous writer's lease within "
                         + LEASE_RECOVERY_MS + " ms; is the DataNode holding its last block down?");
@@ -647,6 +671,44 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
                 Thread.currentThread().interrupt();
                 throw new InterruptedIOException("interrupted while recovering the lease of " + p);
             }
+        }
+    }
+
+    /**
+     * The length of a file a dead writer left open as the NameNode knows it: its complete blocks plus the last block's
+     * length as the writer's last {@code hsync} (with UPDATE_LENGTH, {@link #hsync}) reported it; 0 if not known.
+     */
+    private long syncedLength(Path p) {
+        try {
+            org.apache.hadoop.hdfs.protocol.LocatedBlocks lbs = fs.getClient().getLocatedBlocks(p.toUri().getPath(), 0,
+                    Long.MAX_VALUE);
+            org.apache.hadoop.hdfs.protocol.LocatedBlock last = lbs.getLastLocatedBlock();
+            return lbs.getFileLength() + (lbs.isLastBlockComplete() || last == null ? 0 : last.getBlockSize());
+        } catch (IOException | RuntimeException notKnown) {
+            return 0;
+        }
+    }
+
+    /** Whether the last block of {@code p} has replicas and every one is on a DataNode the NameNode counts as live. */
+    private boolean lastBlockOnLiveDataNodes(Path p) {
+        try {
+            org.apache.hadoop.hdfs.protocol.LocatedBlock last = fs.getClient().getLocatedBlocks(p.toUri().getPath(), 0,
+                    Long.MAX_VALUE).getLastLocatedBlock();
+            if (last == null || last.getLocations().length == 0) {
+                return false;
+            }
+            java.util.Set<String> live = new java.util.HashSet<>();
+            for (var dn : fs.getDataNodeStats(org.apache.hadoop.hdfs.protocol.HdfsConstants.DatanodeReportType.LIVE)) {
+                live.add(dn.getDatanodeUuid());
+            }
+            for (var loc : last.getLocations()) {
+                if (!live.contains(loc.getDatanodeUuid())) {
+                    return false;
+                }
+            }
+            return true;
+        } catch (IOException | RuntimeException notKnown) {
+            return false;
         }
     }
 
@@ -767,10 +829,19 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
             // a segment its writer closed was hsynced first (roll); one a dead writer left open may end in frames it
             // only hflushed (the batch path), which the lease recovery does not make durable either
             boolean deadWriter = last && !fs.isFileClosed(p);
+            long synced = deadWriter ? syncedLength(p) : -1;
             if (last) {
                 recoverLease(p);
             }
             long len = fs.getFileStatus(p).getLen();
+            if (len < synced) {
+                // review of the 8 GiB restart run: a replica a crash left without its meta file is dropped by the block
+                // recovery ("syncList=[]", the block deleted, the file closed at 0 bytes): frames hsynced (and acted
+                // on) before the crash would be gone without a word
+                throw new CorruptReplicaLogException(p + ": the previous writer's lease recovery left " + len
+                        + " bytes of the " + synced + " it had hsynced (the last block's replica could not be"
+                        + " recovered). Restore the region from a peer replica.");
+            }
             long off = 0;
             long max = -1;
             try (FSDataInputStream in = fs.open(p)) {
