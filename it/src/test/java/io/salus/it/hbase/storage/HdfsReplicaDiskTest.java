@@ -237,18 +237,14 @@ class HdfsReplicaDiskTest extends ReplicaDiskContract {
         }
         assertTrue(dn >= 0, "the DataNode holding " + last.getBlock());
         var replica = cluster.getMaterializedReplica(dn, last.getBlock());
-        String bpid = last.getBlock().getBlockPoolId();
-        List<File> volumes = new ArrayList<>();
-        for (int v = 0; v < 2; v++) {
-            volumes.add(cluster.getInstanceStorageDir(dn, v));
-        }
         MiniDFSCluster.DataNodeProperties props = cluster.stopDataNode(dn);
         replica.deleteMeta();
         if (noReplicaCache) {
-            for (File vol : volumes) {
-                File cache = new File(vol, "current/" + bpid + "/current/replicas");
-                if (cache.exists()) {
-                    assertTrue(cache.delete(), "deleted " + cache);
+            // every DataNode's replica cache file (read only at a DataNode's start; the stopped one wrote its own at
+            // its shutdown): the DataNode indexes shift with each restart, so all of them, found by name
+            try (var files = java.nio.file.Files.walk(java.nio.file.Path.of(cluster.getDataDirectory()))) {
+                for (java.nio.file.Path f : files.filter(f -> f.getFileName().toString().equals("replicas")).toList()) {
+                    java.nio.file.Files.delete(f);
                 }
             }
         }
