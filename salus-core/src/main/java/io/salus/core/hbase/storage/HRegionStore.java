@@ -582,6 +582,13 @@ public final class HRegionStore implements RegionStore {
             Result r = region.get(g);
             return r.getValue(family, qualifier);
         } catch (IOException e) {
+            if (region.isClosing() || region.isClosed()) {
+                // review rv38: an apply's tree-node read on a closing region (a node cache miss) is no disk failure
+                // either; it was reported as one and an operator's unassign was undone
+                throw new io.salus.core.protocol.replica.RegionStore.Closing("cannot read "
+                        + Bytes.toStringBinary(row) + " from " + region.getRegionInfo().getEncodedName()
+                        + ": the region is closing", e);
+            }
             readFailed.accept(e);
             throw new UncheckedIOException("cannot read " + Bytes.toStringBinary(row)
                     + (version == CURRENT ? "" : " as of " + version) + " from "

@@ -827,14 +827,23 @@ public final class RegionReplica {
                     || !cfg.hash().leafHash(sb.data()).equals(want)) {
                 continue; // not asked, already there, or not the certified content: a faulty peer's
             }
+            if (store.leaf(sb.localBlock()).equals(want)) {
+                try {
+                    store.apply(sb.localBlock(), sb.data()); // not overwritten since: the store gets its content
+                } catch (RuntimeException failed) {
+                    // review rv38: the block was taken out of the missing set first, so a refused put (a busy or
+                    // closing region) ended the rebuild with the certified leaf in the tree and no content in the
+                    // cells; now it stays missing and the replica stops (its region reopens and rebuilds again)
+                    diskBroken = true;
+                    throw new StoreWriteFailed(me + ": writing rebuilt block " + sb.localBlock() + " to the region's"
+                            + " store failed; this replica commits nothing more until its region reopens", failed);
+                }
+            }
             if (b.fetched != null) {
                 b.fetched.put(sb.localBlock(), sb.data());
             }
             b.missing.remove(sb.localBlock());
             took++;
-            if (store.leaf(sb.localBlock()).equals(want)) {
-                store.apply(sb.localBlock(), sb.data()); // not overwritten since: the store gets its content
-            }
         }
         rebuildBlocks += took;
         rebuildMissing = b.missing.size();
