@@ -67,7 +67,9 @@ class RebuildStoreFailureTest {
         }
         Map<Long, Hash> leaves = new TreeMap<>(new InMemoryRegionStore(cfg, certified).leafHashes());
         Hash certifiedRoot = new InMemoryRegionStore(cfg, certified).root();
-        FlakyVersionedStore store = new FlakyVersionedStore(cfg);
+        java.util.concurrent.atomic.AtomicBoolean failed = new java.util.concurrent.atomic.AtomicBoolean();
+        InMemoryRegionStore cells = new InMemoryRegionStore(cfg, Map.of());
+        RegionStore store = flakyVersionedStore(cfg, cells, failed);
         store.setLeaves(leaves); // installMetadata's step: the tree without the blocks (the cells were lost)
         InMemoryReplicaDisk disk = new InMemoryReplicaDisk();
         long through = 7;
@@ -98,83 +100,52 @@ class RebuildStoreFailureTest {
             sent.clear();
         }
         boolean hole = !cfg.hash().leafHash(store.read(2)).equals(leaves.get(2L));
-        org.junit.jupiter.api.Assertions.assertTrue(store.failed, "the fault acted: block 2's first write was refused");
+        org.junit.jupiter.api.Assertions.assertTrue(failed.get(), "the fault acted: block 2's first write was refused");
         org.junit.jupiter.api.Assertions.assertEquals(1, thrown.size(), "the refused write is a StoreWriteFailed: "
                 + thrown);
         org.junit.jupiter.api.Assertions.assertFalse(!r.rebuilding() && hole, "the rebuild finished without block 2's"
                 + " content (rebuilding=" + r.rebuilding() + ", counters " + r.rebuildCounters() + ")");
     }
 
-    /** A versioned store (as HRegionStore since issue 27) whose first apply of block 2 is refused. */
-    static final class FlakyVersionedStore implements RegionStore {
-        final InMemoryRegionStore d;
-        final ProtocolConfig cfg;
-        boolean failed;
-        long version;
-
-        FlakyVersionedStore(ProtocolConfig cfg) {
-            this.cfg = cfg;
-            this.d = new InMemoryRegionStore(cfg, Map.of());
-        }
-
-        public void apply(long k, byte[] data) {
-            if (k == 2 && !failed) {
-                failed = true;
-                throw new java.io.UncheckedIOException("cannot write", new java.io.IOException("RegionTooBusyException"));
-            }
-            version++;
-            d.apply(k, data);
-        }
-
-        public byte[] read(long k) {
-            return d.read(k);
-        }
-
-        public MerkleProof proof(long k) {
-            return d.proof(k);
-        }
-
-        public Hash root() {
-            return d.root();
-        }
-
-        public Map<Long, Hash> leafHashes() {
-            return d.leafHashes();
-        }
-
-        public Map<Long, byte[]> dirty() {
-            return d.dirty();
-        }
-
-        public void markDurable() {
-            d.markDurable();
-        }
-
-        public Hash leaf(long k) {
-            return d.leaf(k);
-        }
-
-        public void setLeaves(Map<Long, Hash> leaves) {
-            d.setLeaves(leaves);
-        }
-
-        @Override
-        public boolean holds(long k, Hash leaf) {
-            return d.leaf(k).equals(leaf) && cfg.hash().leafHash(d.read(k)).equals(leaf);
-        }
-
-        @Override
-        public boolean versioned() {
-            return true;
-        }
-
-        @Override
-        public long version() {
-            return version;
-        }
-
-        @Override
-        public void makeDurableThrough(long v) {
-        }
+    /**
+     * A versioned store (as HRegionStore since issue 27) over an in-memory one whose first apply of block 2 is refused
+     * ({@code failed} set then); {@code holds} answers from the cells.
+     */
+    static RegionStore flakyVersionedStore(ProtocolConfig cfg, InMemoryRegionStore d,
+                                           java.util.concurrent.atomic.AtomicBoolean failed) {
+        java.util.concurrent.atomic.AtomicLong version = new java.util.concurrent.atomic.AtomicLong();
+        return (RegionStore) java.lang.reflect.Proxy.newProxyInstance(RegionStore.class.getClassLoader(),
+                new Class<?>[] {RegionStore.class}, (proxy, m, args) -> {
+                    switch (m.getName()) {
+                        case "apply" -> {
+                            if ((long) args[0] == 2 && failed.compareAndSet(false, true)) {
+                                throw new java.io.UncheckedIOException("cannot write",
+                                        new java.io.IOException("RegionTooBusyException"));
+                            }
+                            version.incrementAndGet();
+                        }
+                        case "holds" -> {
+                            Hash leaf = (Hash) args[1];
+                            return d.leaf((long) args[0]).equals(leaf)
+                                    && cfg.hash().leafHash(d.read((long) args[0])).equals(leaf);
+                        }
+                        case "versioned" -> {
+                            return true;
+                        }
+                        case "version" -> {
+                            return version.get();
+                        }
+                        case "makeDurableThrough" -> {
+                            return null;
+                        }
+                        default -> {
+                        }
+                    }
+                    try {
+                        return m.invoke(d, args);
+                    } catch (java.lang.reflect.InvocationTargetException t) {
+                        throw t.getCause();
+                    }
+                });
     }
 }
