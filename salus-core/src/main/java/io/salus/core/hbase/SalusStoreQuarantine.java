@@ -188,12 +188,9 @@ public final class SalusStoreQuarantine implements RegionCoprocessor, RegionObse
         Path bad = null;
         IOException why = null;
         if (fs instanceof DistributedFileSystem dfs) {
-            // a block lost for good (a DataNode's disk lost) is known to the NameNode: no read (and none of HDFS's
-            // read retries, seconds per file) is needed to prove it
-            String lost = firstLost(dfs, files);
-            if (lost == null) {
-                lost = firstCorrupt(dfs, files);
-            }
+            // a block lost for good (a DataNode's disk lost) or listed corrupt is known to the NameNode: no read (and
+            // none of HDFS's read retries, seconds per file) is needed to prove it
+            String lost = firstDamagedByNameNode(dfs, files);
             if (lost != null) {
                 bad = new Path(lost.substring(0, lost.indexOf(' ')));
                 why = new BlockMissingException(bad.toUri().getPath(), lost, 0);
@@ -321,7 +318,58 @@ public final class SalusStoreQuarantine implements RegionCoprocessor, RegionObse
      * NameNode for its DataNodes once, then for each file's block locations.
      */
     public static String firstLost(DistributedFileSystem dfs, List<Path> files) {
-        java.util.Set<String> live;
+        java.util.Set<String> live = liveIfLossProvable(dfs, files);
+        if (live == null) {
+            return null;
+        }
+        for (Path p : files) {
+            String file = p.toUri().getPath();
+            String why = lostBlock(file, blocksOf(dfs, file), live);
+            if (why != null) {
+                return why;
+            }
+        }
+        return null;
+    }
+
+    /**
+     * The first of {@code files} with a block whose every replica the NameNode lists as corrupt, or one {@link #lost
+     * lost for good} ("path block …: why"), or null (none known, or the NameNode could not be asked): what an open
+     * checks without reading, one block listing per file.
+     */
+    static String firstDamagedByNameNode(DistributedFileSystem dfs, List<Path> files) {
+        java.util.Set<String> live = liveIfLossProvable(dfs, files);
+        for (Path p : files) {
+            String file = p.toUri().getPath();
+            List<LocatedBlock> blocks = blocksOf(dfs, file);
+            for (LocatedBlock lb : blocks) {
+                if (lb.isCorrupt()) {
+                    return file + " block " + lb.getBlock().getBlockName() + " (" + lb.getBlockSize()
+                            + " bytes): the NameNode lists every replica of it as corrupt";
+                }
+            }
+            String why = live == null ? null : lostBlock(file, blocks, live);
+            if (why != null) {
+                return why;
+            }
+        }
+        return null;
+    }
+
+    /** The DataNodes the NameNode counts as live (their UUIDs). */
+    public static java.util.Set<String> liveDataNodes(DistributedFileSystem dfs) throws IOException {
+        java.util.Set<String> live = new java.util.HashSet<>();
+        for (var dn : dfs.getDataNodeStats(org.apache.hadoop.hdfs.protocol.HdfsConstants.DatanodeReportType.LIVE)) {
+            live.add(dn.getDatanodeUuid());
+        }
+        return live;
+    }
+
+    /**
+     * The live DataNodes when a block can be proven lost (files to check, the NameNode out of safe mode and counting
+     * no DataNode as dead), else null.
+     */
+    private static java.util.Set<String> liveIfLossProvable(DistributedFileSystem dfs, List<Path> files) {
         try {
             if (files.isEmpty()
                     || dfs.setSafeMode(org.apache.hadoop.hdfs.protocol.HdfsConstants.SafeModeAction.SAFEMODE_GET)) {
@@ -331,62 +379,36 @@ public final class SalusStoreQuarantine implements RegionCoprocessor, RegionObse
                     > 0) {
                 return null;
             }
-            live = new java.util.HashSet<>();
-            for (var dn : dfs.getDataNodeStats(org.apache.hadoop.hdfs.protocol.HdfsConstants.DatanodeReportType.LIVE)) {
-                live.add(dn.getDatanodeUuid());
-            }
+            return liveDataNodes(dfs);
         } catch (IOException | RuntimeException notKnown) {
             return null;
         }
-        for (Path p : files) {
-            String why = lostBlock(dfs, p.toUri().getPath(), live);
-            if (why != null) {
-                return why;
-            }
-        }
-        return null;
     }
 
-    /**
-     * The first of {@code files} with a block whose every replica the NameNode lists as corrupt ("path block …: why"),
-     * or null (none known, or the NameNode could not be asked).
-     */
-    static String firstCorrupt(DistributedFileSystem dfs, List<Path> files) {
-        for (Path p : files) {
-            String file = p.toUri().getPath();
-            try {
-                for (LocatedBlock lb : dfs.getClient().getLocatedBlocks(file, 0, Long.MAX_VALUE).getLocatedBlocks()) {
-                    if (lb.isCorrupt()) {
-                        return file + " block " + lb.getBlock().getBlockName() + " (" + lb.getBlockSize()
-                                + " bytes): the NameNode lists every replica of it as corrupt";
-                    }
-                }
-            } catch (IOException | RuntimeException notKnown) {
-                return null;
-            }
-        }
-        return null;
-    }
-
-    private static String lostBlock(DistributedFileSystem dfs, String file, java.util.Set<String> live) {
+    /** The blocks of {@code file} as the NameNode lists them (none if it cannot be asked). */
+    private static List<LocatedBlock> blocksOf(DistributedFileSystem dfs, String file) {
         try {
-            for (LocatedBlock lb : dfs.getClient().getLocatedBlocks(file, 0, Long.MAX_VALUE).getLocatedBlocks()) {
-                if (lb.getBlockSize() == 0 && lb.getLocations().length == 0) {
-                    continue; // an empty last block: nothing to lose
-                }
-                boolean held = false;
-                for (var loc : lb.getLocations()) {
-                    held |= live.contains(loc.getDatanodeUuid());
-                }
-                if (!held) {
-                    return file + " block " + lb.getBlock().getBlockName() + " (" + lb.getBlockSize()
-                            + " bytes): no live DataNode holds a replica and none is dead";
-                }
-            }
-            return null;
+            return dfs.getClient().getLocatedBlocks(file, 0, Long.MAX_VALUE).getLocatedBlocks();
         } catch (IOException | RuntimeException notKnown) {
-            return null;
+            return List.of();
         }
+    }
+
+    private static String lostBlock(String file, List<LocatedBlock> blocks, java.util.Set<String> live) {
+        for (LocatedBlock lb : blocks) {
+            if (lb.getBlockSize() == 0 && lb.getLocations().length == 0) {
+                continue; // an empty last block: nothing to lose
+            }
+            boolean held = false;
+            for (var loc : lb.getLocations()) {
+                held |= live.contains(loc.getDatanodeUuid());
+            }
+            if (!held) {
+                return file + " block " + lb.getBlock().getBlockName() + " (" + lb.getBlockSize()
+                        + " bytes): no live DataNode holds a replica and none is dead";
+            }
+        }
+        return null;
     }
 
     /** Renames {@code from} to {@code to} (creating its parent); false if {@code from} is gone. */

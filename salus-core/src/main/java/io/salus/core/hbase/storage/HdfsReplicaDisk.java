@@ -697,10 +697,7 @@ public final class HdfsReplicaDisk implements ReplicaDisk, AutoCloseable {
             if (last == null || last.getLocations().length == 0) {
                 return false;
             }
-            java.util.Set<String> live = new java.util.HashSet<>();
-            for (var dn : fs.getDataNodeStats(org.apache.hadoop.hdfs.protocol.HdfsConstants.DatanodeReportType.LIVE)) {
-                live.add(dn.getDatanodeUuid());
-            }
+            java.util.Set<String> live = io.salus.core.hbase.SalusStoreQuarantine.liveDataNodes(fs);
             for (var loc : last.getLocations()) {
                 if (!live.contains(loc.getDatanodeUuid())) {
                     return false;

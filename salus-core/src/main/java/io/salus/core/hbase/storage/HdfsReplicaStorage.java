@@ -130,14 +130,9 @@ public final class HdfsReplicaStorage implements ReplicaStorageFactory {
 
     /** A read of the region's cells failed: if the file is proven damaged, mark the region and ask for its move. */
     private void damagedRead(RegionCoprocessorEnvironment env, Throwable e) {
-        DistributedFileSystem f;
-        synchronized (this) {
-            f = fs;
-        }
-        if (f == null || !io.salus.core.hbase.SalusStoreQuarantine.damaged(f, e)) {
+        if (!markIfDamaged(env, e)) {
             return;
         }
-        markForCheck(env, f);
         askToMove(env, "a read of its cells failed on a damaged or lost store file ("
                 + io.salus.core.hbase.SalusStoreQuarantine.oneLine(e) + "); its reopen moves the damaged files"
                 + " aside and the replica restores its cells", false);
@@ -151,19 +146,28 @@ public final class HdfsReplicaStorage implements ReplicaStorageFactory {
      */
     @Override
     public void diskFailed(RegionCoprocessorEnvironment env, RuntimeException error) {
-        DistributedFileSystem f;
-        synchronized (this) {
-            f = fs;
-        }
-        if (f != null && io.salus.core.hbase.SalusStoreQuarantine.damaged(f, error)) {
-            markForCheck(env, f); // e.g. an apply that read a damaged store file block under the block it overwrote
-        }
+        markIfDamaged(env, error); // e.g. an apply that read a damaged store file block under the block it overwrote
         askToMove(env, "its Salus log or its store could not be written ("
                 + io.salus.core.hbase.SalusStoreQuarantine.oneLine(error)
                 + "); it logs nothing more here, its reopen recovers it", true);
     }
 
-    /** Marks the region so that its reopen reads its store files whole and moves damaged ones aside. */
+    /**
+     * If {@code e} proves a file damaged, marks the region so that its reopen reads its store files whole and moves
+     * damaged ones aside; returns whether it did prove damage.
+     */
+    private boolean markIfDamaged(RegionCoprocessorEnvironment env, Throwable e) {
+        DistributedFileSystem f;
+        synchronized (this) {
+            f = fs;
+        }
+        if (f == null || !io.salus.core.hbase.SalusStoreQuarantine.damaged(f, e)) {
+            return false;
+        }
+        markForCheck(env, f);
+        return true;
+    }
+
     private static void markForCheck(RegionCoprocessorEnvironment env, DistributedFileSystem f) {
         try {
             io.salus.core.hbase.SalusStoreQuarantine.markForCheck(f, env.getConfiguration(),

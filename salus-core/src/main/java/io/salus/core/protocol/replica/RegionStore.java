@@ -15,8 +15,9 @@ import java.util.Map;
 public interface RegionStore {
     /**
      * The store refused a write, or a read an apply needed, because its region is being closed (an unassign, a move,
-     * a disable, a region server stopping), not because its disk failed: the replica stops committing in this incarnation, and nothing asks for
-     * the region to be reopened (the close is somebody's decision; a later incarnation replays the log).
+     * a disable, a region server stopping), not because its disk failed: the replica stops committing in this
+     * incarnation, and nothing asks for the region to be reopened (the close is somebody's decision; a later
+     * incarnation replays the log).
      */
     final class Closing extends java.io.UncheckedIOException {
         public Closing(String message, Throwable cause) {
