@@ -232,6 +232,7 @@ public final class SalusVolume implements Volume {
         int silentRetransmissions = silentMs == 0 ? 0 : (int) Math.max(1, silentMs / RETRANSMIT_MILLIS);
         v.runner.call(c -> {
           c.suspectSilentAfter(silentRetransmissions);
+          c.hostsBy(v::cachedServerOf);
           c.recoverWith(coord);
           if (budget >= 0) {
             c.limitRecoverySendsForTest(budget);
@@ -566,6 +567,26 @@ public final class SalusVolume implements Volume {
           replacedAt.put(addressing.replica(region, k), System.currentTimeMillis()); // the new incarnation's time
         }
       });
+    }
+  }
+
+  /**
+   * The region server hbase:meta last named for replica {@code id}, from the connection's location cache (never
+   * blocks the client's loop: null when not cached yet, or not a replica of this volume). The mount sends its query to
+   * every replica first, so their locations are cached by the leaf fetch that asks this.
+   */
+  private Object cachedServerOf(NodeId id) {
+    try {
+      VolumeAddressing.Node n = addressing.parse(id);
+      if (n.kind() != 'r') {
+        return null;
+      }
+      VolumeAddressing.Address a = addressing.address(n.region(), n.k());
+      org.apache.hadoop.hbase.HRegionLocation loc = async.getRegionLocator(a.table()).getRegionLocation(a.row())
+          .getNow(null);
+      return loc == null ? null : loc.getServerName();
+    } catch (RuntimeException e) {
+      return null; // not a replica id of this volume, or the lookup failed (CompletionException): the id stands
     }
   }
 

@@ -28,8 +28,8 @@ import java.util.TreeMap;
  * hash) is proof its replica lies. When all ranges of a region have arrived, the region's node of the volume tree
  * must equal the signed region root; if it does not (the replica lied) or a range stays unanswered
  * {@link #SILENT_ROUNDS} periods after it was first asked (silent), the leaves this replica gave are taken out of the
- * tree again (every block it set, tracked) and the next replica is asked. A silent replica is asked last in every
- * region of the fetch until it answers again. A region all three of whose replicas lied
+ * tree again (every block it set, tracked) and the next replica is asked. The replicas a silent server hosts are
+ * asked last in every region of the fetch until it answers again. A region all three of whose replicas lied
  * refuses the mount (its stored state does not check).
  *
  * <p>Single-threaded: used by {@link ReplicaMount} on the client's thread.
@@ -54,9 +54,15 @@ final class MountLeafFetch {
      * Replicas that left a range unanswered for {@link #SILENT_ROUNDS} periods, in any region of this fetch, and have
      * answered nothing since: asked last in every region (one server holds a replica of every region; forgetting its
      * silence per region cost the silence period once per region it was first asked for, ~120 s for a 32-region
-     * volume, review rv37).
+     * volume, review rv37). Kept per hosting server ({@link #hostOf}): a real volume's replicas have one id per region
+     * ({@code <volume>/<region>/r<k>}), so a silence remembered per id was forgotten in the next region (review rv38).
      */
-    private final java.util.Set<NodeId> silent = new java.util.HashSet<>();
+    private final java.util.Set<Object> silent = new java.util.HashSet<>();
+    /**
+     * The server hosting a replica (any key equal for the replicas one server hosts; the replica's own id where the
+     * caller knows no more): the protocol names replicas, the client's adapter knows where they run.
+     */
+    private final java.util.function.Function<NodeId, ?> hostOf;
     private int inFlight;
 
     /** One region's fetch in progress: the root to reach, the replica asked, the ranges asked and not yet answered. */
@@ -89,6 +95,13 @@ final class MountLeafFetch {
     }
 
     MountLeafFetch(ProtocolConfig cfg, Verifier verifier, long nonce, MerkleTree tree) {
+        this(cfg, verifier, nonce, tree, n -> n);
+    }
+
+    /** @param hostOf the server hosting a replica, or null if not known (then the replica's id stands for it) */
+    MountLeafFetch(ProtocolConfig cfg, Verifier verifier, long nonce, MerkleTree tree,
+                   java.util.function.Function<NodeId, ?> hostOf) {
+        this.hostOf = hostOf;
         this.cfg = cfg;
         this.verifier = verifier;
         this.nonce = nonce;
@@ -130,7 +143,7 @@ final class MountLeafFetch {
         }
         RegionFetch n = new RegionFetch(r, root, replicas, ReplicaMount.blocksInRegion(cfg, r));
         fetches.put(r, n);
-        if (silent.contains(n.source())) {
+        if (isSilent(n.source())) {
             pickSource(n);
         }
     }
@@ -166,7 +179,7 @@ final class MountLeafFetch {
         }
         f.asked.remove(c.fromBlock());
         inFlight--;
-        silent.remove(from); // it answers (again)
+        silent.remove(host(from)); // its server answers (again)
         if (!leavesInRange(c)) {
             nextSource(f, true); // signed leaves that cannot be the region's
             return;
@@ -221,7 +234,7 @@ final class MountLeafFetch {
             long silentAfter = SILENT_ROUNDS * Math.max(1, retransmitEvery);
             if (f.asked.values().stream().anyMatch(t -> now - t[0] >= silentAfter)) {
                 nextSource(f, false); // silent, not lying: it may be asked again later
-            } else if (silent.contains(f.source()) && hasOtherSource(f)) {
+            } else if (isSilent(f.source()) && hasOtherSource(f)) {
                 nextSource(f, false); // silent in another region since this one asked it
             }
             for (Map.Entry<Long, long[]> e : f.asked.entrySet()) {
@@ -270,7 +283,7 @@ final class MountLeafFetch {
         if (lied) {
             f.mismatched.add(f.source());
         } else {
-            silent.add(f.source());
+            silent.add(host(f.source()));
         }
         drop(f);
         clearSet(f);
@@ -306,7 +319,16 @@ final class MountLeafFetch {
 
     /** Whether {@code n} may be the region's source: not known to lie, and ({@code avoidSilent}) not silent. */
     private boolean usable(RegionFetch f, NodeId n, boolean avoidSilent) {
-        return !f.mismatched.contains(n) && !(avoidSilent && silent.contains(n));
+        return !f.mismatched.contains(n) && !(avoidSilent && isSilent(n));
+    }
+
+    private boolean isSilent(NodeId n) {
+        return silent.contains(host(n));
+    }
+
+    private Object host(NodeId n) {
+        Object h = hostOf.apply(n);
+        return h == null ? n : h;
     }
 
     private void drop(RegionFetch f) {

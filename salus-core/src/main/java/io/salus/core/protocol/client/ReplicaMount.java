@@ -118,7 +118,14 @@ public final class ReplicaMount {
      */
     ReplicaMount(ProtocolConfig cfg, Membership membership, Verifier verifier, io.salus.core.crypto.Signer signer,
                  long nonce, NodeId client, Coordination coordination, io.salus.core.merkle.MerkleTree fresh) {
-        this.leafFetch = new MountLeafFetch(cfg, verifier, nonce, fresh);
+        this(cfg, membership, verifier, signer, nonce, client, coordination, fresh, n -> n);
+    }
+
+    /** As above; {@code hostOf}: the server hosting a replica, or null if unknown (the leaf fetch's silence). */
+    ReplicaMount(ProtocolConfig cfg, Membership membership, Verifier verifier, io.salus.core.crypto.Signer signer,
+                 long nonce, NodeId client, Coordination coordination, io.salus.core.merkle.MerkleTree fresh,
+                 java.util.function.Function<NodeId, ?> hostOf) {
+        this.leafFetch = new MountLeafFetch(cfg, verifier, nonce, fresh, hostOf);
         this.coordination = coordination;
         this.client = client;
         this.signer = signer;

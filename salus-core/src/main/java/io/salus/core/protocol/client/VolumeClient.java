@@ -209,6 +209,16 @@ public final class VolumeClient {
      * outside the heap) from now on: the current, still empty tree is replaced, and every mount builds its tree in a
      * new store. Only before the first write or mount.
      */
+    /**
+     * Names the server hosting each replica ({@code hostOf} may return null: unknown, the replica's id stands for it):
+     * a mount remembers a server silent on leaf queries for every region it hosts a replica of.
+     */
+    public void hostsBy(java.util.function.Function<NodeId, ?> hostOf) {
+        this.hostOf = hostOf;
+    }
+
+    private java.util.function.Function<NodeId, ?> hostOf = n -> n;
+
     public void useTreeStores(java.util.function.Supplier<io.salus.core.merkle.NodeStore> stores) {
         if (!tree.root().equals(tree.emptyHash(tree.depth())) || !outstanding.isEmpty() || remount != null) {
             throw new IllegalStateException("the volume tree's store is chosen before the first write or mount");
@@ -1077,7 +1087,7 @@ public final class VolumeClient {
         recentWrites.clear();
         needsRemount = "a mount against the replicas is in progress";
         remount = new ReplicaMount(cfg, membership, verifier, signer, nonce, me, recoveryCoordination,
-                new MerkleTree(cfg.hash(), cfg.blockSize(), layout.volumeBlocks(), treeStores.get()));
+                new MerkleTree(cfg.hash(), cfg.blockSize(), layout.volumeBlocks(), treeStores.get()), hostOf);
         remount.recoverySendBudget = recoverySendBudget;
         lastMountLcp = null;
         lastMountAborts = java.util.Collections.emptySortedSet();

@@ -46,17 +46,37 @@ class MountLeafFetchSilentServerTest {
 
     /** As above with the first {@code silentServers} of the three servers silent on leaves. */
     long mountMillis(int silentServers, long limit) {
-        NodeId f = id("f");
-        NodeId b = id("b");
-        NodeId c = id("c");
+        return mountMillis(silentServers, limit, false, false);
+    }
+
+    /**
+     * As above; {@code perRegionIds}: replica ids per region, as a real volume names them ({@code <vol>/<r>/r<k>},
+     * VolumeAddressing), all three servers' ids differing in every region; {@code hostKnown}: the fetch is told which
+     * server hosts each id (SalusVolume passes the region locations).
+     */
+    long mountMillis(int silentServers, long limit, boolean perRegionIds, boolean hostKnown) {
+        List<String> servers = List.of("f", "b", "c");
+        Map<NodeId, String> serverOf = new HashMap<>();
+        Map<Integer, List<NodeId>> repsOf = new HashMap<>();
         // one server hosts one replica of every RRS (3 region servers, replicas on distinct servers): f is the
         // region's first source (index r % 3) for regions 0, 3, 6, ..., 30 (11 of 32)
-        List<NodeId> reps = List.of(f, b, c);
+        for (int r = 0; r < REGIONS; r++) {
+            List<NodeId> reps = new java.util.ArrayList<>();
+            for (String sv : servers) {
+                NodeId n = perRegionIds ? id("v/" + r + "/r" + sv) : (signers.containsKey(NodeId.of(sv))
+                        ? NodeId.of(sv) : id(sv));
+                serverOf.put(n, sv);
+                reps.add(n);
+            }
+            repsOf.put(r, reps);
+        }
         Map<Integer, SortedMap<Long, Hash>> leaves = new HashMap<>();
         Map<Integer, Hash> roots = new HashMap<>();
         MountLeafFetch fetch = new MountLeafFetch(cfg, keys, 7,
-                new MerkleTree(cfg.hash(), cfg.blockSize(), cfg.layout().volumeBlocks()));
+                new MerkleTree(cfg.hash(), cfg.blockSize(), cfg.layout().volumeBlocks()),
+                hostKnown ? serverOf::get : n -> null);
         for (int r = 0; r < REGIONS; r++) {
+            List<NodeId> reps = repsOf.get(r);
             SortedMap<Long, Hash> l = new TreeMap<>();
             for (long x = 0; x < PER_REGION; x += 10_000) {
                 l.put(x, cfg.hash().leafHash(new byte[] {(byte) r, (byte) x, (byte) (x >> 8)}));
@@ -68,7 +88,7 @@ class MountLeafFetchSilentServerTest {
         }
         for (long now = 0; now <= limit; now += POLL) {
             for (Map.Entry<NodeId, Message> e : fetch.takeSends(now, RETRANSMIT)) {
-                if (reps.indexOf(e.getKey()) < silentServers) {
+                if (servers.indexOf(serverOf.get(e.getKey())) < silentServers) {
                     continue; // answers MountQuery, never a LeafQuery
                 }
                 Message.LeafQuery q = (Message.LeafQuery) e.getValue();
@@ -101,6 +121,22 @@ class MountLeafFetchSilentServerTest {
         System.out.println("leaf phase with one server silent on LeafQuery: " + t + " ms");
         assertTrue(t >= 0 && t < 30_000, "one silent server delays the leaf phase of a 32-region volume to " + t
                 + " ms (one silence period is 20,000; SalusVolume.MOUNT_WAIT_MILLIS = 120,000 for the whole mount)");
+    }
+
+    /**
+     * Review rv38: on a real volume every region names its replicas apart ({@code <vol>/<r>/r<k>}), so a silence
+     * remembered per id was forgotten in the next region: one silent server cost 20 s per region it was first source
+     * of, as before rv37. The fetch now remembers the server (SalusVolume names each replica's region server).
+     */
+    @Test
+    void aSilentServerIsRememberedAcrossRegionsWhoseReplicaIdsDiffer() {
+        long unknown = mountMillis(1, 600_000, true, false);
+        long known = mountMillis(1, 600_000, true, true);
+        System.out.println("per-region replica ids, one server silent on LeafQuery: " + unknown
+                + " ms with no host known, " + known + " ms with the hosting servers known");
+        assertTrue(unknown > 60_000, "control: without the hosts the silence is per region (" + unknown + " ms)");
+        assertTrue(known >= 0 && known < 30_000, "one silent server, per-region replica ids, hosts known: " + known
+                + " ms (one silence period is 20,000)");
     }
 
     /** Two of a region's replicas faulty (the most Salus tolerates), both silent on leaves: still one period. */
