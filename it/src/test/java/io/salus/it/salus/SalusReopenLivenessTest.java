@@ -61,6 +61,10 @@ class SalusReopenLivenessTest {
   static final CountDownLatch installing = new CountDownLatch(1);
   /** Log writes failed by {@link FailingInstall}. */
   static final AtomicInteger injected = new AtomicInteger();
+  /** Encoded name of the region whose next starts fail ({@link #startsToFail} of them) before the replica runs. */
+  static volatile String failStartsOf;
+  static final AtomicInteger startsToFail = new AtomicInteger();
+  static final AtomicInteger startsFailed = new AtomicInteger();
   /** The storage of each region incarnation opened, by encoded region name (the latest). */
   static final Map<String, InstallFaults> storages = new java.util.concurrent.ConcurrentHashMap<>();
 
@@ -93,7 +97,17 @@ class SalusReopenLivenessTest {
 
     @Override
     public Coordination coordination(RegionCoprocessorEnvironment env, String volume) {
+      if (env.getRegionInfo().getEncodedName().equals(failStartsOf) && startsToFail.getAndDecrement() > 0) {
+        startsFailed.incrementAndGet();
+        throw new IllegalStateException("injected by SalusReopenLivenessTest: cannot reach ZooKeeper (a passing"
+            + " outage) for the checkpoint certificates");
+      }
       return inner.coordination(env, volume);
+    }
+
+    @Override
+    public boolean reopenAsked() {
+      return inner.reopenAsked();
     }
 
     @Override
@@ -194,6 +208,44 @@ class SalusReopenLivenessTest {
     while (!c.getAsBoolean()) {
       assertTrue(System.currentTimeMillis() < end, what);
       Thread.sleep(50);
+    }
+  }
+
+  /**
+   * Review rv38: a replica whose start failed for a reason that passes (here its ZooKeeper session cannot be made,
+   * twice) left its region open without a replica for good: nothing started it again, and its RRS ran on two
+   * replicas (a new volume's placement never completed). Now the endpoint starts it again on the open region, after a
+   * backoff, without a reopen.
+   */
+  @Test
+  void aReplicaWhoseStartFailsForAPassingReasonIsStartedAgainOnItsOpenRegion() throws Exception {
+    VolumeGeometry g = new VolumeGeometry("livst", REGIONS * PER_REGION * BLOCK, BLOCK, PER_REGION);
+    cluster.createVolume(g);
+    HRegion victim = cluster.region(g, 1, 2);
+    byte[] name = victim.getRegionInfo().getRegionName();
+    long retriesBefore = io.salus.core.hbase.endpoint.SalusReplicaEndpoint.startRetries();
+    long movesBefore = HdfsReplicaStorage.movesAsked();
+    startsToFail.set(2);
+    failStartsOf = victim.getRegionInfo().getEncodedName();
+    try (Admin admin = cluster.connection().getAdmin()) {
+      admin.unassign(name, true);
+      admin.assign(name);
+    }
+    awaitTrue("replica 1/2 serving after its failed starts", SalusMiniCluster.DEADLINE_MS,
+        () -> cluster.locate(g, 1, 2) != null);
+    failStartsOf = null;
+    assertEquals(2, startsFailed.get(), "the fault acted: two starts of replica 1/2 failed");
+    assertTrue(io.salus.core.hbase.endpoint.SalusReplicaEndpoint.startRetries() - retriesBefore >= 2,
+        "started again by the endpoint");
+    assertEquals(movesBefore, HdfsReplicaStorage.movesAsked(), "no reopen was asked: the open region's replica"
+        + " started again in place");
+    cluster.awaitPlaced(g);
+    try (SalusVolume v = SalusVolume.open(cluster.connection(), g.volume())) {
+      SalusRegionRecoveryTest.Workload w = new SalusRegionRecoveryTest.Workload(g, v, 40, 8);
+      assertEquals("", w.finish());
+      SalusRegionRecoveryTest.assertVolume(w.expected(),
+          v.read(0, (int) g.numBlocks()).get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS),
+          "every write reads back");
     }
   }
 

@@ -515,6 +515,75 @@ class HRegionStoreTest {
         last.forEach((k, v) -> assertArrayEquals(v, reopened.read(k), "block " + k + " after the compaction"));
     }
 
+    /**
+     * Review rv38: a replica's start replays its log over the region's cells, and an HFile block damaged on disk fails
+     * a tree node read there. That failure was taken as the Salus log's damage: the healthy log was moved aside (a
+     * full catch-up from a peer, and the log's own copy of the state lost). A failed read of the cells is now a
+     * {@link io.salus.core.protocol.replica.RegionStore.ReadFailed}, which proves the store damaged, not the log.
+     */
+    @Test
+    @Order(8)
+    void aReadOfADamagedStoreFileIsTheStoresDamageNotTheLogs() throws Exception {
+        // a volume of its own, deleted at the end: the damaged files are never opened again by the later tests
+        VolumeGeometry g = new VolumeGeometry("st2", PER_REGION * BLOCK, BLOCK, PER_REGION);
+        SalusTableLayout.create(admin, g);
+        ProtocolConfig cfg2 = ProtocolConfig.of("st2", BLOCK, HashAlgorithm.SHA256,
+                RegionLayout.ofRegionSize(PER_REGION, PER_REGION));
+        TableName t = TableName.valueOf("salus", "st2_r0");
+        int idx = 0;
+        HRegion r = await("region 0 of st2_r0", () -> {
+            for (HRegion x : util.getMiniHBaseCluster().getRegions(t)) {
+                if (x.isAvailable()) {
+                    return x;
+                }
+            }
+            return null;
+        });
+        HRegionStore store = HRegionStore.open(r, cfg2, idx);
+        for (long b = 0; b < 8; b++) {
+            store.apply(b, block(1100 + b));
+        }
+        r.flush(true);
+        DistributedFileSystem fs = util.getDFSCluster().getFileSystem();
+        int corrupted = 0;
+        for (var st : r.getStores()) {
+            for (HStoreFile sf : st.getStorefiles()) {
+                st.getCacheConfig().getBlockCache().ifPresent(bc -> bc.evictBlocksByHfileName(sf.getPath().getName()));
+                for (var lb : fs.getClient().getLocatedBlocks(sf.getPath().toUri().getPath(), 0, Long.MAX_VALUE)
+                        .getLocatedBlocks()) {
+                    for (int dn = 0; dn < util.getDFSCluster().getDataNodes().size(); dn++) {
+                        try {
+                            util.getDFSCluster().corruptReplica(dn, lb.getBlock());
+                            corrupted++;
+                        } catch (IOException notHere) {
+                            // no replica of this block on that DataNode
+                        }
+                    }
+                }
+            }
+        }
+        assertTrue(corrupted > 0, "the fault acted: the region's store file blocks were corrupted on disk");
+        RuntimeException e = assertThrows(RuntimeException.class, () -> {
+            HRegionStore fresh = HRegionStore.open(r, cfg2, idx); // an empty node cache, as a replica's start has
+            for (long b = 0; b < 8; b++) {
+                fresh.read(b);
+                fresh.proof(b);
+            }
+        }, "a read of the damaged store file fails");
+        assertTrue(io.salus.core.hbase.SalusStoreQuarantine.damaged(fs, e), "the read proves damage: " + e);
+        assertInstanceOf(io.salus.core.protocol.replica.RegionStore.ReadFailed.class, e, "the store says it is its read");
+        assertFalse(io.salus.core.hbase.storage.HdfsReplicaStorage.provesLogDamaged(fs, e),
+                "the store's damage does not prove the Salus log damaged (its log would be moved aside)");
+        assertTrue(io.salus.core.hbase.storage.HdfsReplicaStorage.provesLogDamaged(fs,
+                new java.io.UncheckedIOException((IOException) e.getCause())), "control: the same checksum failure"
+                + " met reading the log proves the log damaged");
+        for (int k = 0; k < 3; k++) {
+            TableName tk = TableName.valueOf("salus", "st2_r" + k);
+            admin.disableTable(tk);
+            admin.deleteTable(tk);
+        }
+    }
+
     // ------------------------------------------------------------------ restart replay (item 5)
 
     private static final List<NodeKeys> LEADERS = List.of(

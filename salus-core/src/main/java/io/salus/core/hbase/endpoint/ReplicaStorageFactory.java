@@ -60,6 +60,14 @@ public interface ReplicaStorageFactory {
     default void diskFailed(RegionCoprocessorEnvironment env, RuntimeException error) {
     }
 
+    /**
+     * Whether this storage asked for the region to be reopened (a damaged read or a failed disk write, {@link
+     * #diskFailed}): a replica whose start failed then waits for that reopen instead of starting again in place.
+     */
+    default boolean reopenAsked() {
+        return false;
+    }
+
     /** Releases what this factory opened (log files, ZooKeeper session). */
     default void close() {
     }

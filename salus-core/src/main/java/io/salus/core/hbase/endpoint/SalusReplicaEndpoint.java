@@ -162,8 +162,7 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
                         + " DataNodes set it (hdfs-site.xml), a power loss can take HFiles that a certified Salus"
                         + " checkpoint names, after the log before it was collected; set it on every DataNode");
             }
-            storage = conf.getClass(ReplicaStorageFactory.CLASS_KEY, HdfsReplicaStorage.class,
-                    ReplicaStorageFactory.class).getDeclaredConstructor().newInstance();
+            storage = newStorage(conf);
             Class<? extends ReplicaFaultInjector> fc = conf.getClass(ReplicaFaultInjector.CLASS_KEY, null,
                     ReplicaFaultInjector.class);
             faults = fc == null ? ReplicaFaultInjector.NONE : fc.getDeclaredConstructor().newInstance();
@@ -183,20 +182,88 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
         startError = "the Salus replica " + addressing.replica(region, k) + " on "
                 + renv.getRegionInfo().getRegionNameAsString() + " is opening (replaying its Salus log before it"
                 + " serves): retry";
+        retryFirstMs = conf.getLong(START_RETRY_KEY, START_RETRY_DEFAULT_MS);
+        retryMaxMs = conf.getLong(START_RETRY_MAX_KEY, START_RETRY_MAX_DEFAULT_MS);
+        startable = true;
     }
+
+    private static ReplicaStorageFactory newStorage(Configuration conf) throws ReflectiveOperationException {
+        return conf.getClass(ReplicaStorageFactory.CLASS_KEY, HdfsReplicaStorage.class, ReplicaStorageFactory.class)
+                .getDeclaredConstructor().newInstance();
+    }
+
+    /**
+     * First wait (ms) before a replica whose start failed is started again on its open region (doubled after each
+     * failed attempt, up to {@link #START_RETRY_MAX_KEY}); 0 or less: never (the region stays open without a replica
+     * until it is reopened).
+     */
+    public static final String START_RETRY_KEY = "salus.replica.start.retry.ms";
+    public static final long START_RETRY_DEFAULT_MS = 2_000;
+    public static final String START_RETRY_MAX_KEY = "salus.replica.start.retry.max-ms";
+    public static final long START_RETRY_MAX_DEFAULT_MS = 60_000;
+    /** Starts of replicas again after a failed start (shared by the regions of this JVM; daemon). */
+    private static final java.util.concurrent.ScheduledExecutorService START_RETRIES =
+            java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+                Thread t = new Thread(r, "salus-replica-start-retry");
+                t.setDaemon(true);
+                return t;
+            });
+    private static final java.util.concurrent.atomic.AtomicLong START_RETRIES_RUN =
+            new java.util.concurrent.atomic.AtomicLong();
+
+    /** Starts run again after a failed start, by this JVM's replica regions (tests and metrics). */
+    public static long startRetries() {
+        return START_RETRIES_RUN.get();
+    }
+
+    /** Set once {@link #start} configured everything: only such an endpoint starts (and retries) its replica. */
+    private boolean startable;
+    /** Set when the region closes: no start (or retry) after it. */
+    private volatile boolean stopped;
+    private final Object startLock = new Object();
+    private long retryFirstMs;
+    private long retryMaxMs;
+    /** Failed starts of this region incarnation so far. */
+    private int failedStarts;
 
     /**
      * The region is open (its cells readable): open the replica's log, region state and coordination, and start the
      * replica, which re-applies the certified log entries after its verified base before this method returns, so
      * before it serves anything ({@link #deliver} answers "opening" until then). A failure leaves the region open
-     * without a running replica; every call then says why.
+     * without a running replica, every call saying why, until a later attempt ({@link #startReplica}) starts it.
      */
     @Override
     public void postOpen(ObserverContext<RegionCoprocessorEnvironment> ctx) {
-        RegionCoprocessorEnvironment renv = ctx.getEnvironment();
-        if (storage == null || host != null) {
-            return;
+        startReplica(ctx.getEnvironment());
+    }
+
+    /**
+     * Starts the replica (at open, and again after a failed start: review rv38, a start that failed for a passing
+     * reason, ZooKeeper or a DataNode briefly unreachable, left the region open without a replica for good). A start
+     * that failed on damage its storage handles by reopening the region ({@link ReplicaStorageFactory#reopenAsked})
+     * is not retried here; any other is, on the open region, after {@link #START_RETRY_KEY} ms, doubling up to
+     * {@link #START_RETRY_MAX_KEY}, until it starts or the region closes.
+     */
+    private void startReplica(RegionCoprocessorEnvironment renv) {
+        synchronized (startLock) {
+            if (!startable || stopped || host != null) {
+                return;
+            }
+            if (storage == null) {
+                try {
+                    storage = newStorage(renv.getConfiguration());
+                } catch (ReflectiveOperationException | RuntimeException e) {
+                    startError = "the Salus replica endpoint of " + renv.getRegionInfo().getRegionNameAsString()
+                            + " is not running: " + e;
+                    LOG.error(startError, e);
+                    return;
+                }
+            }
+            startLocked(renv);
         }
+    }
+
+    private void startLocked(RegionCoprocessorEnvironment renv) {
         String name = renv.getRegionInfo().getRegionNameAsString();
         try {
             NodeId me = addressing.replica(region, replicaIndex);
@@ -245,8 +312,20 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
                 releaseConnection();
                 link = null;
             }
+            boolean reopening = storage.reopenAsked();
             storage.close();
             storage = null; // closed once: stop() would close it again when the region closes
+            failedStarts++;
+            if (!reopening && retryFirstMs > 0) {
+                long delay = Math.min(retryMaxMs, retryFirstMs << Math.min(20, failedStarts - 1));
+                startError += "; started again in " + delay + " ms (failed start " + failedStarts + ")";
+                LOG.warn("Salus replica of region {}: start {} failed; starting it again in {} ms", name,
+                        failedStarts, delay);
+                START_RETRIES.schedule(() -> {
+                    START_RETRIES_RUN.incrementAndGet();
+                    startReplica(renv);
+                }, delay, java.util.concurrent.TimeUnit.MILLISECONDS);
+            }
         }
     }
 
@@ -272,6 +351,13 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
 
     @Override
     public void stop(CoprocessorEnvironment env) {
+        stopped = true; // a start retry scheduled for later does nothing
+        synchronized (startLock) { // one running now finishes first: what it built is closed here
+            stopLocked();
+        }
+    }
+
+    private void stopLocked() {
         startError = "the Salus replica endpoint is not running on this region (closed)";
         if (host != null) {
             host.close();

@@ -147,7 +147,7 @@ public final class HRegionStore implements RegionStore {
                 }
             }
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot read the newest cell of " + region.getRegionInfo().getEncodedName(), e);
+            throw new io.salus.core.protocol.replica.RegionStore.ReadFailed("cannot read the newest cell of " + region.getRegionInfo().getEncodedName(), e);
         }
     }
 
@@ -542,7 +542,7 @@ public final class HRegionStore implements RegionStore {
             } while (more);
         } catch (IOException e) {
             readFailed.accept(e);
-            throw new UncheckedIOException("cannot scan " + region.getRegionInfo().getEncodedName(), e);
+            throw new io.salus.core.protocol.replica.RegionStore.ReadFailed("cannot scan " + region.getRegionInfo().getEncodedName(), e);
         }
     }
 
@@ -590,7 +590,7 @@ public final class HRegionStore implements RegionStore {
                         + ": the region is closing", e);
             }
             readFailed.accept(e);
-            throw new UncheckedIOException("cannot read " + Bytes.toStringBinary(row)
+            throw new io.salus.core.protocol.replica.RegionStore.ReadFailed("cannot read " + Bytes.toStringBinary(row)
                     + (version == CURRENT ? "" : " as of " + version) + " from "
                     + region.getRegionInfo().getEncodedName(), e);
         }

@@ -183,6 +183,11 @@ public final class HdfsReplicaStorage implements ReplicaStorageFactory {
     /** Moves asked by this JVM's replica regions (tests and metrics). */
     private static final java.util.concurrent.atomic.AtomicLong MOVES_ASKED = new java.util.concurrent.atomic.AtomicLong();
 
+    @Override
+    public boolean reopenAsked() {
+        return moveAsked.get();
+    }
+
     /** Moves of replica regions this JVM asked the master for after a damaged read or a failed disk write. */
     public static long movesAsked() {
         return MOVES_ASKED.get();
@@ -350,7 +355,7 @@ public final class HdfsReplicaStorage implements ReplicaStorageFactory {
      */
     @Override
     public synchronized String quarantineDisk(RegionCoprocessorEnvironment env, RuntimeException error) {
-        if (disk == null || !io.salus.core.hbase.SalusStoreQuarantine.damaged(fs, error)) {
+        if (disk == null || !provesLogDamaged(fs, error)) {
             return null;
         }
         String why = io.salus.core.hbase.SalusStoreQuarantine.oneLine(error);
@@ -360,6 +365,17 @@ public final class HdfsReplicaStorage implements ReplicaStorageFactory {
                 + " peer", env.getRegionInfo().getEncodedName(), disk.directory(), why,
                 moved ? "moved aside to " + dest : "nothing to move");
         return moved ? dest.toString() : disk.directory() + " (absent)";
+    }
+
+    /**
+     * Whether {@code error}, met while a replica read its disk and replayed its log at start, proves the Salus log
+     * damaged: a damage ({@link io.salus.core.hbase.SalusStoreQuarantine#damaged}) that is not a failed read of the
+     * region's cells ({@link io.salus.core.protocol.replica.RegionStore.ReadFailed}: the store's damage, handled by
+     * its reopen, which moves the damaged store files aside; the log stays).
+     */
+    public static boolean provesLogDamaged(FileSystem fs, Throwable error) {
+        return !io.salus.core.protocol.replica.RegionStore.ReadFailed.in(error)
+                && io.salus.core.hbase.SalusStoreQuarantine.damaged(fs, error);
     }
 
     /** Where this region's Salus log directory is moved aside: {@code <quarantine root>/logs/<table>/<region>/<time>}. */

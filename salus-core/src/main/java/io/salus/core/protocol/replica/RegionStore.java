@@ -25,6 +25,28 @@ public interface RegionStore {
         }
     }
 
+    /**
+     * A read of the region's cells failed (a store file block that fails its checksum, a lost block): the store's
+     * damage, never the replica's disk (its Salus log and checkpoints). The storage handles it (a damaged store file is
+     * moved aside at the region's reopen); a replica start that meets it keeps its disk (review rv38: an HFile damaged
+     * under a tree node read during the log replay at open moved the healthy Salus log aside).
+     */
+    final class ReadFailed extends java.io.UncheckedIOException {
+        public ReadFailed(String message, java.io.IOException cause) {
+            super(message, cause);
+        }
+
+        /** Whether {@code e} or one of its causes is a {@link ReadFailed}. */
+        public static boolean in(Throwable e) {
+            for (Throwable t = e; t != null; t = t.getCause()) {
+                if (t instanceof ReadFailed) {
+                    return true;
+                }
+            }
+            return false;
+        }
+    }
+
     /** Applies a committed write of one block and updates the region tree. */
     void apply(long localBlock, byte[] data);
 
