@@ -65,6 +65,13 @@ class SalusReopenLivenessTest {
   static volatile String failStartsOf;
   static final AtomicInteger startsToFail = new AtomicInteger();
   static final AtomicInteger startsFailed = new AtomicInteger();
+  /** Encoded name of the region whose first start fails and whose retry blocks until {@link #closeReturned}. */
+  static volatile String blockStartsOf;
+  static final AtomicInteger blockedAttempts = new AtomicInteger();
+  static final CountDownLatch retryBlocked = new CountDownLatch(1);
+  static final CountDownLatch closeReturned = new CountDownLatch(1);
+  static final AtomicBoolean closeReturnedFirst = new AtomicBoolean();
+  static final CountDownLatch blockedStartEnded = new CountDownLatch(1);
   /** The storage of each region incarnation opened, by encoded region name (the latest). */
   static final Map<String, InstallFaults> storages = new java.util.concurrent.ConcurrentHashMap<>();
 
@@ -97,6 +104,19 @@ class SalusReopenLivenessTest {
 
     @Override
     public Coordination coordination(RegionCoprocessorEnvironment env, String volume) {
+      if (env.getRegionInfo().getEncodedName().equals(blockStartsOf)) {
+        if (blockedAttempts.incrementAndGet() == 1) {
+          throw new IllegalStateException("injected by SalusReopenLivenessTest: cannot reach ZooKeeper");
+        }
+        retryBlocked.countDown(); // the retry, on the endpoint's retry thread: ZooKeeper still unreachable
+        try {
+          closeReturnedFirst.set(closeReturned.await(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS));
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+        blockedStartEnded.countDown();
+        throw new IllegalStateException("injected by SalusReopenLivenessTest: ZooKeeper still unreachable");
+      }
       if (env.getRegionInfo().getEncodedName().equals(failStartsOf) && startsToFail.getAndDecrement() > 0) {
         startsFailed.incrementAndGet();
         throw new IllegalStateException("injected by SalusReopenLivenessTest: cannot reach ZooKeeper (a passing"
@@ -246,6 +266,42 @@ class SalusReopenLivenessTest {
       SalusRegionRecoveryTest.assertVolume(w.expected(),
           v.read(0, (int) g.numBlocks()).get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS),
           "every write reads back");
+    }
+  }
+
+  /**
+   * Review of the start retry: HBase closes a region holding its write lock and calls the endpoint's stop() inside
+   * that; a stop() that waited for a retried start still blocked (on ZooKeeper, a lease recovery) held the close as
+   * long, and a start that flushed at a checkpoint could deadlock it. The retry here blocks until the close returned
+   * (or the test's deadline): the close must return first, and the region must open and serve again afterwards.
+   */
+  @Test
+  void closingARegionWhoseStartIsBeingRetriedDoesNotWaitForTheStart() throws Exception {
+    VolumeGeometry g = new VolumeGeometry("livcl", REGIONS * PER_REGION * BLOCK, BLOCK, PER_REGION);
+    cluster.createVolume(g);
+    HRegion victim = cluster.region(g, 1, 2);
+    byte[] name = victim.getRegionInfo().getRegionName();
+    blockStartsOf = victim.getRegionInfo().getEncodedName();
+    try (Admin admin = cluster.connection().getAdmin()) {
+      admin.unassign(name, true);
+      admin.assign(name); // the start fails; the endpoint starts it again after its backoff, and that start blocks
+      assertTrue(retryBlocked.await(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS),
+          "the endpoint started replica 1/2 again and that start blocks on ZooKeeper");
+      admin.unassign(name, true);
+      closeReturned.countDown();
+      blockStartsOf = null;
+      assertTrue(blockedStartEnded.await(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS), "the blocked start ended");
+      assertTrue(closeReturnedFirst.get(), "the region's close returned while its replica's start was blocked"
+          + " (it waited for the start)");
+      admin.assign(name);
+    }
+    cluster.awaitPlaced(g);
+    try (SalusVolume v = SalusVolume.open(cluster.connection(), g.volume())) {
+      SalusRegionRecoveryTest.Workload w = new SalusRegionRecoveryTest.Workload(g, v, 40, 8);
+      assertEquals("", w.finish());
+      SalusRegionRecoveryTest.assertVolume(w.expected(),
+          v.read(0, (int) g.numBlocks()).get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS),
+          "every write reads back after the region opened again");
     }
   }
 

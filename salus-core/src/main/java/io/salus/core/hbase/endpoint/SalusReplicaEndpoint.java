@@ -184,6 +184,12 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
                 + " serves): retry";
         retryFirstMs = conf.getLong(START_RETRY_KEY, START_RETRY_DEFAULT_MS);
         retryMaxMs = conf.getLong(START_RETRY_MAX_KEY, START_RETRY_MAX_DEFAULT_MS);
+        if (retryFirstMs > 0 && retryMaxMs < retryFirstMs) {
+            LOG.warn("{}={} is below {}={}: failed replica starts are retried every {} ms; set it to at least the"
+                    + " first wait (default {})", START_RETRY_MAX_KEY, retryMaxMs, START_RETRY_KEY, retryFirstMs,
+                    retryFirstMs, START_RETRY_MAX_DEFAULT_MS);
+            retryMaxMs = retryFirstMs;
+        }
         startable = true;
     }
 
@@ -203,7 +209,7 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
     public static final long START_RETRY_MAX_DEFAULT_MS = 60_000;
     /** Starts of replicas again after a failed start (shared by the regions of this JVM; daemon). */
     private static final java.util.concurrent.ScheduledExecutorService START_RETRIES =
-            java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+            java.util.concurrent.Executors.newScheduledThreadPool(2, r -> { // one slow start does not hold the rest
                 Thread t = new Thread(r, "salus-replica-start-retry");
                 t.setDaemon(true);
                 return t;
@@ -220,7 +226,10 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
     private boolean startable;
     /** Set when the region closes: no start (or retry) after it. */
     private volatile boolean stopped;
-    private final Object startLock = new Object();
+    /** Guards {@link #starting} and the hand-over of what a start built to {@link #stop}; never held during a start. */
+    private final Object stateLock = new Object();
+    /** A start runs now (at most one at a time). */
+    private boolean starting;
     private long retryFirstMs;
     private long retryMaxMs;
     /** Failed starts of this region incarnation so far. */
@@ -241,30 +250,49 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
      * Starts the replica (at open, and again after a failed start: review rv38, a start that failed for a passing
      * reason, ZooKeeper or a DataNode briefly unreachable, left the region open without a replica for good). A start
      * that failed on damage its storage handles by reopening the region ({@link ReplicaStorageFactory#reopenAsked})
-     * is not retried here; any other is, on the open region, after {@link #START_RETRY_KEY} ms, doubling up to
-     * {@link #START_RETRY_MAX_KEY}, until it starts or the region closes.
+     * is not retried here, nor one that ran out of heap; any other is, on the open region, after
+     * {@link #START_RETRY_KEY} ms, doubling up to {@link #START_RETRY_MAX_KEY}, until it starts or the region closes.
      */
     private void startReplica(RegionCoprocessorEnvironment renv) {
-        synchronized (startLock) {
-            if (!startable || stopped || host != null) {
+        synchronized (stateLock) {
+            if (!startable || stopped || host != null || starting) {
                 return;
             }
-            if (storage == null) {
-                try {
-                    storage = newStorage(renv.getConfiguration());
-                } catch (ReflectiveOperationException | RuntimeException e) {
-                    startError = "the Salus replica endpoint of " + renv.getRegionInfo().getRegionNameAsString()
-                            + " is not running: " + e;
-                    LOG.error(startError, e);
-                    return;
+            starting = true;
+        }
+        long retryIn = -1;
+        try {
+            retryIn = attemptStart(renv);
+        } finally {
+            synchronized (stateLock) {
+                starting = false;
+                if (stopped) { // the region closed while this start ran (stop did not wait): close what it built
+                    stopLocked();
+                    retryIn = -1;
                 }
             }
-            startLocked(renv);
+        }
+        if (retryIn >= 0) {
+            START_RETRIES.schedule(() -> {
+                START_RETRIES_RUN.incrementAndGet();
+                startReplica(renv);
+            }, retryIn, java.util.concurrent.TimeUnit.MILLISECONDS);
         }
     }
 
-    private void startLocked(RegionCoprocessorEnvironment renv) {
+    /** One start of the replica; returns in how many ms to try again after a failure, or -1 (started, or not again). */
+    private long attemptStart(RegionCoprocessorEnvironment renv) {
         String name = renv.getRegionInfo().getRegionNameAsString();
+        if (storage == null) {
+            try {
+                storage = newStorage(renv.getConfiguration());
+            } catch (ReflectiveOperationException | RuntimeException e) {
+                startError = "the Salus replica endpoint of " + name + " is not running: " + e;
+                LOG.error(startError, e);
+                return -1;
+            }
+        }
+        boolean connAcquired = false;
         try {
             NodeId me = addressing.replica(region, replicaIndex);
             var disk = storage.disk(renv, me);
@@ -272,6 +300,7 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
             var store = storage.regionStore(renv, addressing.protocolConfig(), region);
             regionStore = store;
             CompletableFuture<AsyncConnection> conn = acquireConnection(renv.getConfiguration());
+            connAcquired = true;
             java.util.function.Function<Integer, CompletableFuture<String>> regionServer = k -> conn.thenCompose(c -> {
                 VolumeAddressing.Address a = addressing.address(region, k);
                 return c.getRegionLocator(a.table()).getRegionLocation(a.row());
@@ -281,51 +310,55 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
             link = new ReplicaLink(conn, addressing,
                     addressing.protocolConfig().volume() + "-" + region + "-r" + replicaIndex, null, null,
                     new CallAuth.Signing(addressing.geometry().volume(), keys.signer(me), 0));
-            try {
-                host = new ReplicaHost(addressing, region, replicaIndex, keys, link, disk,
-                        h -> storage.certificateStore(renv, h), coordination, faults, store, witnesses, regionServer,
-                        error -> storage.quarantineDisk(renv, error), new ReplicaHost.RebuildSettings(
-                                renv.getConfiguration().getBoolean(ReplicaHost.RebuildSettings.BACKGROUND_KEY, true),
-                                renv.getConfiguration().getInt(ReplicaHost.RebuildSettings.RATE_KEY,
-                                        io.salus.core.protocol.replica.RegionReplica.DEFAULT_REBUILD_BLOCKS_PER_SECOND)));
-            } catch (RuntimeException e) {
-                link.close();
-                releaseConnection();
-                link = null;
-                throw e;
-            }
             ReplicaStorageFactory st = storage;
+            host = new ReplicaHost(addressing, region, replicaIndex, keys, link, disk,
+                    h -> st.certificateStore(renv, h), coordination, faults, store, witnesses, regionServer,
+                    error -> st.quarantineDisk(renv, error), new ReplicaHost.RebuildSettings(
+                            renv.getConfiguration().getBoolean(ReplicaHost.RebuildSettings.BACKGROUND_KEY, true),
+                            renv.getConfiguration().getInt(ReplicaHost.RebuildSettings.RATE_KEY,
+                                    io.salus.core.protocol.replica.RegionReplica.DEFAULT_REBUILD_BLOCKS_PER_SECOND)));
             host.onDiskFailure(e -> st.diskFailed(renv, e)); // a lost disk: the region is reopened (= recovery)
             host.limitInbound(inboundMessages, inboundBytes);
             LOG.info("Salus replica {} started on region {} ({})", host.replicaId(), name, host.counters());
+            return -1;
         } catch (RuntimeException | OutOfMemoryError e) {
             // never fails the region server (issue 27): the region stays open, every call says why Salus does not
             // serve it, the endpoint's metrics and `salus status` show it, and the peers keep serving the region
             startError = "the Salus replica endpoint of " + name + " is not running: " + e;
-            LOG.error(startError, e);
+            if (failedStarts == 0) {
+                LOG.error(startError, e);
+            } else {
+                LOG.warn("{} (failed start {})", startError, failedStarts + 1);
+            }
             if (host != null) { // built, then something after it failed: nothing may keep feeding it
                 host.close();
                 host = null;
             }
             if (link != null) {
                 link.close();
-                releaseConnection();
                 link = null;
+            }
+            if (connAcquired) {
+                releaseConnection();
             }
             boolean reopening = storage.reopenAsked();
             storage.close();
             storage = null; // closed once: stop() would close it again when the region closes
             failedStarts++;
-            if (!reopening && retryFirstMs > 0) {
-                long delay = Math.min(retryMaxMs, retryFirstMs << Math.min(20, failedStarts - 1));
-                startError += "; started again in " + delay + " ms (failed start " + failedStarts + ")";
-                LOG.warn("Salus replica of region {}: start {} failed; starting it again in {} ms", name,
-                        failedStarts, delay);
-                START_RETRIES.schedule(() -> {
-                    START_RETRIES_RUN.incrementAndGet();
-                    startReplica(renv);
-                }, delay, java.util.concurrent.TimeUnit.MILLISECONDS);
+            if (e instanceof OutOfMemoryError) {
+                // another try would take the heap again, and the server's other threads with it
+                startError += "; not started again in this open (out of heap: give the region server more heap,"
+                        + " then reopen the region)";
+                return -1;
             }
+            if (reopening || retryFirstMs <= 0) {
+                return -1;
+            }
+            long delay = Math.min(retryMaxMs, retryFirstMs << Math.min(20, failedStarts - 1));
+            startError += "; started again in " + delay + " ms (failed start " + failedStarts + ")";
+            LOG.warn("Salus replica of region {}: start {} failed; starting it again in {} ms", name,
+                    failedStarts, delay);
+            return delay;
         }
     }
 
@@ -352,7 +385,14 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
     @Override
     public void stop(CoprocessorEnvironment env) {
         stopped = true; // a start retry scheduled for later does nothing
-        synchronized (startLock) { // one running now finishes first: what it built is closed here
+        synchronized (stateLock) {
+            if (starting) {
+                // a start runs now (a retry, on its own thread): never waited for here, HBase holds the region's
+                // write lock while it closes it (review of rv38's retry: a start waiting for ZooKeeper or a lease
+                // recovery held the close for minutes, and one that flushed at a checkpoint could deadlock it); the
+                // start closes what it built when it ends
+                return;
+            }
             stopLocked();
         }
     }

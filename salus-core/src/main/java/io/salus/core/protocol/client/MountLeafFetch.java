@@ -143,6 +143,7 @@ final class MountLeafFetch {
         }
         RegionFetch n = new RegionFetch(r, root, replicas, ReplicaMount.blocksInRegion(cfg, r));
         fetches.put(r, n);
+        replicas.forEach(this::host); // pinned now, while the locations are cached (the mount query just went out)
         if (isSilent(n.source())) {
             pickSource(n);
         }
@@ -326,10 +327,23 @@ final class MountLeafFetch {
         return silent.contains(host(n));
     }
 
+    /**
+     * The server hosting {@code n}, as first named during this fetch (pinned: a client's location cache drops the
+     * entry of a server that failed, the server a silence was recorded for; review of rv38's fix).
+     */
     private Object host(NodeId n) {
-        Object h = hostOf.apply(n);
-        return h == null ? n : h;
+        Object h = hosts.get(n);
+        if (h == null) {
+            h = hostOf.apply(n);
+            if (h == null) {
+                return n;
+            }
+            hosts.put(n, h);
+        }
+        return h;
     }
+
+    private final Map<NodeId, Object> hosts = new HashMap<>();
 
     private void drop(RegionFetch f) {
         inFlight -= f.asked.size();
