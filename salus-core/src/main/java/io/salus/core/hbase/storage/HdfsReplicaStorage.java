@@ -13,9 +13,6 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.util.concurrent.TimeUnit;
-import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.CuratorFrameworkFactory;
-import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
@@ -59,7 +56,7 @@ public final class HdfsReplicaStorage implements ReplicaStorageFactory {
 
     private DistributedFileSystem fs;
     private HdfsReplicaDisk disk;
-    private CuratorFramework zk;
+    private io.salus.core.zk.SharedCuratorClients.Lease zk;
 
     @Override
     public synchronized ReplicaDisk disk(RegionCoprocessorEnvironment env, NodeId replica) {
@@ -334,18 +331,21 @@ public final class HdfsReplicaStorage implements ReplicaStorageFactory {
     public synchronized Coordination coordination(RegionCoprocessorEnvironment env, String volume) {
         Configuration conf = env.getConfiguration();
         String quorum = ZKConfig.getZKQuorumServersString(conf);
-        zk = CuratorFrameworkFactory.newClient(quorum, new ExponentialBackoffRetry(200, 10));
-        zk.start();
         try {
-            if (!zk.blockUntilConnected(60, TimeUnit.SECONDS)) {
-                throw new IllegalStateException("cannot reach ZooKeeper at " + quorum + " (hbase.zookeeper.quorum)"
-                        + " for the Salus checkpoint certificates of volume " + volume);
+            // one ZooKeeper session per region server JVM, not one per replica region (SharedCuratorClients)
+            if (zk != null) {
+                zk.close();
+                zk = null;
             }
+            zk = io.salus.core.zk.SharedCuratorClients.acquire(quorum, 60_000);
+        } catch (IllegalStateException e) {
+            throw new IllegalStateException(e.getMessage() + " (hbase.zookeeper.quorum) for the Salus checkpoint"
+                    + " certificates of volume " + volume, e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while connecting to ZooKeeper " + quorum, e);
         }
-        return new CuratorCoordination(zk, CuratorCoordination.volumePath(conf.get(ZK_ROOT_KEY, DEFAULT_ZK_ROOT), volume));
+        return new CuratorCoordination(zk.client(), CuratorCoordination.volumePath(conf.get(ZK_ROOT_KEY, DEFAULT_ZK_ROOT), volume));
     }
 
     /**
