@@ -273,6 +273,8 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
             }
         }
         if (retryIn >= 0) {
+            LOG.warn("Salus replica of region {}: start {} failed; starting it again in {} ms",
+                    renv.getRegionInfo().getRegionNameAsString(), failedStarts, retryIn);
             START_RETRIES.schedule(() -> {
                 START_RETRIES_RUN.incrementAndGet();
                 startReplica(renv);
@@ -356,8 +358,6 @@ public final class SalusReplicaEndpoint extends SalusReplicaService implements R
             }
             long delay = Math.min(retryMaxMs, retryFirstMs << Math.min(20, failedStarts - 1));
             startError += "; started again in " + delay + " ms (failed start " + failedStarts + ")";
-            LOG.warn("Salus replica of region {}: start {} failed; starting it again in {} ms", name,
-                    failedStarts, delay);
             return delay;
         }
     }
