@@ -259,14 +259,7 @@ class SalusReopenLivenessTest {
         "started again by the endpoint");
     assertEquals(movesBefore, HdfsReplicaStorage.movesAsked(), "no reopen was asked: the open region's replica"
         + " started again in place");
-    cluster.awaitPlaced(g);
-    try (SalusVolume v = SalusVolume.open(cluster.connection(), g.volume())) {
-      SalusRegionRecoveryTest.Workload w = new SalusRegionRecoveryTest.Workload(g, v, 40, 8);
-      assertEquals("", w.finish());
-      SalusRegionRecoveryTest.assertVolume(w.expected(),
-          v.read(0, (int) g.numBlocks()).get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS),
-          "every write reads back");
-    }
+    writeAndReadBack(g, "every write reads back");
   }
 
   /**
@@ -295,13 +288,17 @@ class SalusReopenLivenessTest {
           + " (it waited for the start)");
       admin.assign(name);
     }
+    writeAndReadBack(g, "every write reads back after the region opened again");
+  }
+
+  /** Once the volume is placed: 40 writes commit on a new mount and read back. */
+  private static void writeAndReadBack(VolumeGeometry g, String what) throws Exception {
     cluster.awaitPlaced(g);
     try (SalusVolume v = SalusVolume.open(cluster.connection(), g.volume())) {
       SalusRegionRecoveryTest.Workload w = new SalusRegionRecoveryTest.Workload(g, v, 40, 8);
       assertEquals("", w.finish());
       SalusRegionRecoveryTest.assertVolume(w.expected(),
-          v.read(0, (int) g.numBlocks()).get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS),
-          "every write reads back after the region opened again");
+          v.read(0, (int) g.numBlocks()).get(SalusMiniCluster.DEADLINE_MS, TimeUnit.MILLISECONDS), what);
     }
   }
 
