@@ -65,6 +65,8 @@ public final class VolumeClient {
     /** Where a volume tree keeps its nodes: the heap by default, see {@link #useTreeStores}. */
     private java.util.function.Supplier<io.salus.core.merkle.NodeStore> treeStores =
             io.salus.core.merkle.InMemoryNodeStore::new;
+    /** The server hosting a replica, for the mount's leaf fetch ({@link #hostsBy}); the replica's id by default. */
+    private java.util.function.Function<NodeId, ?> hostOf = n -> n;
     private long nextSeq = 1;
     private long nextBatchId = 1;
     private long[] lastSeqOfRegion;
@@ -205,11 +207,6 @@ public final class VolumeClient {
     }
 
     /**
-     * Keeps the volume tree's nodes in stores made by {@code stores} (e.g. a {@link io.salus.core.merkle.MappedNodeStore}
-     * outside the heap) from now on: the current, still empty tree is replaced, and every mount builds its tree in a
-     * new store. Only before the first write or mount.
-     */
-    /**
      * Names the server hosting each replica ({@code hostOf} may return null: unknown, the replica's id stands for it):
      * a mount remembers a server silent on leaf queries for every region it hosts a replica of.
      */
@@ -217,8 +214,11 @@ public final class VolumeClient {
         this.hostOf = hostOf;
     }
 
-    private java.util.function.Function<NodeId, ?> hostOf = n -> n;
-
+    /**
+     * Keeps the volume tree's nodes in stores made by {@code stores} (e.g. a {@link io.salus.core.merkle.MappedNodeStore}
+     * outside the heap) from now on: the current, still empty tree is replaced, and every mount builds its tree in a
+     * new store. Only before the first write or mount.
+     */
     public void useTreeStores(java.util.function.Supplier<io.salus.core.merkle.NodeStore> stores) {
         if (!tree.root().equals(tree.emptyHash(tree.depth())) || !outstanding.isEmpty() || remount != null) {
             throw new IllegalStateException("the volume tree's store is chosen before the first write or mount");

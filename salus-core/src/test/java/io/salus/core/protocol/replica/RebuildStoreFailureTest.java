@@ -50,15 +50,7 @@ class RebuildStoreFailureTest {
         List<NodeId> reps = List.of(me, id.apply("rs0b"), id.apply("rs0c"));
         RrsConfig rrs = new RrsConfig(new RegionId("v", 0), 0, reps,
                 List.of(id.apply("dn0a"), id.apply("dn0b"), id.apply("dn0c")), List.of(id.apply("w0a"), id.apply("w0b")));
-        Membership membership = new Membership() {
-            public RrsConfig current(int region) {
-                return rrs;
-            }
-
-            public RrsConfig config(RegionId region, long generation) {
-                return rrs;
-            }
-        };
+        Membership membership = Rvw27RebuildTest.only(rrs);
         Map<Long, byte[]> certified = new TreeMap<>();
         for (long k = 0; k < 4; k++) {
             byte[] b = new byte[BLOCK];

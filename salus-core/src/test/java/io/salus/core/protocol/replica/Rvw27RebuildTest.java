@@ -121,14 +121,9 @@ class Rvw27RebuildTest {
         return b;
     }
 
-    @Test
-    void aRebuildOverAStoreThatHoldsTheBlocksWritesTheCertifiedStateAsItsCheckpoint() {
-        NodeId me = id("rs0a");
-        NodeId clientId = id("client");
-        List<NodeId> reps = List.of(me, id("rs0b"), id("rs0c"));
-        RrsConfig rrs = new RrsConfig(new RegionId("v", 0), 0, reps, List.of(id("dn0a"), id("dn0b"), id("dn0c")),
-                List.of(id("w0a"), id("w0b")));
-        Membership membership = new Membership() {
+    /** A membership of one RRS configuration, whatever region or generation is asked. */
+    static Membership only(RrsConfig rrs) {
+        return new Membership() {
             public RrsConfig current(int region) {
                 return rrs;
             }
@@ -137,6 +132,16 @@ class Rvw27RebuildTest {
                 return rrs;
             }
         };
+    }
+
+    @Test
+    void aRebuildOverAStoreThatHoldsTheBlocksWritesTheCertifiedStateAsItsCheckpoint() {
+        NodeId me = id("rs0a");
+        NodeId clientId = id("client");
+        List<NodeId> reps = List.of(me, id("rs0b"), id("rs0c"));
+        RrsConfig rrs = new RrsConfig(new RegionId("v", 0), 0, reps, List.of(id("dn0a"), id("dn0b"), id("dn0c")),
+                List.of(id("w0a"), id("w0b")));
+        Membership membership = only(rrs);
         // the certified state through index 7: blocks 0..3 written; this replica's cells still hold all of them (its
         // Salus disk was lost or quarantined, its HBase region is intact)
         Map<Long, byte[]> certified = new TreeMap<>();
