@@ -17,6 +17,9 @@
 # REUSE=1 starts on a data directory a run of this script filled before (same size and fill; pass its directory):
 # cycle 0 does not fill again, the writer continues after the last FLUSHed block recorded next to it, and the fill is
 # still read back after the last restart (a restart-at-size loop without a fresh fill each time).
+# CSV=<path> writes the rows there instead; PRIOR_MIB=<n> adds n to written_mib_before_kill: the client MiB another run
+# wrote to the directory before (REUSE=1 of a memory-curve run's directory with fill MiB 0: the volume holds that
+# run's fill, which fio did not write with verify headers, so only the FLUSHed writer's blocks are checked).
 # TREE_FAMILY=0 creates the volume without the tree-node column family 't' (-Dsalus.layout.treeFamily=false: the
 # layout of volumes created before it, whose mount scans the blocks and, at 1 GiB written, does not finish in 120 s).
 set -euo pipefail
@@ -28,7 +31,7 @@ fill_mib="${3:-1024}"
 data="${4:-$(mktemp -d)/salus-data}"
 mkdir -p "$(dirname "$data")"
 port=$((20000 + RANDOM % 20000))
-csv="$here/docs/benchmarks/salus-restart-at-size-${fill_mib}mib.csv" # one file per fill size
+csv="${CSV:-$here/docs/benchmarks/salus-restart-at-size-${fill_mib}mib.csv}" # one file per fill size
 prog="$(dirname "$data")/flushed-progress"
 writer="$here/docs/benchmarks/flushed_writer.py"
 uri="nbd://127.0.0.1:$port"
@@ -102,7 +105,7 @@ for c in $(seq 1 "$cycles"); do
   verified=$(echo "$res" | grep -oE 'verified [0-9]+' | grep -oE '[0-9]+')
   lost=$(echo "$res" | grep -oE '[0-9]+ lost' | grep -oE '[0-9]+')
   [ "$fill_bad" = 1 ] && lost="$lost+fill"
-  echo "$c,$size,$(( ${now:-0} / 256 )),$kill_after,$ready_s,$verified,$lost,$fill_read,$errors,$heap,$(du -sm "$data" | cut -f1),$(cut -d' ' -f1 /proc/loadavg)" >> "$csv"
+  echo "$c,$size,$(( ${now:-0} / 256 + ${PRIOR_MIB:-0} )),$kill_after,$ready_s,$verified,$lost,$fill_read,$errors,$heap,$(du -sm "$data" | cut -f1),$(cut -d' ' -f1 /proc/loadavg)" >> "$csv"
 done
 kill -TERM "$(java_pid)" 2>/dev/null || true
 wait "$pid" 2>/dev/null || true
