@@ -5,7 +5,9 @@
 # the data directory holds (everything: HDFS, ZooKeeper, witnesses, logs), the HDFS space used (the DataNodes'
 # storage directories, DATA/dfs/data: block and checksum files of every replica), the bytes the DataNodes wrote
 # (their own counters, DataNodeActivity BytesWritten summed over the three DataNodes, read over the JDK's local JMX
-# agent by MBeanSum.java), and the OutOfMemoryError / uncaught-exception lines of the server log so far.
+# agent by MBeanSum.java), what the NameNode counts under the replica tables (/hbase/data/salus/<volume>_r*), HBase's
+# archive (compacted-away store files until the master's cleaner deletes them, 5 min by default) and the Salus logs
+# (/salus/logs) (hadoop's FsShell -du on the launcher's class path), and the OutOfMemoryError / uncaught-exception lines of the server log so far.
 # A "settled" row follows the fill and the random phase after SETTLE_S seconds without client I/O (idle regions
 # flush, compactions and the Salus log GC run); volume_data_mib is the volume's distinct data (the fill's extent;
 # random writes after a whole fill overwrite blocks).
@@ -19,6 +21,7 @@ size="${1:-4G}"
 steps="${2:-0 256 512 1024 2048 4096}"
 random_s="${3:-600}"
 settle_s="${4:-300}"
+volume=demo # the volume salus up exports by default
 data="$(mktemp -d)/salus-data"
 port=$((20000 + RANDOM % 20000))
 csv="$here/docs/benchmarks/salus-memory-curve.csv"
@@ -32,7 +35,7 @@ until grep -q "SALUS READY" "$log"; do
   sleep 0.5
 done
 jpid=$(pgrep -P "$pid" java || echo "$pid")
-echo "phase,client_mib_written,volume_data_mib,heap_used_mib_after_gc,heap_max_mib,data_dir_mib,hdfs_used_mib,hdfs_used_per_volume_byte,datanode_written_mib,datanode_written_per_client_byte,log_errors,seconds,mib_per_s,loadavg" > "$csv"
+echo "phase,client_mib_written,volume_data_mib,heap_used_mib_after_gc,heap_max_mib,data_dir_mib,hdfs_used_mib,hdfs_used_per_volume_byte,replica_tables_mib,hbase_archive_mib,salus_logs_mib,datanode_written_mib,datanode_written_per_client_byte,log_errors,seconds,mib_per_s,loadavg" > "$csv"
 heap() {
   jcmd "$jpid" GC.run >/dev/null 2>&1 || true
   local info; info=$(jcmd "$jpid" GC.heap_info 2>/dev/null)
@@ -44,6 +47,13 @@ dn_written_mib() { # the DataNodes' BytesWritten, summed (MiB); fails the run wh
       'Hadoop:service=*,name=DataNodeActivity-*' BytesWritten) || { echo "DataNode counters unreadable" >&2; exit 1; }
   echo "$out" | grep -oE 'BytesWritten=[0-9]+' | cut -d= -f2 | awk '{printf "%d", $1/1048576}'
 }
+fsshell_cp="$(mktemp -d)"; echo '<configuration></configuration>' > "$fsshell_cp/core-site.xml"
+lcp="$fsshell_cp:$here/salus-blockdriver/salus-launcher/target/salus-launcher-0.1.0-SNAPSHOT.jar:$here/salus-blockdriver/salus-launcher/target/lib/*"
+du_mib() { # bytes (one copy) under the HDFS paths, MiB
+  local nn; nn=$(grep -oE 'namenode=hdfs://[0-9.:]+' "$log" | head -1 | cut -d= -f2)
+  local paths=(); for p in "$@"; do paths+=("$nn$p"); done
+  java -cp "$lcp" org.apache.hadoop.fs.FsShell -du -s "${paths[@]}" 2>/dev/null | awk '{s += $1} END {printf "%d", s / 1048576}'
+}
 ratio() { [ "$2" -gt 0 ] && echo "scale=2; $1 / $2" | bc || echo ""; }
 row() { # phase client_written volume_data seconds mib_this_step
   heap
@@ -51,7 +61,8 @@ row() { # phase client_written volume_data seconds mib_this_step
   local mbps=""; [ "$4" != 0 ] && mbps=$(echo "scale=2; $5 / $4" | bc)
   local hdfs; hdfs=$(du -sm "$data/dfs/data" | cut -f1)
   local dnw; dnw=$(dn_written_mib)
-  echo "$1,$2,$3,$used,$max,$(du -sm "$data" | cut -f1),$hdfs,$(ratio "$hdfs" "$3"),$dnw,$(ratio "$dnw" "$2"),$errs,$4,$mbps,$(cut -d' ' -f1 /proc/loadavg)" | tee -a "$csv"
+  local tables; tables=$(du_mib "/hbase/data/salus/${volume}_r*")
+  echo "$1,$2,$3,$used,$max,$(du -sm "$data" | cut -f1),$hdfs,$(ratio "$hdfs" "$3"),$tables,$(du_mib /hbase/archive),$(du_mib /salus/logs),$dnw,$(ratio "$dnw" "$2"),$errs,$4,$mbps,$(cut -d' ' -f1 /proc/loadavg)" | tee -a "$csv"
 }
 done_mib=0
 for s in $steps; do
