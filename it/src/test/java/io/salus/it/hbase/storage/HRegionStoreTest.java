@@ -584,6 +584,62 @@ class HRegionStoreTest {
         }
     }
 
+    /**
+     * Review rv39: a checkpoint names a store version, and applies run ahead of the clock (each block applied takes a
+     * new millisecond: a rebuild's 65,536 leaves ~66 s). A store whose files were moved aside opens with no cell to
+     * continue from; the rebuild that follows wrote its leaves (empty data cells) at the clock's time, under the
+     * version, and at the next reopen the reset to the checkpoint saw no cell after the version and a root equal to
+     * the checkpoint's: the replica served and voted without its blocks. Now every cell after a reset is written above
+     * the version, and the next reset finds them.
+     */
+    @Test
+    @Order(9)
+    void aRebuildOverAnEmptiedStoreWritesAboveTheCheckpointsVersion() throws Exception {
+        VolumeGeometry g = new VolumeGeometry("st3", PER_REGION * BLOCK, BLOCK, PER_REGION);
+        SalusTableLayout.create(admin, g);
+        ProtocolConfig cfg3 = ProtocolConfig.of("st3", BLOCK, HashAlgorithm.SHA256,
+                RegionLayout.ofRegionSize(PER_REGION, PER_REGION));
+        TableName t = TableName.valueOf("salus", "st3_r0");
+        HRegion r = await("region 0 of st3_r0", () -> {
+            for (HRegion x : util.getMiniHBaseCluster().getRegions(t)) {
+                if (x.isAvailable()) {
+                    return x;
+                }
+            }
+            return null;
+        });
+        // the certified checkpoint this replica stored before its files were lost: 8 blocks, its store version ahead
+        // of the clock by what its last applies ran ahead
+        Map<Long, byte[]> blocks = new java.util.TreeMap<>();
+        for (long b = 0; b < 8; b++) {
+            blocks.put(b, block(1200 + b));
+        }
+        InMemoryRegionStore certified = new InMemoryRegionStore(cfg3, blocks);
+        long version = System.currentTimeMillis() + 60_000;
+        Hash root = certified.root();
+        Map<Long, Hash> leaves = new java.util.TreeMap<>();
+        blocks.keySet().forEach(b -> leaves.put(b, certified.leaf(b)));
+        HRegionStore emptied = HRegionStore.open(r, cfg3, 0); // its store files moved aside: no cell
+        assertThrows(io.salus.core.protocol.replica.RegionStore.StoreStateException.class,
+                () -> emptied.resetTo(version, root), "an empty store does not hold the checkpoint");
+        // the rebuild from the peers: metadata first (the certified leaves, data cells empty), one block fetched
+        emptied.setLeaves(leaves);
+        emptied.apply(0, blocks.get(0L));
+        assertEquals(root, emptied.root(), "the rebuild installed the certified tree");
+        r.flush(true);
+        // the region closes before the rebuild fetched the other blocks, and opens again
+        HRegionStore reopened = HRegionStore.open(r, cfg3, 0);
+        assertFalse(reopened.holds(1, leaves.get(1L)), "the fault acted: block 1's content was never fetched");
+        assertThrows(io.salus.core.protocol.replica.RegionStore.StoreStateException.class,
+                () -> reopened.resetTo(version, root), "the store's cells under the checkpoint's version are the"
+                        + " rebuild's empty data cells, not the checkpoint's blocks: the reset must not accept them");
+        for (int k = 0; k < 3; k++) {
+            TableName tk = TableName.valueOf("salus", "st3_r" + k);
+            admin.disableTable(tk);
+            admin.deleteTable(tk);
+        }
+    }
+
     // ------------------------------------------------------------------ restart replay (item 5)
 
     private static final List<NodeKeys> LEADERS = List.of(
@@ -602,7 +658,7 @@ class HRegionStoreTest {
     }
 
     @Test
-    @Order(9)
+    @Order(10)
     void abortedRegionServerLosesUnflushedPutsAndReplayFromTheSalusLogRestoresThem() throws Exception {
         int idx = 2;
         long gen = 1;

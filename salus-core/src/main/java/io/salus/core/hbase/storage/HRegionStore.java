@@ -152,6 +152,13 @@ public final class HRegionStore implements RegionStore {
     }
 
     /**
+     * The largest store version a checkpoint may name: applies run ahead of the clock (one millisecond per block
+     * applied faster than that), never by centuries; a larger one is damaged metadata, and taken as the next cells'
+     * floor it would overflow their timestamps.
+     */
+    static final long MAX_VERSION = Long.MAX_VALUE / 2;
+
+    /**
      * The timestamp of the next apply's cells: the region server's clock, but above every earlier apply's. A
      * cell with a higher timestamp hides a later put with a lower one, so a region reopened on a server whose
      * clock is behind (HBase admits up to 30 s of skew) would otherwise write blocks and nodes no read sees.
@@ -454,6 +461,15 @@ public final class HRegionStore implements RegionStore {
      */
     @Override
     public synchronized int resetTo(long version, Hash expectedRoot) {
+        if (version < 0 || version > MAX_VERSION) {
+            throw new StoreStateException(region.getRegionInfo().getEncodedName() + ": the checkpoint's store version "
+                    + version + " is no cell timestamp (damaged checkpoint metadata): rebuilt from the peers");
+        }
+        // review rv39: every later cell is written above the checkpoint's version. Applies run ahead of the clock (each
+        // block applied takes a new millisecond), and a store whose files were moved aside opens with no cell to continue
+        // from: the leaves a rebuild wrote under the version read, at the next reopen, as the checkpoint's own cells
+        // (the root matched with the data cells empty) and the replica served and voted without its blocks.
+        lastTimestamp = Math.max(lastTimestamp, version);
         try {
             return resetToChecked(version, expectedRoot);
         } catch (UncheckedIOException e) {
