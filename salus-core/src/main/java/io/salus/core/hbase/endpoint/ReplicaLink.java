@@ -34,7 +34,8 @@ import org.slf4j.LoggerFactory;
  * the protocol retransmits unresolved work periodically, and without this a slow destination's queue filled with
  * copies of the same 256 KiB sub-batches, each call grew to tens of MiB, and the receivers spent their time
  * re-validating copies (64-block batches never committed). A full queue drops (the protocol retransmits:
- * delivery is unreliable by contract), and so does a failed call, with a log line and a counter.
+ * delivery is unreliable by contract; the queue is full at {@link #MAX_QUEUED} envelopes or {@link #MAX_QUEUED_BYTES}),
+ * and so does a failed call, with a log line and a counter.
  *
  * <p>Each call is signed ({@link CallAuth.Signing}) when the link has a key: the endpoint drops unsigned calls.
  *
@@ -44,6 +45,14 @@ public final class ReplicaLink implements Closeable {
     private static final Logger LOG = LoggerFactory.getLogger(ReplicaLink.class);
     /** Envelopes per destination waiting for the call in flight; beyond it new ones are dropped. */
     public static final int MAX_QUEUED = 4096;
+    /**
+     * Bytes of envelopes per destination waiting for the call in flight; beyond it new ones are dropped (review
+     * rv39: the count bound alone let a peer whose region server stalls its deliver calls, and which asks for large
+     * answers (a rebuild's metadata: the log after the checkpoint, up to tens of MiB) every retransmission period,
+     * hold 4,096 of them in this server's heap). A larger envelope still queues when at most one call's bytes
+     * ({@link #MAX_BYTES_PER_CALL}) wait before it, so a large catch-up answer is not starved by steady small traffic.
+     */
+    public static final long MAX_QUEUED_BYTES = 32L << 20;
     /** Envelopes per deliver call. */
     public static final int MAX_PER_CALL = 256;
     /** Bytes of messages per deliver call (a single larger message still goes, alone). */
@@ -69,6 +78,7 @@ public final class ReplicaLink implements Closeable {
         /** The envelopes in {@link #queue} (equal bytes = the same message to the same node from the same node). */
         final java.util.Set<Envelope> waiting = ConcurrentHashMap.newKeySet();
         final AtomicInteger size = new AtomicInteger();
+        final AtomicLong bytes = new AtomicLong();
         final AtomicBoolean inFlight = new AtomicBoolean();
 
         Dest(VolumeAddressing.Address address) {
@@ -119,8 +129,11 @@ public final class ReplicaLink implements Closeable {
             duplicates.incrementAndGet(); // the same message is still waiting: one copy goes
             return;
         }
-        if (d.size.incrementAndGet() > MAX_QUEUED) {
+        int n = e.getSerializedSize();
+        long queuedBytes = d.bytes.addAndGet(n);
+        if (d.size.incrementAndGet() > MAX_QUEUED || (queuedBytes > MAX_QUEUED_BYTES && queuedBytes - n > MAX_BYTES_PER_CALL)) {
             d.size.decrementAndGet();
+            d.bytes.addAndGet(-n);
             d.waiting.remove(e);
             dropped.incrementAndGet();
             return;
@@ -150,6 +163,7 @@ public final class ReplicaLink implements Closeable {
             }
             d.queue.poll();
             d.size.decrementAndGet();
+            d.bytes.addAndGet(-size);
             d.waiting.remove(e);
             bytes += size;
             req.addEnvelopes(e);
@@ -252,6 +266,11 @@ public final class ReplicaLink implements Closeable {
                     handle(a, resp);
                     return resp.getRepliesCount();
                 });
+    }
+
+    /** Bytes of envelopes waiting, over every destination (tests, metrics). */
+    public long queuedBytes() {
+        return dests.values().stream().mapToLong(d -> d.bytes.get()).sum();
     }
 
     /** Counters: calls made, failed, envelopes dropped on a full queue, copies not queued (already waiting). */
