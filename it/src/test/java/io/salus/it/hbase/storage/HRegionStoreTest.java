@@ -525,20 +525,10 @@ class HRegionStoreTest {
     @Order(8)
     void aReadOfADamagedStoreFileIsTheStoresDamageNotTheLogs() throws Exception {
         // a volume of its own, deleted at the end: the damaged files are never opened again by the later tests
-        VolumeGeometry g = new VolumeGeometry("st2", PER_REGION * BLOCK, BLOCK, PER_REGION);
-        SalusTableLayout.create(admin, g);
-        ProtocolConfig cfg2 = ProtocolConfig.of("st2", BLOCK, HashAlgorithm.SHA256,
-                RegionLayout.ofRegionSize(PER_REGION, PER_REGION));
-        TableName t = TableName.valueOf("salus", "st2_r0");
+        OwnVolume own = ownVolume("st2");
+        ProtocolConfig cfg2 = own.cfg();
+        HRegion r = own.region();
         int idx = 0;
-        HRegion r = await("region 0 of st2_r0", () -> {
-            for (HRegion x : util.getMiniHBaseCluster().getRegions(t)) {
-                if (x.isAvailable()) {
-                    return x;
-                }
-            }
-            return null;
-        });
         HRegionStore store = HRegionStore.open(r, cfg2, idx);
         for (long b = 0; b < 8; b++) {
             store.apply(b, block(1100 + b));
@@ -577,8 +567,31 @@ class HRegionStoreTest {
         assertTrue(io.salus.core.hbase.storage.HdfsReplicaStorage.provesLogDamaged(fs,
                 new java.io.UncheckedIOException((IOException) e.getCause())), "control: the same checksum failure"
                 + " met reading the log proves the log damaged");
+        dropVolume("st2");
+    }
+
+    /** A one-region volume of its own (its replica 0's region), for a test that leaves its cells unusable. */
+    private record OwnVolume(ProtocolConfig cfg, HRegion region) {
+    }
+
+    private static OwnVolume ownVolume(String name) throws Exception {
+        SalusTableLayout.create(admin, new VolumeGeometry(name, PER_REGION * BLOCK, BLOCK, PER_REGION));
+        TableName t = TableName.valueOf("salus", name + "_r0");
+        HRegion r = await("region 0 of " + t, () -> {
+            for (HRegion x : util.getMiniHBaseCluster().getRegions(t)) {
+                if (x.isAvailable()) {
+                    return x;
+                }
+            }
+            return null;
+        });
+        return new OwnVolume(ProtocolConfig.of(name, BLOCK, HashAlgorithm.SHA256,
+                RegionLayout.ofRegionSize(PER_REGION, PER_REGION)), r);
+    }
+
+    private static void dropVolume(String name) throws IOException {
         for (int k = 0; k < 3; k++) {
-            TableName tk = TableName.valueOf("salus", "st2_r" + k);
+            TableName tk = TableName.valueOf("salus", name + "_r" + k);
             admin.disableTable(tk);
             admin.deleteTable(tk);
         }
@@ -595,25 +608,15 @@ class HRegionStoreTest {
     @Test
     @Order(9)
     void aRebuildOverAnEmptiedStoreWritesAboveTheCheckpointsVersion() throws Exception {
-        VolumeGeometry g = new VolumeGeometry("st3", PER_REGION * BLOCK, BLOCK, PER_REGION);
-        SalusTableLayout.create(admin, g);
-        ProtocolConfig cfg3 = ProtocolConfig.of("st3", BLOCK, HashAlgorithm.SHA256,
-                RegionLayout.ofRegionSize(PER_REGION, PER_REGION));
-        TableName t = TableName.valueOf("salus", "st3_r0");
-        HRegion r = await("region 0 of st3_r0", () -> {
-            for (HRegion x : util.getMiniHBaseCluster().getRegions(t)) {
-                if (x.isAvailable()) {
-                    return x;
-                }
-            }
-            return null;
-        });
         // the certified checkpoint this replica stored before its files were lost: 8 blocks, its store version ahead
         // of the clock by what its last applies ran ahead
         Map<Long, byte[]> blocks = new java.util.TreeMap<>();
         for (long b = 0; b < 8; b++) {
             blocks.put(b, block(1200 + b));
         }
+        OwnVolume own = ownVolume("st3");
+        ProtocolConfig cfg3 = own.cfg();
+        HRegion r = own.region();
         InMemoryRegionStore certified = new InMemoryRegionStore(cfg3, blocks);
         long version = System.currentTimeMillis() + 60_000;
         Hash root = certified.root();
@@ -633,11 +636,7 @@ class HRegionStoreTest {
         assertThrows(io.salus.core.protocol.replica.RegionStore.StoreStateException.class,
                 () -> reopened.resetTo(version, root), "the store's cells under the checkpoint's version are the"
                         + " rebuild's empty data cells, not the checkpoint's blocks: the reset must not accept them");
-        for (int k = 0; k < 3; k++) {
-            TableName tk = TableName.valueOf("salus", "st3_r" + k);
-            admin.disableTable(tk);
-            admin.deleteTable(tk);
-        }
+        dropVolume("st3");
     }
 
     // ------------------------------------------------------------------ restart replay (item 5)
