@@ -185,7 +185,7 @@ class SalusRebuildAtSizeBench {
             // half the reads in the rebuilding replica's region, half anywhere in the written range
             long first = rnd.nextBoolean()
                 ? victimFirst + overwriteSpan + rnd.nextLong(writtenBlocks - victimFirst - overwriteSpan - 16)
-                : rnd.nextLong(victimFirst);
+                : rnd.nextLong(victimFirst - 16); // 16 blocks read: never into the overwritten span
             try {
               byte[] got = v.read(first, 16).get(2, TimeUnit.MINUTES);
               for (int i = 0; i < 16; i++) {
