@@ -49,10 +49,12 @@ dn_written_mib() { # the DataNodes' BytesWritten, summed (MiB); fails the run wh
 }
 fsshell_cp="$(mktemp -d)"; echo '<configuration></configuration>' > "$fsshell_cp/core-site.xml"
 lcp="$fsshell_cp:$here/salus-blockdriver/salus-launcher/target/salus-launcher-0.1.0-SNAPSHOT.jar:$here/salus-blockdriver/salus-launcher/target/lib/*"
-du_mib() { # bytes (one copy) under the HDFS paths, MiB
+hdfs_du_mib() { # MiB (one copy) under the replica tables, HBase's archive and the Salus logs: "tables,archive,logs"
   local nn; nn=$(grep -oE 'namenode=hdfs://[0-9.:]+' "$log" | head -1 | cut -d= -f2)
-  local paths=(); for p in "$@"; do paths+=("$nn$p"); done
-  java -cp "$lcp" org.apache.hadoop.fs.FsShell -du -s "${paths[@]}" 2>/dev/null | awk '{s += $1} END {printf "%d", s / 1048576}'
+  java -cp "$lcp" org.apache.hadoop.fs.FsShell -du -s "$nn/hbase/data/salus/${volume}_r*" "$nn/hbase/archive" \
+      "$nn/salus/logs" 2>/dev/null | awk '
+    $NF ~ /\/hbase\/data\// {t += $1} $NF ~ /\/hbase\/archive$/ {a += $1} $NF ~ /\/salus\/logs$/ {l += $1}
+    END {printf "%d,%d,%d", t / 1048576, a / 1048576, l / 1048576}'
 }
 ratio() { [ "$2" -gt 0 ] && echo "scale=2; $1 / $2" | bc || echo ""; }
 row() { # phase client_written volume_data seconds mib_this_step
@@ -61,8 +63,7 @@ row() { # phase client_written volume_data seconds mib_this_step
   local mbps=""; [ "$4" != 0 ] && mbps=$(echo "scale=2; $5 / $4" | bc)
   local hdfs; hdfs=$(du -sm "$data/dfs/data" | cut -f1)
   local dnw; dnw=$(dn_written_mib)
-  local tables; tables=$(du_mib "/hbase/data/salus/${volume}_r*")
-  echo "$1,$2,$3,$used,$max,$(du -sm "$data" | cut -f1),$hdfs,$(ratio "$hdfs" "$3"),$tables,$(du_mib /hbase/archive),$(du_mib /salus/logs),$dnw,$(ratio "$dnw" "$2"),$errs,$4,$mbps,$(cut -d' ' -f1 /proc/loadavg)" | tee -a "$csv"
+  echo "$1,$2,$3,$used,$max,$(du -sm "$data" | cut -f1),$hdfs,$(ratio "$hdfs" "$3"),$(hdfs_du_mib),$dnw,$(ratio "$dnw" "$2"),$errs,$4,$mbps,$(cut -d' ' -f1 /proc/loadavg)" | tee -a "$csv"
 }
 done_mib=0
 for s in $steps; do

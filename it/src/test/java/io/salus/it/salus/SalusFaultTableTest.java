@@ -481,7 +481,11 @@ class SalusFaultTableTest {
 
   /** Deletes the store files of {@code region} (every file in its column family directories) on HDFS. */
   static int deleteStoreFiles(org.apache.hadoop.fs.Path regionDir) throws Exception {
-    FileSystem fs = cluster.util.getDFSCluster().getFileSystem();
+    return deleteStoreFiles(cluster.util.getDFSCluster().getFileSystem(), regionDir);
+  }
+
+  /** Deletes every store file of every family of a (closed) region; returns how many. */
+  static int deleteStoreFiles(FileSystem fs, org.apache.hadoop.fs.Path regionDir) throws Exception {
     int n = 0;
     for (FileStatus fam : fs.listStatus(regionDir)) {
       if (!fam.isDirectory() || fam.getPath().getName().startsWith(".")

@@ -151,15 +151,7 @@ class SalusRebuildAtSizeBench {
           // null"); the close of the unassign below flushes the memstore either way
           victim.flush(true);
           admin.unassign(name, true);
-          files = 0;
-          for (var fam : fs.listStatus(regionDir)) { // every family's store files (as the fault table's row does)
-            if (fam.isDirectory() && !fam.getPath().getName().startsWith(".")
-                && !fam.getPath().getName().equals("recovered.edits")) {
-              for (var f : fs.listStatus(fam.getPath())) {
-                files += fs.delete(f.getPath(), true) ? 1 : 0;
-              }
-            }
-          }
+          files = SalusFaultTableTest.deleteStoreFiles(fs, regionDir);
           logGone = fs.delete(logDir, true);
           assertTrue(files > 0, "the replica's store files were deleted (the fault acted)");
           deletedAt = System.currentTimeMillis();

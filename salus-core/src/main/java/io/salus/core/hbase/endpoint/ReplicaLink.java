@@ -131,7 +131,8 @@ public final class ReplicaLink implements Closeable {
         }
         int n = e.getSerializedSize();
         long queuedBytes = d.bytes.addAndGet(n);
-        if (d.size.incrementAndGet() > MAX_QUEUED || (queuedBytes > MAX_QUEUED_BYTES && queuedBytes - n > MAX_BYTES_PER_CALL)) {
+        boolean tooManyBytes = queuedBytes > MAX_QUEUED_BYTES && queuedBytes - n > MAX_BYTES_PER_CALL;
+        if (d.size.incrementAndGet() > MAX_QUEUED || tooManyBytes) {
             d.size.decrementAndGet();
             d.bytes.addAndGet(-n);
             d.waiting.remove(e);
